@@ -1,0 +1,84 @@
+"""Shared basics: the error type and small helpers (MXNet's ``mxnet.base``).
+
+Like MXNet's ``mxnet.base`` this module holds :class:`MXNetError` and the type
+tuples used to recognise Python numbers. It imports no JAX so every module can
+use it.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MXNetError",
+    "integer_types",
+    "numeric_types",
+    "string_types",
+    "np_dtype",
+    "dtype_name",
+    "mx_real_t",
+]
+
+
+class MXNetError(RuntimeError):
+    """Error raised by mxmod where MXNet raises ``mxnet.base.MXNetError``.
+
+    MXNet raises it for failures inside its C++ engine (shape/type checks,
+    missing devices). mxmod raises it for the same user mistakes, with a
+    message that names the wrong thing and the fix. It subclasses
+    ``RuntimeError`` so ``except RuntimeError`` still catches it.
+    """
+
+
+integer_types = (int, np.integer)
+numeric_types = (float, int, np.generic)
+string_types = (str,)
+
+#: MXNet's default real type (``mx_real_t``).
+mx_real_t = np.float32
+
+
+def np_dtype(dtype: Any) -> np.dtype:
+    """Normalise a dtype given the ways MXNet programs spell it.
+
+    Accepts ``'float32'``, ``np.float32``, ``np.dtype('float32')``,
+    ``jnp.float32``/``jnp.bfloat16`` and anything with a ``.dtype`` (arrays).
+
+    Args:
+        dtype: the dtype spelling.
+
+    Returns:
+        The ``numpy.dtype``.
+
+    Raises:
+        TypeError: if ``dtype`` does not name a numeric dtype.
+    """
+    if isinstance(dtype, np.dtype):
+        return dtype
+    if dtype is None:
+        raise TypeError("dtype must not be None here: pass e.g. 'float32' or np.float32")
+    if hasattr(dtype, "dtype") and not isinstance(dtype, type):
+        return np.dtype(dtype.dtype)
+    try:
+        out = np.dtype(dtype)
+    except TypeError as err:
+        raise TypeError(
+            f"{dtype!r} is not a dtype: use a name such as 'float32' or a type such as "
+            f"np.float32"
+        ) from err
+    if out.kind not in "biufc" and out.name != "bfloat16":
+        raise TypeError(f"{dtype!r} is not a numeric dtype: use e.g. 'float32' or 'int32'")
+    return out
+
+
+def dtype_name(dtype: Any) -> str:
+    """Return the canonical name (``'float32'``) of any dtype spelling."""
+    return np_dtype(dtype).name
+
+
+def is_number(x: Any) -> bool:
+    """True for Python/numpy scalars (bool included), as MXNet's ``numeric_types``."""
+    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, np.ndarray)

@@ -1,0 +1,211 @@
+"""``Executor``: a bound symbol with its argument, gradient and aux arrays (MXNet's
+``simple_bind``/``bind`` result). Forward and forward+backward are each one jitted
+function, cached per symbol; jit's own cache keys them by shapes, dtypes and is_train.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import MXNetError
+from .lower import GraphFn
+
+_COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+class Compiled:
+    """The jitted functions of one symbol, shared by all its executors."""
+
+    def __init__(self, sym):
+        self.graph = GraphFn(sym)
+        g = self.graph
+
+        def forward(args, aux, key, is_train):
+            return g(args, aux, key, is_train)
+
+        def forward_backward(diff, const, aux, key, head_grads):
+            def f(d):
+                return g({**const, **d}, aux, key, True)
+
+            outs, vjp, new_aux = jax.vjp(f, diff, has_aux=True)
+            (grads,) = vjp(list(head_grads))
+            return outs, new_aux, grads
+
+        self.forward = jax.jit(forward, static_argnames=("is_train",))
+        self.forward_backward = jax.jit(forward_backward)
+
+
+def compiled_for(sym) -> Compiled:
+    c = _COMPILED.get(sym)
+    if c is None:
+        c = _COMPILED[sym] = Compiled(sym)
+    return c
+
+
+def _to_jax(value: Any, like: Any, what: str):
+    from ..ndarray import NDArray
+    arr = value._data if isinstance(value, NDArray) else jnp.asarray(np.asarray(value))
+    if tuple(arr.shape) != tuple(like.shape):
+        raise MXNetError(f"{what}: got shape {tuple(arr.shape)} but the executor is bound with "
+                         f"{tuple(like.shape)}; use reshape() to bind new shapes")
+    return arr.astype(like.dtype) if arr.dtype != like.dtype else arr
+
+
+class Executor:
+    """A bound symbol, as ``mx.executor.Executor``.
+
+    Difference from MXNet: moving statistics (BatchNorm) are updated by a training
+    ``forward`` (MXNet's CPU build does it in ``backward``), which is indistinguishable
+    under forward+backward.
+    """
+
+    def __init__(self, sym, ctx, arg_names, arg_arrays, grad_arrays, grad_req, aux_names,
+                 aux_arrays):
+        self._symbol = sym
+        self._ctx = ctx
+        self._compiled = compiled_for(sym)
+        self._arg_names = list(arg_names)
+        self._aux_names = list(aux_names)
+        self.arg_arrays = list(arg_arrays)
+        self.grad_arrays = list(grad_arrays)
+        self.aux_arrays = list(aux_arrays)
+        self._grad_req = dict(grad_req)
+        self.outputs: list = []
+        self._last: Optional[tuple] = None
+        self._monitor = None
+
+    # ----------------------------------------------------------- dict views
+    @property
+    def arg_dict(self) -> dict:
+        return dict(zip(self._arg_names, self.arg_arrays))
+
+    @property
+    def grad_dict(self) -> dict:
+        return {n: g for n, g in zip(self._arg_names, self.grad_arrays) if g is not None}
+
+    @property
+    def aux_dict(self) -> dict:
+        return dict(zip(self._aux_names, self.aux_arrays))
+
+    @property
+    def output_dict(self) -> dict:
+        return dict(zip(self._symbol.list_outputs(), self.outputs))
+
+    @property
+    def symbol(self):
+        return self._symbol
+
+    # ----------------------------------------------------------- running
+    def _args(self) -> dict:
+        return {n: a._data for n, a in zip(self._arg_names, self.arg_arrays)}
+
+    def _aux(self) -> dict:
+        return {n: a._data for n, a in zip(self._aux_names, self.aux_arrays)}
+
+    def _key(self):
+        from .. import random as mxrandom
+        return mxrandom.next_key() if self._compiled.graph.has_random else jax.random.PRNGKey(0)
+
+    def forward(self, is_train: bool = False, **kwargs: Any) -> list:
+        """Run the graph; ``kwargs`` are copied into the named argument arrays first."""
+        args = self.arg_dict
+        for name, value in kwargs.items():
+            if name not in args:
+                raise MXNetError(f"forward got {name!r}, which is not an argument of the symbol; "
+                                 f"arguments are {self._arg_names}")
+            args[name]._set_data(_to_jax(value, args[name]._data, f"forward {name!r}"))
+        key = self._key()
+        outs, new_aux = self._compiled.forward(self._args(), self._aux(), key, is_train=bool(is_train))
+        self._last = (key, bool(is_train))
+        self._set_outputs(outs)
+        if is_train:
+            self._store_aux(new_aux)
+        if self._monitor is not None:
+            for name, out in self.output_dict.items():
+                self._monitor(name, out)
+        return self.outputs
+
+    def backward(self, out_grads: Any = None, is_train: bool = True) -> None:
+        """Gradients of the last forward into ``grad_arrays`` per grad_req."""
+        if self._last is None:
+            raise MXNetError("backward() needs a forward(is_train=True) first")
+        if not is_train:
+            raise NotImplementedError("backward(is_train=False) is not supported; "
+                                      "run forward(is_train=True) before backward")
+        head_grads = self._head_grads(out_grads)
+        key, _ = self._last
+        diff = {n: a._data for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays)
+                if g is not None and self._grad_req.get(n, "null") != "null"}
+        const = {n: v for n, v in self._args().items() if n not in diff}
+        _, _, grads = self._compiled.forward_backward(diff, const, self._aux(), key, head_grads)
+        self._store_grads(grads)
+
+    def _head_grads(self, out_grads: Any) -> list:
+        from ..ndarray import NDArray
+        shapes = [o.shape for o in self.outputs]
+        dtypes = [o._data.dtype for o in self.outputs]
+        if out_grads is None:
+            missing = [n for n, loss in zip(self._symbol.list_outputs(), self._compiled.graph.is_loss)
+                       if not loss]
+            if missing:
+                raise MXNetError(f"backward() needs out_grads for the non-loss outputs {missing} "
+                                 "(head gradients are only implicit for loss outputs such as "
+                                 "SoftmaxOutput or MakeLoss)")
+            return [jnp.ones(s, d) for s, d in zip(shapes, dtypes)]
+        if isinstance(out_grads, (NDArray, np.ndarray)) or hasattr(out_grads, "shape"):
+            out_grads = [out_grads]
+        if len(out_grads) != len(shapes):
+            raise MXNetError(f"backward got {len(out_grads)} out_grads for {len(shapes)} outputs")
+        return [_to_jax(g, o._data, f"out_grads[{i}]") for i, (g, o) in
+                enumerate(zip(out_grads, self.outputs))]
+
+    def _set_outputs(self, outs: list) -> None:
+        from ..ndarray import NDArray
+        if len(self.outputs) == len(outs):
+            for holder, o in zip(self.outputs, outs):
+                holder._set_data(o)
+        else:
+            self.outputs = [NDArray(o) for o in outs]
+
+    def _store_aux(self, new_aux: dict) -> None:
+        for n, a in zip(self._aux_names, self.aux_arrays):
+            if n in new_aux:
+                a._set_data(new_aux[n])
+
+    def _store_grads(self, grads: dict) -> None:
+        for n, g in zip(self._arg_names, self.grad_arrays):
+            if n not in grads:
+                continue
+            if self._grad_req.get(n) == "add":
+                g._set_data(g._data + grads[n])
+            else:
+                g._set_data(grads[n])
+
+    # ----------------------------------------------------------- parameters
+    def copy_params_from(self, arg_params: dict, aux_params: Optional[dict] = None,
+                         allow_extra_params: bool = False) -> None:
+        for source, names, arrays, kind in ((arg_params, self._arg_names, self.arg_arrays, "arg"),
+                                            (aux_params or {}, self._aux_names, self.aux_arrays, "aux")):
+            index = dict(zip(names, arrays))
+            for name, value in source.items():
+                if name not in index:
+                    if allow_extra_params:
+                        continue
+                    raise MXNetError(f"copy_params_from: {kind} parameter {name!r} is not in the "
+                                     "symbol; pass allow_extra_params=True to skip it")
+                index[name]._set_data(_to_jax(value, index[name]._data, f"parameter {name!r}"))
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs):
+        """A new executor for new input shapes, sharing arrays whose shapes are unchanged."""
+        from .bind import reshape_executor
+        return reshape_executor(self, partial_shaping, allow_up_sizing, kwargs)
+
+    def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
+        self._monitor = callback
+
+    def debug_str(self) -> str:
+        return self._symbol.debug_str()

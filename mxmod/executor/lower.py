@@ -1,0 +1,71 @@
+"""Lowering: a Symbol becomes a pure JAX function of explicit state."""
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from ..base import MXNetError
+from ..ops import LowerCtx
+from ..symbol.graph import aux_var_ids, topo_order
+
+
+class GraphFn:
+    """``fn(args, aux, key, is_train) -> (outputs, new_aux)`` for one symbol.
+
+    ``args``/``aux`` are dicts name -> jax.Array; ``new_aux`` holds the aux states the
+    graph updated (BatchNorm moving statistics in training). Pure and jittable.
+    """
+
+    def __init__(self, sym):
+        self.symbol = sym
+        order = topo_order(sym._outputs)
+        aux_ids = aux_var_ids(order)
+        self.arg_names = [n.name for n in order if n.is_var and id(n) not in aux_ids]
+        self.aux_names = [n.name for n in order if n.is_var and id(n) in aux_ids]
+        self.output_names = sym.list_outputs()
+        pos = {id(n): i for i, n in enumerate(order)}
+        self._steps = []
+        for i, node in enumerate(order):
+            if node.is_var:
+                self._steps.append((i, None, node.name, None, None, 0))
+                continue
+            a = node.parsed()
+            n_data = len(node.op.input_names(a))
+            refs = [(pos[id(c)], k) for c, k in node.inputs]
+            aux_vars = [c.name for c, _ in node.inputs[n_data:]]
+            self._steps.append((i, node, refs[:n_data], refs[n_data:], aux_vars, n_data))
+        self._heads = [(pos[id(n)], k) for n, k in sym._outputs]
+        self.is_loss = [n.op is not None and n.op.is_loss for n, _ in sym._outputs]
+        self.has_random = any(n.op is not None and n.op.random for n in order)
+
+    def __call__(self, args: dict, aux: dict, key: Any, is_train: bool):
+        env: dict[tuple[int, int], Any] = {}
+        new_aux: dict[str, Any] = {}
+        for i, node, refs, aux_refs, aux_vars, _ in self._steps:
+            if node is None:
+                name = refs
+                src = args if name in args else aux
+                if name not in src:
+                    raise MXNetError(f"no value bound for input {name!r}")
+                env[(i, 0)] = src[name]
+                continue
+            ins = [env[r] for r in refs]
+            aux_in = [new_aux.get(v, env[r]) for v, r in zip(aux_vars, aux_refs)]
+            rng = jax.random.fold_in(key, i) if (node.op.random and key is not None) else None
+            ctx = LowerCtx(is_train=is_train, node_name=node.name, rng=rng)
+            res = node.op.lower(node.parsed(), ins, aux_in, ctx)
+            if aux_vars:
+                outs, updated = res
+                if updated is not None:
+                    for v, val in zip(aux_vars, updated):
+                        new_aux[v] = val
+            else:
+                outs = res
+            for k, o in enumerate(outs):
+                env[(i, k)] = o
+        try:
+            outputs = [env[h] for h in self._heads]
+        except KeyError as e:
+            raise MXNetError(f"output {e} of the graph is a hidden output mxmod does not compute") from None
+        return outputs, new_aux

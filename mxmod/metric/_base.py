@@ -1,0 +1,438 @@
+"""EvalMetric base class, the metric registry and shared helpers (MXNet's ``mxnet.metric``).
+
+Device-side protocol (mxmod addition, used by the fused training step)
+----------------------------------------------------------------------
+Every built-in metric except :class:`CustomMetric` can compute the statistics of one
+MXNet ``update(labels, preds)`` call as a pure, jittable JAX function, and fold those
+statistics into its counters later, so the training loop never syncs to the host:
+
+* ``_supports_device() -> bool``: True when the class's ``update`` and ``_device_stats``
+  come from the same class (a user subclass that overrides ``update`` falls back to the
+  host path automatically).
+* ``_device_stats(labels, preds) -> pytree``: ``labels``/``preds`` are lists of
+  ``jax.Array`` (tracers inside ``jit``). Returns a small pytree of JAX arrays: the stats
+  of that one ``update`` call (for most metrics ``(sum_metric, num_inst)``). Shape errors
+  raise at trace time; ``NotImplementedError`` means "use the host path for these inputs"
+  (e.g. ``TopKAccuracy`` with 1-D predictions).
+* ``_device_stats_dict(label_dict, pred_dict)``: the same, selecting inputs by
+  ``label_names``/``output_names`` exactly like ``update_dict``. Pass ``OrderedDict`` s
+  (a plain dict is re-ordered by key when it crosses a ``jit`` boundary).
+* ``_device_additive`` (bool attribute/property): True when stats of several update
+  calls may be summed leaf-wise (``jax.tree.map(jnp.add, a, b)``) before they are
+  accumulated (e.g. a ``psum`` over devices). False only for
+  ``PearsonCorrelation(average='micro')``.
+* ``_accumulate_device(stats, stacked=False)``: queue stats (device or host arrays) for
+  folding; no host sync happens here (a non-blocking host copy is started). With
+  ``stacked=True`` every leaf has a leading axis of separate update calls (e.g. one per
+  device) that are folded in order.
+* Pending stats are folded (in float64 on the host, as MXNet's Python counters) the first
+  time ``sum_metric``/``num_inst``/``global_*``/``get*()`` are read, on ``reset_local()``,
+  and, oldest first, once many are queued. ``reset()`` drops them.
+* ``_update_dict_device(label_dict, pred_dict)`` / ``_update_device(labels, preds)``:
+  convenience for the imperative path: jit ``_device_stats*`` once per metric and
+  accumulate, taking NDArrays, jax arrays or numpy arrays.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from collections import OrderedDict
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy
+
+from ..base import numeric_types, string_types
+from ..registry import Registry
+
+__all__ = ["EvalMetric", "check_label_shapes", "register", "alias", "registry_create"]
+
+_REGISTRY = Registry("metric", case_sensitive=False)
+_MAX_PENDING = 256  # fold the oldest queued stats once this many are waiting
+_KEEP_PENDING = 16  # ...but leave the newest ones (likely still computing) queued
+
+
+# ----------------------------------------------------------------------------- helpers
+def _is_single_array(x: Any) -> bool:
+    return not isinstance(x, (list, tuple)) and hasattr(x, "shape")
+
+
+def _as_list(x: Any) -> list:
+    """Wrap a single array (NDArray/jax/numpy) into a list, MXNet's ``wrap=True``."""
+    return [x] if _is_single_array(x) else list(x)
+
+
+def _pairs(labels: Any, preds: Any) -> tuple[list, list]:
+    """Wrap single arrays and check the two lists have the same length."""
+    labels, preds = _as_list(labels), _as_list(preds)
+    if len(labels) != len(preds):
+        raise ValueError(
+            f"Shape of labels {len(labels)} does not match shape of predictions {len(preds)}: "
+            "pass one label per prediction (or select outputs with output_names=[...])"
+        )
+    return labels, preds
+
+
+def _np(x: Any) -> numpy.ndarray:
+    """Host numpy view of an NDArray, jax array or array-like."""
+    if hasattr(x, "asnumpy"):
+        return x.asnumpy()
+    return numpy.asarray(x)
+
+
+def _jx(x: Any) -> jax.Array:
+    """JAX array of an NDArray (its ``_data``), a jax array/tracer or an array-like."""
+    if hasattr(x, "asnumpy") and hasattr(x, "_data"):
+        return x._data
+    return jnp.asarray(x)
+
+
+def _num(x: Any) -> int | float:
+    """Host scalar: Python int for integer stats (MXNet's int num_inst), float otherwise."""
+    x = numpy.asarray(x)
+    return int(x) if x.dtype.kind in "iub" else float(x)
+
+
+def _defining_class(cls: type, attr: str) -> type | None:
+    for klass in cls.__mro__:
+        if attr in vars(klass):
+            return klass
+    return None
+
+
+def check_label_shapes(labels: Any, preds: Any, wrap: bool = False, shape: bool = False):
+    """Check that labels and predictions agree in length (or shape), as MXNet's helper.
+
+    Args:
+        labels: list of arrays (or one array).
+        preds: list of arrays (or one array).
+        wrap: wrap single arrays into 1-element lists (after the check, as MXNet).
+        shape: compare ``.shape`` instead of ``len()``.
+
+    Returns:
+        ``(labels, preds)``, wrapped when ``wrap``.
+
+    Raises:
+        ValueError: ``"Shape of labels {} does not match shape of predictions {}"``.
+    """
+    if not shape:
+        label_shape, pred_shape = len(labels), len(preds)
+    else:
+        label_shape, pred_shape = labels.shape, preds.shape
+    if label_shape != pred_shape:
+        raise ValueError(
+            f"Shape of labels {label_shape} does not match shape of predictions {pred_shape}"
+        )
+    if wrap:
+        labels, preds = _as_list(labels), _as_list(preds)
+    return labels, preds
+
+
+# ----------------------------------------------------------------------------- base
+class EvalMetric:
+    """Base class of evaluation metrics, as ``mxnet.metric.EvalMetric``.
+
+    Same counters and API as MXNet 1.9.1: local ``sum_metric``/``num_inst`` (cleared by
+    ``reset_local``, e.g. by ``Speedometer``) and global ``global_sum_metric``/
+    ``global_num_inst`` (cleared only by ``reset``). mxmod adds the device-side protocol
+    described in this module's docstring: ``_device_stats`` (pure JAX, jittable) returns
+    one update call's statistics and ``_accumulate_device`` queues them; queued stats are
+    folded into the counters lazily, when they are read.
+
+    Args:
+        name: display name.
+        output_names: outputs used by ``update_dict`` (default: all, in order).
+        label_names: labels used by ``update_dict`` (default: all, in order).
+        **kwargs: kept for ``get_config``; ``has_global_stats`` is popped from them.
+    """
+
+    _device_additive = True
+
+    def __init__(self, name, output_names=None, label_names=None, **kwargs):
+        self.name = str(name)
+        self.output_names = output_names
+        self.label_names = label_names
+        self._has_global_stats = kwargs.pop("has_global_stats", False)
+        self._kwargs = kwargs
+        self._pending: list = []
+        self._jitted = None
+        self.reset()
+
+    def __str__(self):
+        return f"EvalMetric: {dict(self.get_name_value())}"
+
+    # -- counters (properties so that queued device stats are folded when read)
+    def _counter(attr):  # noqa: N805 - small property factory
+        def fget(self):
+            if getattr(self, "_pending", None):
+                self._fold_pending()
+            return self.__dict__.get(attr, 0)
+
+        def fset(self, value):
+            self.__dict__[attr] = value
+
+        return property(fget, fset)
+
+    sum_metric = _counter("_sum_metric")
+    num_inst = _counter("_num_inst")
+    global_sum_metric = _counter("_global_sum_metric")
+    global_num_inst = _counter("_global_num_inst")
+    del _counter
+
+    def get_config(self) -> dict:
+        """Configuration from which ``metric.create(**config)`` rebuilds the metric."""
+        config = self._kwargs.copy()
+        config.update(
+            {
+                "metric": self.__class__.__name__,
+                "name": self.name,
+                "output_names": self.output_names,
+                "label_names": self.label_names,
+            }
+        )
+        return config
+
+    def _select(self, labels: dict, preds: dict) -> tuple[list, list]:
+        try:
+            if self.output_names is not None:
+                pred_list = [preds[name] for name in self.output_names]
+            else:
+                pred_list = list(preds.values())
+            if self.label_names is not None:
+                label_list = [labels[name] for name in self.label_names]
+            else:
+                label_list = list(labels.values())
+        except KeyError as err:
+            raise KeyError(
+                f"{type(self).__name__} '{self.name}': no output or label named {err.args[0]!r}; "
+                f"outputs are {list(preds)}, labels are {list(labels)} "
+                "(check output_names/label_names)"
+            ) from None
+        return label_list, pred_list
+
+    def update_dict(self, label, pred):
+        """Update with name->array dicts, selecting ``label_names``/``output_names``."""
+        labels, preds = self._select(label, pred)
+        self.update(labels, preds)
+
+    def update(self, labels, preds):
+        """Update the statistics with lists of labels and predictions (abstract)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement update(labels, preds)")
+
+    def _reset_counters(self, local_only: bool = False):
+        d = self.__dict__
+        d["_num_inst"], d["_sum_metric"] = 0, 0.0
+        if not local_only:
+            d["_global_num_inst"], d["_global_sum_metric"] = 0, 0.0
+
+    def reset(self):
+        """Reset local and global statistics (drops queued device stats)."""
+        self._pending = []
+        self._reset_counters()
+
+    def reset_local(self):
+        """Reset the local statistics only; global (epoch) totals survive."""
+        self._fold_pending()
+        self._reset_counters(local_only=True)
+
+    def get(self):
+        """Return ``(name, sum_metric / num_inst)``, or ``(name, nan)`` with no samples."""
+        num_inst = self.num_inst
+        if num_inst == 0:
+            return (self.name, float("nan"))
+        return (self.name, self.sum_metric / num_inst)
+
+    def get_global(self):
+        """Like ``get`` but with the global statistics (``get()`` without them)."""
+        if self._has_global_stats:
+            num_inst = self.global_num_inst
+            if num_inst == 0:
+                return (self.name, float("nan"))
+            return (self.name, self.global_sum_metric / num_inst)
+        return self.get()
+
+    @staticmethod
+    def _zip_name_value(name, value):
+        if not isinstance(name, list):
+            name = [name]
+        if not isinstance(value, list):
+            value = [value]
+        return list(zip(name, value))
+
+    def get_name_value(self):
+        """Return ``[(name, value), ...]``."""
+        return self._zip_name_value(*self.get())
+
+    def get_global_name_value(self):
+        """Return ``[(name, global value), ...]`` (local values without global stats)."""
+        if self._has_global_stats:
+            return self._zip_name_value(*self.get_global())
+        return self.get_name_value()
+
+    # -- device-side protocol (see module docstring)
+    def _supports_device(self) -> bool:
+        cls = type(self)
+        owner = _defining_class(cls, "_device_stats")
+        return owner is not EvalMetric and owner is _defining_class(cls, "update")
+
+    def _device_stats(self, labels, preds):
+        raise NotImplementedError(
+            f"{type(self).__name__} has no device-side form; update it on the host with "
+            "update()/update_dict()"
+        )
+
+    def _device_stats_dict(self, labels: dict, preds: dict):
+        return self._device_stats(*self._select(labels, preds))
+
+    def _accumulate_device(self, stats, stacked: bool = False):
+        for leaf in jax.tree_util.tree_leaves(stats):
+            if hasattr(leaf, "copy_to_host_async"):
+                leaf.copy_to_host_async()
+        self._pending.append((stats, stacked))
+        if len(self._pending) >= _MAX_PENDING:
+            self._fold_pending(keep=_KEEP_PENDING)
+
+    def _fold_pending(self, keep: int = 0):
+        pending = getattr(self, "_pending", None)
+        if not pending or len(pending) <= keep:
+            return
+        cut = len(pending) - keep
+        todo, self._pending = pending[:cut], pending[cut:]
+        for stats, stacked in jax.device_get(todo):
+            if stacked:
+                leaves, treedef = jax.tree_util.tree_flatten(stats)
+                for i in range(leaves[0].shape[0] if leaves else 0):
+                    self._fold_stats(treedef.unflatten([x[i] for x in leaves]))
+            else:
+                self._fold_stats(stats)
+
+    def _fold_stats(self, stats):
+        """Fold host stats of one update call; default stats are ``(sum, num)``."""
+        self._add(float(stats[0]), _num(stats[1]))
+
+    def _add(self, value, num, global_value=None):
+        """Add to local and global counters (writes the raw fields: no folding)."""
+        d = self.__dict__
+        d["_sum_metric"] = d["_sum_metric"] + value
+        d["_num_inst"] = d["_num_inst"] + num
+        d["_global_sum_metric"] = d["_global_sum_metric"] + (
+            value if global_value is None else global_value
+        )
+        d["_global_num_inst"] = d["_global_num_inst"] + num
+
+    def _update_device(self, labels, preds):
+        """Jitted device update with lists of arrays (NDArray, jax or numpy)."""
+        self._update_dict_device(
+            OrderedDict((f"l{i}", x) for i, x in enumerate(_as_list(labels))),
+            OrderedDict((f"p{i}", x) for i, x in enumerate(_as_list(preds))),
+            _positional=True,
+        )
+
+    def _update_dict_device(self, labels: dict, preds: dict, _positional: bool = False):
+        """Jitted device ``update_dict``: no host sync; counters fold when read."""
+        labels = OrderedDict((k, _jx(v)) for k, v in labels.items())
+        preds = OrderedDict((k, _jx(v)) for k, v in preds.items())
+        if self._jitted is None:
+            self._jitted = (
+                jax.jit(lambda l, p: self._device_stats(list(l.values()), list(p.values()))),
+                jax.jit(self._device_stats_dict),
+            )
+        self._accumulate_device(self._jitted[0 if _positional else 1](labels, preds))
+
+
+class _StatsMetric(EvalMetric):
+    """A metric written once as ``_stats(labels, preds, xp)`` for ``xp`` = numpy or jax.numpy.
+
+    ``update`` runs it on host numpy arrays and folds the result at once (MXNet's eager
+    behaviour); ``_device_stats`` runs the same code with ``jax.numpy`` under ``jit``.
+    """
+
+    _check_pairs = True
+
+    def _inputs(self, labels, preds, conv):
+        if self._check_pairs:
+            labels, preds = _pairs(labels, preds)
+        else:
+            labels, preds = _as_list(labels), _as_list(preds)
+        return [conv(x) for x in labels], [conv(x) for x in preds]
+
+    def _stats(self, labels: list, preds: list, xp):
+        raise NotImplementedError
+
+    def update(self, labels, preds):
+        """Update the statistics with lists of labels and predictions (host path)."""
+        self._fold_stats(self._stats(*self._inputs(labels, preds, _np), numpy))
+
+    def _device_stats(self, labels, preds):
+        return self._stats(*self._inputs(labels, preds, _jx), jnp)
+
+
+# ----------------------------------------------------------------------------- registry
+def register(klass, name: str | None = None):
+    """Register an ``EvalMetric`` subclass under ``name`` (default: lower-cased class name).
+
+    As MXNet, re-registering a name with a different class overrides it with a warning.
+    """
+    if not (isinstance(klass, type) and issubclass(klass, EvalMetric)):
+        raise TypeError(f"can only register subclasses of EvalMetric, got {klass!r}")
+    name = (name or klass.__name__).lower()
+    old = _REGISTRY.find(name)
+    if old is not None and old is not klass:
+        warnings.warn(
+            f"New metric {klass.__module__}.{klass.__name__} registered with name {name} is "
+            f"overriding existing metric {old.__module__}.{old.__name__}",
+            UserWarning,
+            stacklevel=2,
+        )
+    _REGISTRY.register(name, klass, override=True)
+    return klass
+
+
+def alias(*aliases: str):
+    """Class decorator registering extra names for a metric (MXNet's ``metric.alias``)."""
+
+    def reg(klass):
+        for name in aliases:
+            register(klass, name)
+        return klass
+
+    return reg
+
+
+def registry_create(metric, *args, **kwargs):
+    """Create a registered metric from a name, config dict/JSON string or instance."""
+    if isinstance(metric, EvalMetric):
+        if args or kwargs:
+            raise TypeError(
+                f"metric {metric.name!r} is already an EvalMetric instance; additional "
+                "arguments are invalid (pass them to its constructor instead)"
+            )
+        return metric
+    if isinstance(metric, dict):
+        config = dict(metric)
+        if "metric" not in config:
+            raise ValueError(f"metric config {metric!r} needs a 'metric' key naming the class")
+        return registry_create(config.pop("metric"), *args, **config, **kwargs)
+    if not isinstance(metric, string_types):
+        raise TypeError(
+            "metric must be a name, an EvalMetric, a list, a callable or a config dict; "
+            f"got {type(metric).__name__}"
+        )
+    if metric.startswith("["):
+        name, config = json.loads(metric)
+        return registry_create(name, *args, **config, **kwargs)
+    if metric.startswith("{"):
+        return registry_create(json.loads(metric), *args, **kwargs)
+    return _REGISTRY.get(metric.lower())(*args, **kwargs)
+
+
+def _names_values(metrics, getter):
+    """Concatenate children's ``(name, value)`` into two flat lists (Composite's get)."""
+    names, values = [], []
+    for m in metrics:
+        name, value = getattr(m, getter)()
+        names.extend([name] if isinstance(name, string_types) else name)
+        values.extend([value] if isinstance(value, numeric_types) else value)
+    return names, values
+

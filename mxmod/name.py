@@ -1,0 +1,4 @@
+"""``mx.name``: automatic naming of symbols."""
+from .symbol.naming import NameManager, Prefix
+
+__all__ = ["NameManager", "Prefix"]

@@ -1,0 +1,173 @@
+"""Typed operator attributes: MXNet stores every attribute as the Python ``str()``
+of what the user passed (``"(3, 3)"``, ``"True"``, ``"0.9"``); these parsers read
+both that string form and plain Python values."""
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable
+
+import numpy as np
+
+REQUIRED = object()
+
+
+class AttrError(ValueError):
+    """An attribute value that does not parse; the op layer adds op/node names."""
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise AttrError(f"cannot parse {text!r}") from None
+
+
+def p_int(v: Any) -> int:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            pass
+        try:
+            f = float(v)
+        except ValueError:
+            raise AttrError(f"expected an integer, got {v!r}") from None
+        if f.is_integer():
+            return int(f)
+    raise AttrError(f"expected an integer, got {v!r}")
+
+
+def p_float(v: Any) -> float:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float, np.number)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            pass
+    raise AttrError(f"expected a number, got {v!r}")
+
+
+def p_bool(v: Any) -> bool:
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)) and int(v) in (0, 1):
+        return bool(v)
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in ("true", "1"):
+            return True
+        if s in ("false", "0"):
+            return False
+    raise AttrError(f"expected True or False, got {v!r}")
+
+
+def p_shape(v: Any) -> tuple:
+    """A tuple of ints: ``(3, 3)``, ``[3, 3]``, ``"(3, 3)"``, ``"3"`` or ``3``."""
+    if isinstance(v, str):
+        s = v.strip()
+        if s in ("", "None"):
+            raise AttrError(f"expected a shape tuple, got {v!r}")
+        v = _literal(s)
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return (int(v),)
+    if isinstance(v, (tuple, list)):
+        try:
+            return tuple(p_int(x) for x in v)
+        except AttrError:
+            pass
+    raise AttrError(f"expected a shape tuple such as (3, 3), got {v!r}")
+
+
+def p_float_tuple(v: Any) -> tuple:
+    if isinstance(v, str):
+        v = _literal(v.strip())
+    if isinstance(v, (int, float)):
+        return (float(v),)
+    if isinstance(v, (tuple, list)):
+        return tuple(p_float(x) for x in v)
+    raise AttrError(f"expected a tuple of numbers, got {v!r}")
+
+
+def p_str(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    raise AttrError(f"expected a string, got {v!r}")
+
+
+def p_dtype(v: Any) -> str:
+    if isinstance(v, str) and v.strip() in ("None",):
+        raise AttrError("expected a dtype name, got 'None'")
+    try:
+        return np.dtype(v).name if not isinstance(v, str) else _dtype_name(v)
+    except TypeError:
+        raise AttrError(f"expected a dtype name such as 'float32', got {v!r}") from None
+
+
+def _dtype_name(s: str) -> str:
+    s = s.strip()
+    if s == "bfloat16":
+        return s
+    return np.dtype(s).name
+
+
+def optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Accept ``None``/``"None"`` as well as what ``parse`` accepts."""
+
+    def parse_opt(v: Any) -> Any:
+        if v is None or (isinstance(v, str) and v.strip() == "None"):
+            return None
+        return parse(v)
+
+    parse_opt.__name__ = "optional_" + parse.__name__
+    return parse_opt
+
+
+def choice(*options: str) -> Callable[[Any], str]:
+    def parse_choice(v: Any) -> str:
+        s = p_str(v) if isinstance(v, str) else str(v)
+        if s not in options:
+            raise AttrError(f"expected one of {', '.join(map(repr, options))}, got {v!r}")
+        return s
+
+    return parse_choice
+
+
+def attr_str(v: Any) -> str:
+    """The string MXNet stores for an attribute value (Python ``str()``; dtypes by name)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, type) and issubclass(v, np.generic):
+        return np.dtype(v).name
+    if isinstance(v, np.dtype):
+        return v.name
+    return str(v)
+
+
+class Param:
+    """One attribute of an operator: its parser and default (``REQUIRED`` if none)."""
+
+    __slots__ = ("parse", "default", "doc")
+
+    def __init__(self, parse: Callable[[Any], Any], default: Any = REQUIRED, doc: str = ""):
+        self.parse = parse
+        self.default = default
+        self.doc = doc
+
+
+class Attrs(dict):
+    """Parsed attributes with attribute access (``a.num_hidden``)."""
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None

@@ -1,0 +1,25 @@
+"""``mx.sym`` / ``mx.symbol``: symbols, their constructors (one per operator), JSON I/O."""
+from ..ops import OPS
+from .creation import Group, Variable, creator, ones, var, zeros
+from .json_io import load, load_json
+from .naming import AttrScope, NameManager, Prefix
+from .symbol import Symbol
+
+for _name, _op in list(OPS.items()):
+    if _name not in globals():
+        globals()[_name] = creator(_name)
+
+
+def __getattr__(name):
+    if name in OPS:
+        fn = creator(name)
+        globals()[name] = fn
+        return fn
+    if name == "Custom":
+        from ..ops import get_op
+        get_op("Custom")
+    raise AttributeError(f"mxmod.symbol has no attribute {name!r}")
+
+
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "zeros", "ones",
+           "AttrScope", "NameManager", "Prefix"]

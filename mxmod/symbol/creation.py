@@ -1,0 +1,168 @@
+"""Making symbols: ``Variable``, ``Group`` and the ``mx.sym.<Op>`` constructors."""
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import numpy as np
+
+from ..base import MXNetError
+from ..ops import get_op
+from ..ops._attrs import attr_str
+from .graph import Node
+from .naming import AttrScope, NameManager, dunder
+from .symbol import Symbol
+
+# MXNet's numeric type flags, as stored in ``__dtype__``.
+DTYPE_FLAGS = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
+               "int64": 6, "bool": 7, "int16": 8, "uint16": 9, "uint32": 10, "uint64": 11,
+               "bfloat16": 12}
+FLAG_DTYPES = {v: k for k, v in DTYPE_FLAGS.items()}
+
+
+def _dtype_name(dtype: Any) -> str:
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        return dtype
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"unknown dtype {dtype!r}; use a numpy dtype such as 'float32'") from None
+
+
+def Variable(name: str, attr: Optional[dict] = None, shape: Optional[tuple] = None,
+             lr_mult: Optional[float] = None, wd_mult: Optional[float] = None, dtype: Any = None,
+             init: Any = None, stype: Optional[str] = None, **kwargs: Any) -> Symbol:
+    """A graph input (``mx.sym.Variable`` / ``mx.sym.var``)."""
+    if not isinstance(name, str):
+        raise TypeError(f"Variable name must be a string, got {type(name).__name__}")
+    attrs = AttrScope.current().get(attr)
+    if shape is not None:
+        attrs["__shape__"] = str(tuple(shape) if isinstance(shape, list) else shape)
+    if lr_mult is not None:
+        attrs["__lr_mult__"] = str(lr_mult)
+    if wd_mult is not None:
+        attrs["__wd_mult__"] = str(wd_mult)
+    if dtype is not None:
+        attrs["__dtype__"] = str(DTYPE_FLAGS[_dtype_name(dtype)])
+    if init is not None:
+        attrs["__init__"] = init if isinstance(init, str) else init.dumps()
+    if stype is not None:
+        flags = {"default": "0", "row_sparse": "1", "csr": "2"}
+        if stype not in flags:
+            raise ValueError(f"unknown stype {stype!r}; use 'default', 'row_sparse' or 'csr'")
+        if stype != "default":
+            raise NotImplementedError(f"Variable stype={stype!r}: sparse storage is not supported "
+                                      "by mxmod; use dense arrays")
+    for k, v in kwargs.items():
+        if not (k.startswith("__") and k.endswith("__")):
+            raise ValueError(f"Variable got unexpected keyword {k!r}; extra attributes must be "
+                             f"__dunder__ names such as __{k}__")
+        attrs[k] = str(v)
+    return Symbol([(Node(None, name, attrs), 0)])
+
+
+var = Variable
+
+
+def Group(symbols: list) -> Symbol:
+    """One symbol whose outputs are the outputs of ``symbols`` in order."""
+    if not symbols or not all(isinstance(s, Symbol) for s in symbols):
+        raise TypeError("Group expects a non-empty list of Symbols")
+    return Symbol([e for s in symbols for e in s._outputs])
+
+
+def make_op(op_name: str, args: list, kwargs: dict, name: Optional[str] = None,
+            attr: Optional[dict] = None, hint: Optional[str] = None) -> Symbol:
+    """Create an operator node; ``args`` are positional input symbols, ``kwargs`` holds both
+    named input symbols and attributes."""
+    op = get_op(op_name)
+    node_name = NameManager.current().get(name, hint or op_name.lower())
+    inputs_by_name: dict[str, Symbol] = {}
+    raw: dict[str, str] = AttrScope.current().get(attr)
+    for key, value in kwargs.items():
+        if isinstance(value, Symbol):
+            inputs_by_name[key] = value
+        elif key == "dtype" and value is not None:
+            raw[key] = _dtype_name(value)
+        else:
+            raw[key] = attr_str(value)
+    positional = []
+    for a in args:
+        if isinstance(a, (list, tuple)) and op.variadic:
+            positional.extend(a)
+        else:
+            positional.append(a)
+    for i, a in enumerate(positional):
+        if not isinstance(a, Symbol):
+            raise TypeError(f"{op.name} {node_name!r}: positional argument {i} must be a Symbol, "
+                            f"got {type(a).__name__}; pass attributes by keyword")
+    if op.variadic:
+        if inputs_by_name:
+            raise MXNetError(f"{op.name} {node_name!r} takes its inputs positionally, "
+                             f"got keyword inputs {sorted(inputs_by_name)}")
+        raw[op.variadic] = str(len(positional))
+    parsed = op.parse(raw, node_name)
+    slots = op.input_names(parsed) + op.aux_names(parsed)
+    if len(positional) > len(slots):
+        raise MXNetError(f"{op.name} {node_name!r} takes at most {len(slots)} inputs "
+                         f"({', '.join(slots)}), got {len(positional)}")
+    unknown = set(inputs_by_name) - set(slots)
+    if unknown:
+        raise MXNetError(f"{op.name} {node_name!r}: no input named {sorted(unknown)[0]!r}; "
+                         f"its inputs are {', '.join(slots) or 'none'}")
+    entries = []
+    for i, slot in enumerate(slots):
+        if i < len(positional):
+            s = positional[i]
+        elif slot in inputs_by_name:
+            s = inputs_by_name[slot]
+        else:
+            s = Variable(f"{node_name}_{slot}", attr=dict(raw))
+            s._outputs[0][0].attrs = dict(raw)
+        entry = _entry(s, op.name, node_name, slot)
+        hook = op.input_attrs.get(slot)
+        if hook and entry[0].is_var:
+            entry[0].attrs.update(hook)
+        entries.append(entry)
+    node = Node(op, node_name, raw, entries)
+    node._parsed = parsed
+    return Symbol([(node, i) for i in range(len(op.output_names(parsed)))])
+
+
+def _entry(s: Any, op_name: str, node: str, slot: str):
+    if not isinstance(s, Symbol):
+        raise TypeError(f"{op_name} {node!r}: input {slot!r} must be a Symbol, got {type(s).__name__}")
+    if len(s._outputs) != 1:
+        raise MXNetError(f"{op_name} {node!r}: input {slot!r} has {len(s._outputs)} outputs; "
+                         "pick one with sym[i]")
+    return s._outputs[0]
+
+
+def creator(op_name: str, hint: Optional[str] = None):
+    """The ``mx.sym.<op_name>`` function."""
+
+    def create(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None, **kwargs: Any):
+        return make_op(op_name, list(args), kwargs, name=name, attr=attr, hint=hint)
+
+    create.__name__ = op_name
+    create.__doc__ = f"Create a ``{get_op(op_name).name}`` node (MXNet's ``mx.sym.{op_name}``)."
+    return create
+
+
+def zeros(shape, dtype="float32", **kwargs) -> Symbol:
+    return make_op("_zeros", [], dict(shape=shape, dtype=dtype, **kwargs), hint="zeros")
+
+
+def ones(shape, dtype="float32", **kwargs) -> Symbol:
+    return make_op("_ones", [], dict(shape=shape, dtype=dtype, **kwargs), hint="ones")
+
+
+def parse_init_attr(text: str) -> Any:
+    """Decode a ``__init__`` attribute (``'["zero", {}]'``)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+_ = dunder

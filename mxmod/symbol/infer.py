@@ -1,0 +1,162 @@
+"""Shape and type inference over a symbol graph (bidirectional, to a fixed point)."""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Optional
+
+import numpy as np
+
+from ..base import MXNetError
+from ..ops._attrs import AttrError, p_shape
+from .graph import Node, aux_var_ids, topo_order
+
+Entry = tuple[int, int]
+
+
+def _var_shape(node: Node) -> Optional[tuple]:
+    text = node.attrs.get("__shape__")
+    if text is None:
+        return None
+    try:
+        shape = p_shape(text)
+    except AttrError:
+        return None
+    return shape if shape and all(d > 0 for d in shape) else None
+
+
+def _named_inputs(sym, args: tuple, kwargs: dict, what: str) -> dict:
+    arg_names = sym.list_arguments()
+    given: dict[str, Any] = {}
+    if args:
+        if len(args) > len(arg_names):
+            raise MXNetError(f"{what} got {len(args)} positional values for {len(arg_names)} "
+                             f"arguments {arg_names}")
+        for name, v in zip(arg_names, args):
+            if v is not None:
+                given[name] = v
+    inputs = set(sym.list_inputs())
+    for name, v in kwargs.items():
+        if name not in inputs:
+            raise MXNetError(f"{what}: {name!r} is not an input of the symbol; "
+                             f"its arguments are {arg_names}")
+        if v is not None:
+            given[name] = v
+    return given
+
+
+def propagate_shapes(sym, given: dict[str, tuple]) -> tuple[list[Node], dict[Entry, tuple]]:
+    """Infer every entry's shape it can; raises ShapeError for shapes that cannot fit."""
+    order = topo_order(sym._outputs)
+    shapes: dict[Entry, tuple] = {}
+    for node in order:
+        if node.is_var:
+            s = given.get(node.name)
+            s = tuple(int(d) for d in s) if s is not None else _var_shape(node)
+            if s is not None:
+                shapes[(id(node), 0)] = s
+    ops = [n for n in order if not n.is_var]
+    for _ in range(len(ops) + 2):
+        changed = False
+        for node in ops + ops[::-1]:
+            ins = [shapes.get((id(c), i)) for c, i in node.inputs]
+            a = node.parsed()
+            new_in, outs = node.op.run_infer_shape(a, node.name, ins)
+            for (c, i), s in zip(node.inputs, new_in):
+                if s is not None and (id(c), i) not in shapes:
+                    shapes[(id(c), i)] = s
+                    changed = True
+            for i, s in enumerate(outs):
+                key = (id(node), i)
+                if s is None:
+                    continue
+                old = shapes.get(key)
+                if old is None:
+                    shapes[key] = s
+                    changed = True
+                elif old != s:
+                    raise MXNetError(f"{node.op.name} {node.name!r}: output {i} inferred as {s} "
+                                     f"but the graph needs {old}")
+        if not changed:
+            break
+    return order, shapes
+
+
+def infer_shape(sym, args: tuple, kwargs: dict, partial: bool):
+    """``Symbol.infer_shape``: (arg_shapes, out_shapes, aux_shapes) in list order."""
+    given = _named_inputs(sym, args, kwargs, "infer_shape")
+    order, shapes = propagate_shapes(sym, given)
+    aux = aux_var_ids(order)
+    arg_nodes = [n for n in order if n.is_var and id(n) not in aux]
+    aux_nodes = [n for n in order if n.is_var and id(n) in aux]
+    arg_shapes = [shapes.get((id(n), 0)) for n in arg_nodes]
+    aux_shapes = [shapes.get((id(n), 0)) for n in aux_nodes]
+    out_shapes = [shapes.get((id(n), i)) for n, i in sym._outputs]
+    if partial:
+        fill = lambda lst: [s if s is not None else () for s in lst]  # noqa: E731
+        return fill(arg_shapes), fill(out_shapes), fill(aux_shapes)
+    unknown = [n.name for n, s in zip(arg_nodes + aux_nodes, arg_shapes + aux_shapes) if s is None]
+    if unknown or any(s is None for s in out_shapes):
+        warnings.warn(f"infer_shape: cannot decide the shapes of {unknown or 'some outputs'}; "
+                      "give their shapes (or more input shapes) to infer_shape", stacklevel=3)
+        return None, None, None
+    return arg_shapes, out_shapes, aux_shapes
+
+
+def unknown_shape_error(sym, given: dict) -> MXNetError:
+    order, shapes = propagate_shapes(sym, given)
+    unknown = [n.name for n in order if n.is_var and (id(n), 0) not in shapes]
+    return MXNetError(f"cannot infer the shapes of {unknown}; pass their shapes, e.g. "
+                      f"simple_bind(ctx, {unknown[0] if unknown else 'data'}=(...))")
+
+
+def propagate_types(sym, given: dict[str, Any]) -> tuple[list[Node], dict[Entry, str]]:
+    from .creation import FLAG_DTYPES
+    order = topo_order(sym._outputs)
+    types: dict[Entry, str] = {}
+    for node in order:
+        if node.is_var:
+            d = given.get(node.name)
+            if d is None and "__dtype__" in node.attrs:
+                d = FLAG_DTYPES.get(int(node.attrs["__dtype__"]))
+            if d is not None:
+                types[(id(node), 0)] = d if d == "bfloat16" else np.dtype(d).name
+    ops = [n for n in order if not n.is_var]
+    for _ in range(len(ops) + 2):
+        changed = False
+        for node in ops + ops[::-1]:
+            ins = [types.get((id(c), i)) for c, i in node.inputs]
+            new_in, outs = node.op.run_infer_type(node.parsed(), ins)
+            for (c, i), d in zip(node.inputs, new_in):
+                if d is not None and (id(c), i) not in types:
+                    types[(id(c), i)] = d
+                    changed = True
+            for i, d in enumerate(outs):
+                if d is not None and (id(node), i) not in types:
+                    types[(id(node), i)] = d
+                    changed = True
+        if not changed:
+            break
+    return order, types
+
+
+def infer_type(sym, args: tuple, kwargs: dict):
+    """``Symbol.infer_type``: (arg_types, out_types, aux_types) as numpy dtype types."""
+    given = _named_inputs(sym, args, kwargs, "infer_type")
+    order, types = propagate_types(sym, given)
+    aux = aux_var_ids(order)
+    arg_nodes = [n for n in order if n.is_var and id(n) not in aux]
+    aux_nodes = [n for n in order if n.is_var and id(n) in aux]
+    conv = lambda d: None if d is None else _np_type(d)  # noqa: E731
+    arg_t = [conv(types.get((id(n), 0))) for n in arg_nodes]
+    aux_t = [conv(types.get((id(n), 0))) for n in aux_nodes]
+    out_t = [conv(types.get((id(n), i))) for n, i in sym._outputs]
+    if any(t is None for t in arg_t + aux_t + out_t):
+        return None, None, None
+    return arg_t, out_t, aux_t
+
+
+def _np_type(d: str):
+    if d == "bfloat16":
+        import jax.numpy as jnp
+        return jnp.bfloat16
+    return np.dtype(d).type

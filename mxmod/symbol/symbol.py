@@ -1,0 +1,242 @@
+"""``Symbol``: MXNet's symbolic graph handle (a list of output entries)."""
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+from ..base import MXNetError
+from .graph import Node, aux_var_ids, copy_graph, topo_order
+from .naming import HIDDEN_KEYS, dunder
+
+
+class Symbol:
+    """A symbolic graph, as ``mx.sym.Symbol``: one or more output entries over a DAG.
+
+    Differences from MXNet: composition (``sym(data=x)``) returns a new symbol instead
+    of mutating in place, and there is no C handle.
+    """
+
+    __slots__ = ("_outputs", "__weakref__")
+
+    def __init__(self, outputs: list[tuple[Node, int]]):
+        self._outputs = list(outputs)
+
+    # ------------------------------------------------------------ structure
+    def _topo(self) -> list[Node]:
+        return topo_order(self._outputs)
+
+    @property
+    def name(self) -> Optional[str]:
+        """The node name for a single-output symbol, else None (as MXNet)."""
+        if len(self._outputs) != 1:
+            return None
+        return self._outputs[0][0].name
+
+    def list_arguments(self) -> list[str]:
+        order = self._topo()
+        aux = aux_var_ids(order)
+        return [n.name for n in order if n.is_var and id(n) not in aux]
+
+    def list_auxiliary_states(self) -> list[str]:
+        order = self._topo()
+        aux = aux_var_ids(order)
+        return [n.name for n in order if n.is_var and id(n) in aux]
+
+    def list_inputs(self) -> list[str]:
+        return [n.name for n in self._topo() if n.is_var]
+
+    def list_outputs(self) -> list[str]:
+        out = []
+        for node, idx in self._outputs:
+            names = node.output_names()
+            out.append(names[idx] if idx < len(names) else f"{node.name}_output{idx}")
+        return out
+
+    def __len__(self) -> int:
+        return len(self._outputs)
+
+    def __iter__(self) -> Iterator["Symbol"]:
+        return (Symbol([e]) for e in self._outputs)
+
+    def __getitem__(self, index: Any) -> "Symbol":
+        if isinstance(index, str):
+            names = self.list_outputs()
+            matches = [i for i, n in enumerate(names) if n == index]
+            if not matches:
+                raise ValueError(f"no output named {index!r}; outputs are {names}")
+            if len(matches) > 1:
+                raise ValueError(f"there are several outputs named {index!r}")
+            index = matches[0]
+        if isinstance(index, slice):
+            return Symbol(self._outputs[index])
+        if not isinstance(index, int):
+            raise TypeError(f"Symbol index must be an int, a slice or an output name, got {index!r}")
+        if not -len(self._outputs) <= index < len(self._outputs):
+            raise IndexError(f"output index {index} out of range for {len(self._outputs)} outputs")
+        return Symbol([self._outputs[index]])
+
+    def get_internals(self) -> "Symbol":
+        entries = []
+        for node in self._topo():
+            n_vis = 1 if node.is_var else len(node.op.output_names(node.parsed()))
+            entries.extend((node, i) for i in range(n_vis))
+        return Symbol(entries)
+
+    def get_children(self) -> Optional["Symbol"]:
+        entries = [e for node, _ in self._outputs for e in node.inputs]
+        return Symbol(entries) if entries else None
+
+    # ------------------------------------------------------------ attributes
+    def attr(self, key: str) -> Optional[str]:
+        if len(self._outputs) != 1:
+            return None
+        attrs = self._outputs[0][0].attrs
+        return attrs.get(dunder(key), attrs.get(key))
+
+    def list_attr(self, recursive: bool = False) -> dict:
+        if recursive:
+            raise NotImplementedError("list_attr(recursive=True) was removed in MXNet; use attr_dict()")
+        return _with_aliases(self._outputs[0][0].attrs) if len(self._outputs) == 1 else {}
+
+    def attr_dict(self) -> dict:
+        return {n.name: _with_aliases(n.attrs) for n in self._topo() if n.attrs}
+
+    def _set_attr(self, **kwargs: Any) -> None:
+        for key, value in kwargs.items():
+            if not isinstance(value, str):
+                raise ValueError(f"attribute {key} must be a string, got {value!r}")
+            for node, _ in self._outputs:
+                node.attrs[dunder(key)] = value
+                node._parsed = None
+
+    # ------------------------------------------------------------ composition
+    def __call__(self, *args: "Symbol", **kwargs: "Symbol") -> "Symbol":
+        """Compose: replace this symbol's variables by other symbols (by position or name)."""
+        kwargs.pop("name", None)
+        order = self._topo()
+        variables = {n.name: n for n in order if n.is_var}
+        arg_names = self.list_arguments()
+        replace: dict[int, tuple[Node, int]] = {}
+        if args:
+            if len(args) > len(arg_names):
+                raise MXNetError(f"compose got {len(args)} positional symbols but the symbol "
+                                 f"has only {len(arg_names)} arguments: {arg_names}")
+            for name, s in zip(arg_names, args):
+                replace[id(variables[name])] = _single(s, name)
+        for name, s in kwargs.items():
+            if name not in variables:
+                raise MXNetError(f"compose: the symbol has no argument named {name!r}; "
+                                 f"its inputs are {list(variables)}")
+            replace[id(variables[name])] = _single(s, name)
+        return Symbol(copy_graph(self._outputs, replace))
+
+    def __copy__(self) -> "Symbol":
+        return Symbol(copy_graph(self._outputs, {}))
+
+    def __deepcopy__(self, memo) -> "Symbol":
+        return self.__copy__()
+
+    def __repr__(self) -> str:
+        if len(self._outputs) == 1:
+            return f"<Symbol {self.name}>"
+        return f"<Symbol group [{', '.join(self.list_outputs())}]>"
+
+    # ------------------------------------------------------------ inference, json, bind
+    def infer_shape(self, *args, **kwargs):
+        from .infer import infer_shape
+        return infer_shape(self, args, kwargs, partial=False)
+
+    def infer_shape_partial(self, *args, **kwargs):
+        from .infer import infer_shape
+        return infer_shape(self, args, kwargs, partial=True)
+
+    def infer_type(self, *args, **kwargs):
+        from .infer import infer_type
+        return infer_type(self, args, kwargs)
+
+    def tojson(self, remove_amp_cast: bool = True) -> str:
+        from .json_io import to_json
+        return to_json(self, remove_amp_cast)
+
+    def save(self, fname: str, remove_amp_cast: bool = True) -> None:
+        from .json_io import save
+        save(self, fname, remove_amp_cast)
+
+    def debug_str(self) -> str:
+        lines = []
+        for n in self._topo():
+            if n.is_var:
+                lines.append(f"Variable:{n.name}")
+            else:
+                ins = ", ".join(f"{c.name}[{i}]" for c, i in n.inputs)
+                lines.append(f"Op:{n.op.name}, Name={n.name}\n  Inputs: {ins}")
+        return "\n".join(lines)
+
+    def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
+                    shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
+        from ..executor import simple_bind
+        return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
+                           stype_dict=stype_dict, group2ctx=group2ctx,
+                           shared_exec=shared_exec, shared_buffer=shared_buffer, **kwargs)
+
+    def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
+             shared_exec=None):
+        from ..executor import bind
+        return bind(self, ctx, args, args_grad=args_grad, grad_req=grad_req,
+                    aux_states=aux_states, group2ctx=group2ctx, shared_exec=shared_exec)
+
+    # ------------------------------------------------------------ operator sugar
+    def __add__(self, o): return _sugar(self, o, "elemwise_add", "_plus", "_plus_scalar", "_plusscalar")
+    def __radd__(self, o): return self.__add__(o)
+    def __sub__(self, o): return _sugar(self, o, "elemwise_sub", "_minus", "_minus_scalar", "_minusscalar")
+    def __rsub__(self, o): return _scalar_op(self, o, "_rminus_scalar", "_rminusscalar")
+    def __mul__(self, o): return _sugar(self, o, "elemwise_mul", "_mul", "_mul_scalar", "_mulscalar")
+    def __rmul__(self, o): return self.__mul__(o)
+    def __truediv__(self, o): return _sugar(self, o, "elemwise_div", "_div", "_div_scalar", "_divscalar")
+    def __rtruediv__(self, o): return _scalar_op(self, o, "_rdiv_scalar", "_rdivscalar")
+    def __mod__(self, o): return _sugar(self, o, "_mod", "_mod", "_mod_scalar", "_modscalar")
+    def __rmod__(self, o): return _scalar_op(self, o, "_rmod_scalar", "_rmodscalar")
+    def __pow__(self, o): return _sugar(self, o, "_power", "_power", "_power_scalar", "_powerscalar")
+    def __rpow__(self, o): return _scalar_op(self, o, "_rpower_scalar", "_rpowerscalar")
+    def __neg__(self): return self.__mul__(-1.0)
+    def __gt__(self, o): return _sugar(self, o, "_greater", "_greater", "_greater_scalar", "_greater_scalar")
+    def __ge__(self, o): return _sugar(self, o, "_greater_equal", "_greater_equal", "_greater_equal_scalar", "_greater_equal_scalar")
+    def __lt__(self, o): return _sugar(self, o, "_lesser", "_lesser", "_lesser_scalar", "_lesser_scalar")
+    def __le__(self, o): return _sugar(self, o, "_lesser_equal", "_lesser_equal", "_lesser_equal_scalar", "_lesser_equal_scalar")
+    def __eq__(self, o): return _sugar(self, o, "_equal", "_equal", "_equal_scalar", "_equal_scalar")
+    def __ne__(self, o): return _sugar(self, o, "_not_equal", "_not_equal", "_not_equal_scalar", "_not_equal_scalar")
+    __hash__ = object.__hash__
+    __div__ = __truediv__
+    __rdiv__ = __rtruediv__
+
+
+def _with_aliases(attrs: dict) -> dict:
+    out = dict(attrs)
+    for key in HIDDEN_KEYS:
+        if f"__{key}__" in attrs:
+            out[key] = attrs[f"__{key}__"]
+    return out
+
+
+def _single(s: Any, what: str) -> tuple[Node, int]:
+    if not isinstance(s, Symbol):
+        raise TypeError(f"input {what!r} must be a Symbol, got {type(s).__name__}")
+    if len(s._outputs) != 1:
+        raise MXNetError(f"input {what!r} must have a single output, got {len(s._outputs)} "
+                         f"({s.list_outputs()}); pick one with sym[i]")
+    return s._outputs[0]
+
+
+def _sugar(a: Symbol, b: Any, op: str, hint: str, scalar_op: str, scalar_hint: str) -> Symbol:
+    from .creation import make_op
+    if isinstance(b, Symbol):
+        return make_op(op, [a, b], {}, hint=hint)
+    if isinstance(b, (int, float)) or hasattr(b, "dtype"):
+        return _scalar_op(a, b, scalar_op, scalar_hint)
+    raise TypeError(f"unsupported operand type for Symbol arithmetic: {type(b).__name__}")
+
+
+def _scalar_op(a: Symbol, b: Any, op: str, hint: str) -> Symbol:
+    from .creation import make_op
+    if not isinstance(b, (int, float)) and not hasattr(b, "dtype"):
+        raise TypeError(f"unsupported operand type for Symbol arithmetic: {type(b).__name__}")
+    return make_op(op, [a], {"scalar": b}, hint=hint)
