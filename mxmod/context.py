@@ -48,8 +48,7 @@ class _ContextMeta(type):
 
     @default_ctx.setter
     def default_ctx(cls, val: "Context") -> None:
-        stack = _stack()
-        stack[0] = Context(val)
+        _stack()[-1] = Context(val)
 
 
 class Context(metaclass=_ContextMeta):

@@ -252,7 +252,8 @@ class NDArray:
             TypeError: for any other target type.
         """
         if isinstance(other, NDArray):
-            if other.handle is self.handle and other._offset == self._offset:
+            if (other.handle is self.handle and other._offset == self._offset
+                    and other.shape == self.shape):
                 warnings.warn("You are attempting to copy an array to itself", stacklevel=2)
                 return other
             if other.shape != self.shape:
@@ -326,82 +327,20 @@ class NDArray:
 
     # ------------------------------------------------------------- indexing
     def __getitem__(self, key: Any) -> "NDArray":
-        """Index like MXNet 1.9.1: contiguous basic indexing is a view; the rest copies."""
-        _index.check_key_types(key)
-        if _index.is_basic_key(key):
-            slices, int_axes, out_shape = _index.normalize_basic_key(key, self.shape)
-            flat = _index.contiguous_flat_range(slices, self.shape)
-            if flat is not None:
-                return NDArray._view(self, flat[0], out_shape)
-            out = self._data[tuple(slices)]
-            return NDArray(out.reshape(out_shape), self._ctx)
-        return NDArray(self._data[self._advanced_key(key)], self._ctx)
+        """Index like MXNet 1.9.1: contiguous basic indexing is a view; the rest copies.
 
-    def _advanced_key(self, key: Any) -> Any:
-        items = key if isinstance(key, tuple) else (key,)
-        out = []
-        for k in items:
-            if isinstance(k, NDArray):
-                k = k._data.astype(jnp.int32)
-            elif isinstance(k, (list, np.ndarray)):
-                k = np.asarray(k).astype(np.int32)
-            out.append(k)
-        return tuple(out)
+        Raises:
+            IndexError: out-of-bounds ints or too many indices; ValueError: float keys.
+        """
+        return _setget.get_item(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """Assign in place: ``arr[:] = v``, ``arr[i] = v``, ``arr[1:3] = v``, ``arr[i, j] = v``."""
-        _index.check_key_types(key)
-        if _index.is_basic_key(key):
-            slices, int_axes, _ = _index.normalize_basic_key(key, self.shape)
-            sub_shape = tuple(
-                len(range(s.start, s.stop, s.step))
-                for ax, s in enumerate(slices)
-                if ax not in int_axes
-            )
-            if all(s == slice(0, n, 1) for s, n in zip(slices, self.shape)):
-                self._set_data(self._value_as(value, self.shape, key))
-                return
-            idx = tuple(s.start if ax in int_axes else s for ax, s in enumerate(slices))
-        else:
-            idx = self._advanced_key(key)
-            sub_shape = tuple(jax.eval_shape(lambda x: x[idx], self._data).shape)
-        val = self._value_as(value, sub_shape, key)
-        self._set_data(self._data.at[idx].set(val))
+        """Assign in place: ``arr[:] = v``, ``arr[i] = v``, ``arr[1:3] = v``, ``arr[i, j] = v``.
 
-    def _value_as(self, value: Any, shape: tuple, key: Any) -> jax.Array:
-        """``value`` broadcast to ``shape``, cast to this dtype, on this array's device."""
-        dt = np.dtype(self.dtype)
-        if isinstance(value, NDArray):
-            data = _put(value._data, value._ctx, self._ctx)
-        elif isinstance(value, jax.Array):
-            data = value
-        else:
-            if isinstance(value, (bool, np.bool_)):
-                value = int(value)
-            try:
-                host = np.asarray(value)
-            except Exception as err:
-                raise TypeError(
-                    f"cannot assign {type(value)} to an NDArray: use a number, a numpy array "
-                    f"or an NDArray"
-                ) from err
-            if host.dtype.kind not in "biuf":
-                raise TypeError(f"cannot assign {host.dtype} data to an NDArray of {dt.name}")
-            data = jax.device_put(host.astype(dt, copy=False), self._ctx.jax_device)
-        if data.dtype != dt:
-            data = data.astype(dt)
-        ds = tuple(data.shape)
-        if ds != shape:
-            extra = len(ds) - len(shape)
-            if any(d != 1 for d in ds[:extra]) or any(
-                d not in (1, t) for d, t in zip(ds[max(extra, 0) :], shape[max(-extra, 0) :])
-            ):
-                raise ValueError(
-                    f"cannot assign a value of shape {ds} to NDArray[{key!r}] of shape "
-                    f"{shape}: the value must broadcast to {shape}"
-                )
-            data = jnp.broadcast_to(data.reshape(ds[max(extra, 0) :]), shape)
-        return data
+        ``value`` may be a number, numpy array, NDArray (any context) or list;
+        it is cast to this array's dtype and must broadcast to the indexed shape.
+        """
+        _setget.set_item(self, key, value)
 
     # ------------------------------------------------------------- protocol
     def __len__(self) -> int:
@@ -451,4 +390,5 @@ def from_jax(arr: jax.Array, ctx: Context | None = None) -> NDArray:
     return NDArray(arr, ctx)
 
 
+from . import _setget  # noqa: E402  (indexing helpers; they import NDArray)
 from . import _arith  # noqa: E402,F401  (adds operators and fluent methods to NDArray)

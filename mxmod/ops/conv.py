@@ -113,7 +113,7 @@ def _conv_shape(a, s):
 
 
 def _dn(layout: str):
-    rhs = "O" + layout[2:-1] + "I" if layout[-1] == "C" else "OI" + layout[2:]
+    rhs = "O" + layout[1:-1] + "I" if layout[-1] == "C" else "OI" + layout[2:]
     return (layout, rhs, layout)
 
 

@@ -54,10 +54,13 @@ def _softmax_grad(a, p, label):
         keep = (lab != int(a.ignore_label))[:, None, :]
         norm = {"null": float(s), "batch": float(s * n)}
     else:
-        n_lab = label.size
-        pv = p.reshape(n_lab, -1)
+        # rows: (N, prod(rest)) as in forward, or every position for preserve_shape; MXNet
+        # reads the first ``rows`` label values (matters only for >2-D data, a quirk)
+        rows = math.prod(p.shape[:-1]) if a.preserve_shape else p.shape[0]
+        n_lab = rows
+        pv = p.reshape(rows, -1)
         k = pv.shape[1]
-        lab = label.reshape(n_lab).astype(jnp.int32)
+        lab = label.reshape(-1)[:rows].astype(jnp.int32)
         onehot = jax.nn.one_hot(lab, k, dtype=p.dtype)
         keep = (lab != int(a.ignore_label))[:, None]
         norm = {"null": 1.0, "batch": float(n_lab)}

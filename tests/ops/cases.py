@@ -19,7 +19,8 @@ A `Case` names one symbol and the inputs to run it on:
   the op and sized by shape inference; such names (``op_weight``, ``op_label``,
   ``op_moving_var``...) may still appear in `ints` and `positive`.
 * `ints[name] = K` fills `name` with integer values in ``[0, K)`` stored as float32 (class
-  labels, indices); ``(lo, hi)`` means ``[lo, hi)``. Integer inputs get ``grad_req='null'``.
+  labels, indices); ``(lo, hi)`` means ``[lo, hi)``. Integer inputs get ``grad_req='null'``;
+  float labels keep ``'write'`` (MXNet writes zeros there).
 * `positive` names inputs filled from ``uniform[0.5, 2)`` (log/sqrt arguments,
   denominators, variances); every other input is standard normal.
 * `is_train` is passed to ``forward``; `random=True` marks stochastic ops (Dropout): the
@@ -90,6 +91,8 @@ def build_symbol(case: Case, mx: Any) -> Any:
 def C(id: str, op: str, shapes: dict, kwargs: dict | None = None, **fields: Any) -> Case:
     """Compact constructor: `args` defaults to the keys of `shapes`, in order."""
     fields.setdefault('args', list(shapes))
+    fields['ints'] = dict(fields.get('ints', {}))  # no sharing between cases
+    fields['positive'] = set(fields.get('positive', ()))
     return Case(id=id, op=op, shapes=dict(shapes), kwargs=dict(kwargs or {}), **fields)
 
 
@@ -157,7 +160,8 @@ ISSUE2_CASES: list[Case] = [
       {'kernel': (1, 1), 'global_pool': True, 'pool_type': 'avg'}),
     C('pool_global_sum', 'Pooling', {D: (2, 3, 3, 3)},
       {'kernel': (3, 3), 'global_pool': True, 'pool_type': 'sum'}),
-    C('pool_1d_max', 'Pooling', {D: (2, 2, 7)}, {'kernel': (3,), 'stride': (2,), 'pool_type': 'max'}),
+    C('pool_1d_max', 'Pooling', {D: (2, 2, 7)},
+      {'kernel': (3,), 'stride': (2,), 'pool_type': 'max'}),
     C('pool_3d_avg', 'Pooling', {D: (1, 2, 4, 4, 4)},
       {'kernel': (2, 2, 2), 'stride': (2, 2, 2), 'pool_type': 'avg'}),
     C('pool_lp2', 'Pooling', {D: (1, 2, 4, 4)},
@@ -258,7 +262,7 @@ ISSUE2_CASES: list[Case] = [
       {'use_ignore': True, 'ignore_label': 1, 'normalization': 'valid'}, ints={'op_label': 3}),
     C('so_ignore_minus1', 'SoftmaxOutput', {D: (8, 3)},
       {'use_ignore': True, 'normalization': 'valid'}, ints={'op_label': (-1, 3)}),
-    C('so_out_of_range_label', 'SoftmaxOutput', {D: (8, 3)}, ints={'op_label': (-2, 5)}),
+    C('so_out_of_range_label', 'SoftmaxOutput', {D: (8, 3)}, ints={'op_label': (-1, 6)}),
     C('so_smooth_alpha', 'SoftmaxOutput', {D: (4, 5)}, {'smooth_alpha': 0.1},
       ints={'op_label': 5}),
     C('so_multi_output', 'SoftmaxOutput', {D: (2, 3, 2, 2)}, {'multi_output': True},
@@ -363,8 +367,10 @@ ISSUE5_CASES: list[Case] = [
     *[C(f'l2norm_{m}', 'L2Normalization', {D: (2, 3, 2, 2)}, {'mode': m})
       for m in ('instance', 'channel', 'spatial')],
     C('lrn', 'LRN', {D: (1, 4, 3, 3)}, {'nsize': 3}),
-    C('lrn_params', 'LRN', {D: (2, 5, 2, 2)}, {'nsize': 5, 'alpha': 0.01, 'beta': 0.5, 'knorm': 1.0}),
-    C('upsampling_nearest', 'UpSampling', {D: (1, 2, 3, 3)}, {'scale': 2, 'sample_type': 'nearest'}),
+    C('lrn_params', 'LRN', {D: (2, 5, 2, 2)},
+      {'nsize': 5, 'alpha': 0.01, 'beta': 0.5, 'knorm': 1.0}),
+    C('upsampling_nearest', 'UpSampling', {D: (1, 2, 3, 3)},
+      {'scale': 2, 'sample_type': 'nearest'}),
     C('upsampling_nearest_3x', 'UpSampling', {D: (2, 1, 2, 2)},
       {'scale': 3, 'sample_type': 'nearest'}),
     C('crop_hw', 'Crop', {D: (1, 2, 5, 5)}, {'h_w': (3, 3), 'offset': (1, 1)}),
@@ -372,15 +378,16 @@ ISSUE5_CASES: list[Case] = [
     C('crop_like_offset', 'Crop', {'a': (1, 2, 6, 6), 'b': (1, 1, 3, 4)}, {'offset': (2, 1)}),
     C('pad_constant', 'Pad', {D: (1, 2, 3, 3)},
       {'mode': 'constant', 'pad_width': (0, 0, 0, 0, 1, 1, 2, 0), 'constant_value': 1.5}),
-    C('pad_edge', 'Pad', {D: (1, 2, 3, 3)}, {'mode': 'edge', 'pad_width': (0, 0, 0, 0, 1, 2, 1, 1)}),
+    C('pad_edge', 'Pad', {D: (1, 2, 3, 3)},
+      {'mode': 'edge', 'pad_width': (0, 0, 0, 0, 1, 2, 1, 1)}),
     C('pad_reflect', 'pad', {D: (1, 2, 3, 3)},
       {'mode': 'reflect', 'pad_width': (0, 0, 0, 0, 2, 1, 1, 2)}),
     # sequence ops (layout TNC; lengths in [1, T])
     C('seqmask_nolen', 'SequenceMask', {D: (4, 3, 2)}),
     C('seqmask', 'SequenceMask', _SEQ, {'use_sequence_length': True, 'value': -1.0},
       ints=_SEQ_INTS),
-    C('seqmask_axis1', 'SequenceMask', {D: (3, 4, 2), 'sequence_length': (3,)},
-      {'use_sequence_length': True, 'axis': 1}, ints={'sequence_length': (2, 5)}),
+    C('seqmask_axis1', 'SequenceMask', {D: (4, 4, 2), 'sequence_length': (4,)},
+      {'use_sequence_length': True, 'axis': 1}, ints={'sequence_length': (1, 5)}),
     C('seqlast_nolen', 'SequenceLast', {D: (4, 3, 2)}),
     C('seqlast', 'SequenceLast', _SEQ, {'use_sequence_length': True}, ints=_SEQ_INTS),
     C('seqreverse_nolen', 'SequenceReverse', {D: (4, 3, 2)}),
@@ -414,8 +421,8 @@ ISSUE5_CASES: list[Case] = [
     C('take', 'take', {'a': (5, 3), 'indices': (2, 2)}, ints={'indices': 5}),
     C('take_axis1_clip', 'take', {'a': (2, 4), 'indices': (5,)}, {'axis': 1, 'mode': 'clip'},
       ints={'indices': (-2, 7)}),
-    C('take_wrap', 'take', {'a': (4, 2), 'indices': (6,)}, {'mode': 'wrap'},
-      ints={'indices': (-5, 9)}),
+    C('take_wrap', 'take', {'a': (4, 2), 'indices': (8,)}, {'mode': 'wrap'},
+      ints={'indices': (-5, 12)}),
     C('pick', 'pick', {D: (3, 4), 'index': (3,)}, ints={'index': 4}),
     C('pick_axis0_keepdims', 'pick', {D: (3, 4), 'index': (4,)}, {'axis': 0, 'keepdims': True},
       ints={'index': 3}),

@@ -1,0 +1,170 @@
+"""Training callbacks, as ``mxnet.callback`` (MXNet 1.9.1 behaviour and log formats).
+
+Batch-end callbacks take a :class:`mxmod.model.BatchEndParam`; epoch-end callbacks are
+called as ``cb(epoch, symbol, arg_params, aux_params)``. Logging goes through the root
+``logging`` module, as in MXNet.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+__all__ = [
+    "module_checkpoint", "do_checkpoint", "log_train_metric", "Speedometer", "ProgressBar",
+    "LogValidationMetricsCallback",
+]
+
+
+def _period(period) -> int:
+    return int(max(1, period))
+
+
+def module_checkpoint(mod, prefix, period=1, save_optimizer_states=False):
+    """Epoch-end callback calling ``mod.save_checkpoint(prefix, epoch + 1,
+    save_optimizer_states)`` every ``period`` epochs (the passed params are ignored).
+
+    Args:
+        mod: the module to checkpoint.
+        prefix: file prefix.
+        period: epochs between checkpoints (at least 1).
+        save_optimizer_states: also write ``prefix-NNNN.states``.
+    """
+    period = _period(period)
+
+    def _callback(iter_no, sym=None, arg=None, aux=None):
+        if (iter_no + 1) % period == 0:
+            mod.save_checkpoint(prefix, iter_no + 1, save_optimizer_states)
+
+    return _callback
+
+
+def do_checkpoint(prefix, period=1):
+    """Epoch-end callback writing ``prefix-symbol.json`` and ``prefix-NNNN.params`` through
+    ``mxmod.model.save_checkpoint``, numbered ``epoch + 1``, every ``period`` epochs.
+
+    Args:
+        prefix: file prefix.
+        period: epochs between checkpoints (at least 1).
+    """
+    period = _period(period)
+
+    def _callback(iter_no, sym, arg, aux):
+        if (iter_no + 1) % period == 0:
+            from .model import save_checkpoint  # written separately; imported when needed
+
+            save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
+
+    return _callback
+
+
+def log_train_metric(period, auto_reset=False):
+    """Batch-end callback logging ``'Iter[%d] Batch[%d] Train-%s=%f'`` every ``period``
+    batches; with ``auto_reset`` the metric's local statistics are then reset.
+
+    Args:
+        period: batches between logs.
+        auto_reset: call ``eval_metric.reset_local()`` after logging.
+    """
+
+    def _callback(param):
+        if param.nbatch % period == 0 and param.eval_metric is not None:
+            for name, value in param.eval_metric.get_name_value():
+                logging.info("Iter[%d] Batch[%d] Train-%s=%f", param.epoch, param.nbatch,
+                             name, value)
+            if auto_reset:
+                param.eval_metric.reset_local()
+
+    return _callback
+
+
+class Speedometer:
+    """Log throughput and the metric every ``frequent`` batches, as
+    ``mxnet.callback.Speedometer``.
+
+    The first call of each epoch only starts the clock. Logs
+    ``'Epoch[%d] Batch [%d-%d]\\tSpeed: %.2f samples/sec\\t%s=%f...'`` (``auto_reset``:
+    the metric's local statistics are reset after each log, so values cover the last
+    ``frequent`` batches), ``'Epoch[%d] Batch [0-%d]...'`` without ``auto_reset``, or
+    ``'Iter[%d] Batch [%d]\\tSpeed: %.2f samples/sec'`` without a metric. Reading the
+    metric is the only host sync the training loop makes.
+
+    Args:
+        batch_size: samples per batch.
+        frequent: batches between logs.
+        auto_reset: reset the metric's local statistics after each log.
+    """
+
+    def __init__(self, batch_size, frequent=50, auto_reset=True):
+        self.batch_size = batch_size
+        self.frequent = frequent
+        self.init = False
+        self.tic = 0
+        self.last_count = 0
+        self.auto_reset = auto_reset
+
+    def __call__(self, param):
+        count = param.nbatch
+        if self.last_count > count:
+            self.init = False
+        self.last_count = count
+
+        if not self.init:
+            self.init = True
+            self.tic = time.time()
+            return
+        if count % self.frequent != 0:
+            return
+        try:
+            speed = self.frequent * self.batch_size / (time.time() - self.tic)
+        except ZeroDivisionError:
+            speed = float("inf")
+        if param.eval_metric is not None:
+            name_value = param.eval_metric.get_name_value()
+            flat = sum(name_value, ())
+            if self.auto_reset:
+                param.eval_metric.reset_local()
+                msg = "Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec"
+                msg += "\t%s=%f" * len(name_value)
+                logging.info(msg, param.epoch, count - self.frequent, count, speed, *flat)
+            else:
+                msg = "Epoch[%d] Batch [0-%d]\tSpeed: %.2f samples/sec"
+                msg += "\t%s=%f" * len(name_value)
+                logging.info(msg, param.epoch, count, speed, *flat)
+        else:
+            logging.info("Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec", param.epoch, count, speed)
+        self.tic = time.time()
+
+
+class ProgressBar:
+    """Log a progress bar of the batches done in the epoch, as
+    ``mxnet.callback.ProgressBar``.
+
+    Args:
+        total: batches per epoch.
+        length: characters in the bar.
+    """
+
+    def __init__(self, total, length=80):
+        if not total or total <= 0:
+            raise ValueError(f"ProgressBar total must be a positive number of batches, got {total!r}")
+        self.bar_len = length
+        self.total = total
+
+    def __call__(self, param):
+        count = param.nbatch
+        filled_len = int(round(self.bar_len * count / float(self.total)))
+        percents = math.ceil(100.0 * count / float(self.total))
+        prog_bar = "=" * filled_len + "-" * (self.bar_len - filled_len)
+        logging.info("[%s] %s%s\r", prog_bar, percents, "%")
+
+
+class LogValidationMetricsCallback:
+    """Eval-end callback logging ``'Epoch[%d] Validation-%s=%f'`` per metric value, as
+    ``mxnet.callback.LogValidationMetricsCallback``."""
+
+    def __call__(self, param):
+        if not param.eval_metric:
+            return
+        for name, value in param.eval_metric.get_name_value():
+            logging.info("Epoch[%d] Validation-%s=%f", param.epoch, name, value)

@@ -1,0 +1,285 @@
+"""NDArrayIter: batches over in-memory arrays, as ``mxnet.io.NDArrayIter`` (MXNet 1.9.1).
+
+Arrays are kept on the host as numpy; each batch is sliced (or gathered, when shuffled)
+on the host and becomes an NDArray with one ``device_put`` per array.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import jax
+import numpy as np
+
+from ..base import MXNetError
+from ..ndarray import NDArray
+from .io import DataBatch, DataDesc, DataIter
+
+__all__ = ["NDArrayIter"]
+
+_HANDLES = ("pad", "discard", "roll_over")
+
+
+def _to_host(name, value):
+    """Host numpy copy of one input: NDArray/jax arrays keep their dtype, anything else
+    becomes float32 (as MXNet's ``mx.nd.array``)."""
+    if isinstance(value, NDArray):
+        return value.asnumpy()
+    if isinstance(value, jax.Array):
+        return np.asarray(value)
+    if type(value).__module__.startswith("scipy.sparse") or hasattr(value, "tostype"):
+        raise NotImplementedError(
+            f"NDArrayIter: sparse input {name!r} is not supported by mxmod; "
+            "convert it to a dense array (e.g. .toarray())"
+        )
+    try:
+        out = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"Invalid type '{type(value)}' for {name}, should be NDArray, numpy.ndarray "
+            "or a list/dict of them"
+        ) from None
+    if out.ndim == 0:
+        raise TypeError(f"NDArrayIter input {name!r} is a scalar; it needs a batch axis")
+    return out
+
+
+def _init_data(data, allow_empty, default_name):
+    """Canonical ``[(name, host array)]`` sorted by name, as MXNet's ``io.utils._init_data``."""
+    if data is None:
+        if not allow_empty:
+            raise ValueError("NDArrayIter needs data: got None")
+        data = []
+    if isinstance(data, (np.ndarray, NDArray, jax.Array)):
+        data = [data]
+    if isinstance(data, (list, tuple)):
+        if not data and not allow_empty:
+            raise ValueError("NDArrayIter needs at least one data array: got an empty list")
+        if len(data) == 1:
+            data = OrderedDict([(default_name, data[0])])
+        else:
+            data = OrderedDict(("_%d_%s" % (i, default_name), d) for i, d in enumerate(data))
+    if not isinstance(data, dict):
+        raise TypeError(
+            "Input must be NDArray, numpy.ndarray, a list of them or dict with them as "
+            f"values: got {type(data).__name__}"
+        )
+    return sorted((k, _to_host(k, v)) for k, v in data.items())
+
+
+class NDArrayIter(DataIter):
+    """Iterate over in-memory arrays, as ``mxnet.io.NDArrayIter``.
+
+    Inputs are an array, a list of arrays (named ``data_name`` or ``_<i>_<data_name>``) or
+    a dict; sources are ordered by name. numpy inputs become float32, NDArray inputs keep
+    their dtype. ``shuffle`` re-shuffles (numpy's global RNG) at construction and at each
+    ``reset()``. ``last_batch_handle``: ``'pad'`` fills the last batch from the start and
+    reports ``pad``; ``'discard'`` drops it; ``'roll_over'`` carries it into the next
+    epoch's first batch (whose ``pad`` reports, as MXNet, the number of carried samples).
+
+    Differences from MXNet: the sample count, shuffling and padding all use the layout's
+    batch axis (MXNet mixes axis 0 in for layouts whose ``N`` is not first); bad
+    arguments raise instead of misbehaving; h5py and sparse inputs are not supported.
+
+    Args:
+        data: the input arrays.
+        label: the label arrays (optional).
+        batch_size: samples per batch.
+        shuffle: shuffle the samples each epoch.
+        last_batch_handle: ``'pad'``, ``'discard'`` or ``'roll_over'``.
+        data_name: name of a single (or list) data input.
+        label_name: name of a single (or list) label input.
+        layout: axis letters of every array; ``'N'`` marks the batch axis.
+
+    Raises:
+        ValueError: missing data, bad ``batch_size``/``last_batch_handle``/``layout``, or
+            arrays with different numbers of samples.
+        TypeError: inputs that are not arrays.
+    """
+
+    def __init__(self, data, label=None, batch_size=1, shuffle=False, last_batch_handle="pad",
+                 data_name="data", label_name="softmax_label", layout="NCHW"):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+                or batch_size <= 0:
+            raise ValueError(f"NDArrayIter batch_size must be a positive int, got {batch_size!r}")
+        if last_batch_handle not in _HANDLES:
+            raise ValueError(
+                f"NDArrayIter last_batch_handle must be one of {list(_HANDLES)}, "
+                f"got {last_batch_handle!r}"
+            )
+        if not isinstance(layout, str) or "N" not in layout:
+            raise ValueError(
+                f"NDArrayIter layout must be a string with an 'N' batch axis, got {layout!r}"
+            )
+        super().__init__(int(batch_size))
+        self._data = _init_data(data, allow_empty=False, default_name=data_name)
+        self._label = _init_data(label, allow_empty=True, default_name=label_name)
+        self.layout = layout
+        self._axis = axis = layout.find("N")
+        for name, arr in self._data + self._label:
+            if arr.ndim <= axis:
+                raise ValueError(
+                    f"NDArrayIter: {name!r} has shape {arr.shape} but layout {layout!r} puts "
+                    f"the batch axis at {axis}"
+                )
+        self.num_data = self._data[0][1].shape[axis]
+        for name, arr in self._data + self._label:
+            if arr.shape[axis] != self.num_data:
+                raise ValueError(
+                    f"NDArrayIter: {name!r} has {arr.shape[axis]} samples but "
+                    f"{self._data[0][0]!r} has {self.num_data}; all data and label arrays "
+                    "need the same number of samples"
+                )
+        if self.num_data == 0:
+            raise ValueError("NDArrayIter: the data has no samples")
+        self.idx = np.arange(self.num_data)
+        self._perm = None  # position -> original sample, once shuffled
+        self._nd_cache = None
+        self.shuffle = shuffle
+        self.last_batch_handle = last_batch_handle
+        self.cursor = -self.batch_size
+        self._cache_data = None
+        self._cache_label = None
+        self.reset()
+
+    # ------------------------------------------------------------------ descriptions
+    def _descs(self, sources):
+        ax, bs = self._axis, self.batch_size
+        return [
+            DataDesc(k, v.shape[:ax] + (bs,) + v.shape[ax + 1:], v.dtype.type, layout=self.layout)
+            for k, v in sources
+        ]
+
+    @property
+    def provide_data(self):
+        """``DataDesc`` of each data source, batch axis set to ``batch_size``."""
+        return self._descs(self._data)
+
+    @property
+    def provide_label(self):
+        """``DataDesc`` of each label source (``[]`` without labels)."""
+        return self._descs(self._label)
+
+    def _nd_sources(self):
+        if self._nd_cache is None:
+            self._nd_cache = [
+                (k, NDArray(self._take(v, np.arange(self.num_data))))
+                for k, v in self._data + self._label
+            ]
+        return self._nd_cache
+
+    @property
+    def data(self):
+        """``[(name, NDArray)]`` of the data in the current (shuffled) order."""
+        return self._nd_sources()[: len(self._data)]
+
+    @property
+    def label(self):
+        """``[(name, NDArray)]`` of the labels in the current (shuffled) order."""
+        return self._nd_sources()[len(self._data):]
+
+    @property
+    def data_list(self):
+        """Data then label NDArrays (MXNet's ``data_list``)."""
+        return [v for _, v in self._nd_sources()]
+
+    @property
+    def num_source(self):
+        return len(self._data) + len(self._label)
+
+    # ------------------------------------------------------------------ epoch control
+    def _shuffle_data(self):
+        np.random.shuffle(self.idx)
+        # MXNet re-gathers the already shuffled arrays by idx: compose the permutations.
+        self._perm = self.idx.copy() if self._perm is None else self._perm[self.idx]
+        self._nd_cache = None
+
+    def hard_reset(self):
+        """Reset to the start, dropping any rolled-over samples."""
+        if self.shuffle:
+            self._shuffle_data()
+        self.cursor = -self.batch_size
+        self._cache_data = None
+        self._cache_label = None
+
+    def reset(self):
+        """Reset to the start; in ``roll_over`` mode keep the leftover of the last epoch."""
+        if self.shuffle:
+            self._shuffle_data()
+        if self.last_batch_handle == "roll_over" and \
+                self.num_data - self.batch_size < self.cursor < self.num_data:
+            self.cursor = self.cursor - self.num_data - self.batch_size
+        else:
+            self.cursor = -self.batch_size
+
+    def iter_next(self):
+        """Advance the cursor by ``batch_size``; True while it is inside the data."""
+        self.cursor += self.batch_size
+        return self.cursor < self.num_data
+
+    # ------------------------------------------------------------------ batches
+    def _take(self, arr, positions):
+        """Samples at ``positions`` (a slice or an index array) along the batch axis."""
+        if self._perm is not None:
+            positions = self._perm[positions]
+        elif isinstance(positions, slice):
+            index = [slice(None)] * arr.ndim
+            index[self._axis] = positions
+            return arr[tuple(index)]
+        return np.take(arr, positions, axis=self._axis)
+
+    def _rolled(self):
+        return self.last_batch_handle == "roll_over" and -self.batch_size < self.cursor < 0
+
+    def _batch_host(self, sources, cache):
+        """Host arrays of the current batch (MXNet's ``_batchify``)."""
+        if self.cursor >= self.num_data:
+            raise MXNetError("NDArrayIter: the epoch is over, call reset() before reading")
+        n, bs, cur = self.num_data, self.batch_size, self.cursor
+        if self._rolled():
+            if cache is None:
+                raise MXNetError(
+                    "NDArrayIter: no rolled-over samples to start this epoch with; "
+                    "call hard_reset()"
+                )
+            head = [self._take(v, slice(0, min(cur + bs, n))) for _, v in sources]
+            return [np.concatenate([c, h], axis=self._axis) for c, h in zip(cache, head)]
+        if self.last_batch_handle == "pad" and cur + bs > n:
+            positions = np.concatenate([np.arange(cur, n), np.arange(cur + bs - n) % n])
+            return [self._take(v, positions) for _, v in sources]
+        return [self._take(v, slice(cur, min(cur + bs, n))) for _, v in sources]
+
+    def getdata(self):
+        """Data NDArrays of the current batch."""
+        return [NDArray(x) for x in self._batch_host(self._data, self._cache_data)]
+
+    def getlabel(self):
+        """Label NDArrays of the current batch."""
+        return [NDArray(x) for x in self._batch_host(self._label, self._cache_label)]
+
+    def getpad(self):
+        """Padding samples in the current batch (carried samples for a rolled-over batch)."""
+        if self.last_batch_handle == "pad" and self.cursor + self.batch_size > self.num_data:
+            return self.cursor + self.batch_size - self.num_data
+        if self._rolled():
+            return -self.cursor
+        return 0
+
+    def next(self):
+        """Return the next full ``DataBatch``; a partial last batch (discard/roll_over) is
+        kept for roll-over and ends the epoch."""
+        if not self.iter_next():
+            raise StopIteration
+        if self.last_batch_handle == "discard" and self.cursor + self.batch_size > self.num_data:
+            raise StopIteration
+        rolled = self._rolled()
+        data = self._batch_host(self._data, self._cache_data)
+        label = self._batch_host(self._label, self._cache_label)
+        if data[0].shape[self._axis] != self.batch_size:
+            self._cache_data, self._cache_label = data, label
+            raise StopIteration
+        if rolled:
+            self._cache_data = self._cache_label = None
+        return DataBatch(
+            data=[NDArray(x) for x in data], label=[NDArray(x) for x in label],
+            pad=self.getpad(), index=None,
+        )

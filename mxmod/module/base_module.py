@@ -1,0 +1,261 @@
+"""``BaseModule``: fit/score/predict written only against the abstract Module API, so
+every subclass (Module, BucketingModule, ...) gets them for free (spec 1.2)."""
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from typing import Any
+
+from ..base import MXNetError
+from .stages import require
+
+
+def _as_list(obj: Any) -> list:
+    if obj is None:
+        return []
+    return list(obj) if isinstance(obj, (list, tuple)) else [obj]
+
+
+def _call(callbacks: Any, *args: Any) -> None:
+    for cb in _as_list(callbacks):
+        cb(*args)
+
+
+class BaseModule:
+    """The abstract module, as ``mx.mod.BaseModule``.
+
+    Subclasses implement bind/init_params/init_optimizer/forward/backward/update/
+    update_metric/get_outputs/get_params and the shape properties.
+    """
+
+    def __init__(self, logger=logging):
+        self.logger = logger
+        self.binded = False
+        self.for_training = False
+        self.inputs_need_grad = False
+        self.params_initialized = False
+        self.optimizer_initialized = False
+        self._symbol = None
+        self._total_exec_bytes = 0
+
+    # ------------------------------------------------------------ high level
+    def forward_backward(self, data_batch) -> None:
+        self.forward(data_batch, is_train=True)
+        self.backward()
+
+    def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None,
+              score_end_callback=None, reset=True, epoch=0, sparse_row_id_fn=None):
+        """Evaluate ``eval_metric`` over ``eval_data``; returns ``[(name, value), ...]``."""
+        from .. import metric as _metric
+        from ..model import BatchEndParam
+        require(self, "score", "binded", "params_initialized")
+        if reset:
+            eval_data.reset()
+        if not isinstance(eval_metric, _metric.EvalMetric):
+            eval_metric = _metric.create(eval_metric)
+        eval_metric.reset()
+        actual = 0
+        for nbatch, batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
+            self.forward(batch, is_train=False)
+            self.update_metric(eval_metric, batch.label)
+            _call(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
+            actual += 1
+        _call(score_end_callback, BatchEndParam(epoch, actual, eval_metric, locals()))
+        return eval_metric.get_name_value()
+
+    def iter_predict(self, eval_data, num_batch=None, reset=True, sparse_row_id_fn=None):
+        """Yield ``(outputs, nbatch, batch)`` with pad rows trimmed."""
+        require(self, "iter_predict", "binded", "params_initialized")
+        if reset:
+            eval_data.reset()
+        for nbatch, batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
+            self.forward(batch, is_train=False)
+            pad = batch.pad or 0
+            outputs = [o[0:o.shape[0] - pad] for o in self.get_outputs()]
+            yield outputs, nbatch, batch
+
+    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True,
+                always_output_list=False, sparse_row_id_fn=None):
+        """Run inference over ``eval_data`` (a DataIter or an array)."""
+        import numpy as np
+
+        from .. import ndarray as nd
+        from ..io import DataBatch, DataIter
+        require(self, "predict", "binded", "params_initialized")
+        if isinstance(eval_data, (nd.NDArray, np.ndarray)):
+            if isinstance(eval_data, np.ndarray):
+                eval_data = nd.array(eval_data)
+            self.forward(DataBatch([eval_data]))
+            return self.get_outputs()[0]
+        if not isinstance(eval_data, DataIter):
+            raise ValueError("eval_data must be of type NDArray or DataIter")
+        if reset:
+            eval_data.reset()
+        outputs = []
+        for nbatch, batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
+            self.forward(batch, is_train=False)
+            pad = batch.pad or 0
+            outputs.append([o[0:o.shape[0] - pad].copy() for o in self.get_outputs()])
+        if not outputs:
+            return []
+        if not merge_batches:
+            return outputs
+        n = len(outputs[0])
+        if any(len(o) != n for o in outputs):
+            raise MXNetError("Cannot merge batches, as num of outputs is not the same in "
+                             "mini-batches. Maybe bucketing is used?")
+        merged = [nd.concatenate([o[i] for o in outputs]) for i in range(n)]
+        if n == 1 and not always_output_list:
+            return merged[0]
+        return merged
+
+    def fit(self, train_data, eval_data=None, eval_metric="acc", epoch_end_callback=None,
+            batch_end_callback=None, kvstore="local", optimizer="sgd",
+            optimizer_params=(("learning_rate", 0.01),), eval_end_callback=None,
+            eval_batch_end_callback=None, initializer=None, arg_params=None, aux_params=None,
+            allow_missing=False, force_rebind=False, force_init=False, begin_epoch=0,
+            num_epoch=None, validation_metric=None, monitor=None, sparse_row_id_fn=None):
+        """Train: bind, init params and optimizer, then run epochs (spec 1.2 ``fit``)."""
+        from .. import initializer as _init
+        from .. import metric as _metric
+        from ..model import BatchEndParam
+        if num_epoch is None:
+            raise ValueError("fit() needs num_epoch: please specify number of epochs")
+        if initializer is None:
+            initializer = _init.Uniform(0.01)
+        self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
+                  for_training=True, force_rebind=force_rebind)
+        if monitor is not None:
+            self.install_monitor(monitor)
+        self.init_params(initializer=initializer, arg_params=arg_params, aux_params=aux_params,
+                         allow_missing=allow_missing, force_init=force_init)
+        self.init_optimizer(kvstore=kvstore, optimizer=optimizer,
+                            optimizer_params=optimizer_params)
+        if validation_metric is None:
+            validation_metric = eval_metric
+        if not isinstance(eval_metric, _metric.EvalMetric):
+            eval_metric = _metric.create(eval_metric)
+        for epoch in range(begin_epoch, num_epoch):
+            tic = time.time()
+            eval_metric.reset()
+            nbatch = 0
+            data_iter = iter(train_data)
+            end_of_batch = False
+            next_batch = next(data_iter)
+            eval_name_vals = []
+            while not end_of_batch:
+                batch = next_batch
+                if monitor is not None:
+                    monitor.tic()
+                self.forward_backward(batch)
+                self.update()
+                self.update_metric(eval_metric, batch.label)
+                try:
+                    next_batch = next(data_iter)
+                    self.prepare(next_batch, sparse_row_id_fn=sparse_row_id_fn)
+                except StopIteration:
+                    end_of_batch = True
+                if monitor is not None:
+                    monitor.toc_print()
+                if end_of_batch:
+                    eval_name_vals = eval_metric.get_global_name_value()
+                _call(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
+                nbatch += 1
+            for name, val in eval_name_vals:
+                self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
+            self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
+            arg_params_, aux_params_ = self.get_params()
+            self.set_params(arg_params_, aux_params_)
+            _call(epoch_end_callback, epoch, self.symbol, arg_params_, aux_params_)
+            if eval_data is not None:
+                res = self.score(eval_data, validation_metric,
+                                 score_end_callback=eval_end_callback,
+                                 batch_end_callback=eval_batch_end_callback, epoch=epoch)
+                for name, val in res:
+                    self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
+            train_data.reset()
+
+    # ------------------------------------------------------------ parameters
+    @property
+    def symbol(self):
+        return self._symbol
+
+    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
+                   allow_extra=False):
+        self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                         allow_missing=allow_missing, force_init=force_init,
+                         allow_extra=allow_extra)
+
+    def save_params(self, fname: str) -> None:
+        """Write ``arg:``/``aux:`` prefixed parameters in MXNet's ``.params`` format."""
+        from .. import ndarray as nd
+        arg_params, aux_params = self.get_params()
+        blob = {"arg:" + k: v.as_in_context(_cpu()) for k, v in arg_params.items()}
+        blob.update({"aux:" + k: v.as_in_context(_cpu()) for k, v in aux_params.items()})
+        nd.save(fname, blob)
+
+    def load_params(self, fname: str) -> None:
+        from .. import ndarray as nd
+        arg_params, aux_params = {}, {}
+        for key, value in nd.load(fname).items():
+            kind, _, name = key.partition(":")
+            if kind == "arg":
+                arg_params[name] = value
+            elif kind == "aux":
+                aux_params[name] = value
+            else:
+                raise ValueError(f"Invalid param file {fname}: key {key!r} has no arg:/aux: prefix")
+        self.set_params(arg_params, aux_params)
+
+    def get_states(self, merge_multi_context=True):
+        require(self, "get_states", "binded", "params_initialized")
+        if merge_multi_context:
+            raise MXNetError("get_states(merge_multi_context=True) is not supported; "
+                             "pass merge_multi_context=False")
+        return []
+
+    def set_states(self, states=None, value=None):
+        require(self, "set_states", "binded", "params_initialized")
+        if states or value:
+            raise MXNetError("this module has no states to set")
+
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        if sparse_row_id_fn is not None:
+            warnings.warn(UserWarning("sparse_row_id_fn is not invoked for BaseModule."))
+
+    # ------------------------------------------------------------ abstract
+    def _abstract(self, what):
+        raise NotImplementedError(f"{type(self).__name__} does not implement {what}")
+
+    data_names = property(lambda self: self._abstract("data_names"))
+    output_names = property(lambda self: self._abstract("output_names"))
+    data_shapes = property(lambda self: self._abstract("data_shapes"))
+    label_shapes = property(lambda self: self._abstract("label_shapes"))
+    output_shapes = property(lambda self: self._abstract("output_shapes"))
+
+    def get_params(self): self._abstract("get_params")
+    def init_params(self, *a, **k): self._abstract("init_params")
+    def install_monitor(self, mon): self._abstract("install_monitor")
+    def forward(self, data_batch, is_train=None): self._abstract("forward")
+    def backward(self, out_grads=None): self._abstract("backward")
+    def get_outputs(self, merge_multi_context=True): self._abstract("get_outputs")
+    def get_input_grads(self, merge_multi_context=True): self._abstract("get_input_grads")
+    def update(self): self._abstract("update")
+    def update_metric(self, eval_metric, labels, pre_sliced=False): self._abstract("update_metric")
+    def bind(self, *a, **k): self._abstract("bind")
+    def init_optimizer(self, *a, **k): self._abstract("init_optimizer")
+
+
+def _cpu():
+    from ..context import cpu
+    return cpu()

@@ -1,0 +1,227 @@
+"""``DataParallelExecutorGroup``: one compiled program over the bound devices.
+
+MXNet keeps one executor per device; mxmod keeps one set of (replicated) parameters
+and runs one jitted program over a mesh of the devices (``shard_map``), splitting
+each batch along its batch axis and reducing gradients with a ``psum`` inside the
+program. Work is deferred: ``forward`` only records the batch; outputs and gradients
+are computed together, once, when first needed (spec 2; DESIGN principle 5).
+
+Differences from MXNet, by design:
+  * aux states (BatchNorm moving statistics) are averaged over devices in every step
+    (``pmean``) instead of only when ``get_params`` syncs; the average of linear
+    moving-average updates is the same number either way.
+  * ``grad_arrays`` hold the gradient already summed over devices.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import MXNetError
+from ..executor import compiled_for
+from ..io import DataDesc
+from ..ndarray import NDArray
+from .group_run import GroupRunner
+from .programs import Programs
+from .slicing import batch_axis, decide_slices, sliced_shape
+
+
+def _resolve_grad_req(grad_req, arg_names, param_names, data_names, fixed, for_training,
+                      inputs_need_grad) -> dict:
+    if not for_training:
+        return {n: "null" for n in arg_names}
+    if isinstance(grad_req, str) or isinstance(grad_req, dict):
+        base = grad_req if isinstance(grad_req, str) else "write"
+        reqs = {}
+        for n in arg_names:
+            if n in param_names:
+                reqs[n] = "null" if n in fixed else base
+            elif n in data_names:
+                reqs[n] = base if inputs_need_grad else "null"
+            else:
+                reqs[n] = "null"
+        if isinstance(grad_req, dict):
+            reqs.update(grad_req)
+    elif isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(arg_names):
+            raise ValueError(f"grad_req list has {len(grad_req)} entries but the symbol has "
+                             f"{len(arg_names)} arguments {arg_names}")
+        reqs = dict(zip(arg_names, grad_req))
+    else:
+        raise ValueError("grad_req must be one of str, list, tuple, or dict.")
+    for n, r in reqs.items():
+        if r not in ("write", "add", "null"):
+            raise ValueError(f"grad_req {r!r} for {n!r} is invalid; use 'write', 'add' or 'null'")
+    return reqs
+
+
+def _desc(d) -> DataDesc:
+    return d if isinstance(d, DataDesc) else DataDesc(*d)
+
+
+class DataParallelExecutorGroup(GroupRunner):
+    """The devices, arrays and compiled programs behind a bound Module (spec 2)."""
+
+    def __init__(self, symbol, contexts, workload, data_shapes, label_shapes, param_names,
+                 for_training, inputs_need_grad, shared_group=None, logger=logging,
+                 fixed_param_names=None, grad_req="write", state_names=None, group2ctxs=None):
+        if group2ctxs:
+            raise NotImplementedError("group2ctxs (model parallelism by ctx_group) is not "
+                                      "supported; use data parallelism over a context list")
+        self.symbol = symbol
+        self.contexts = list(contexts)
+        self.workload = list(workload)
+        self.param_names = list(param_names)
+        self.arg_names = symbol.list_arguments()
+        self.aux_names = symbol.list_auxiliary_states()
+        self.output_names = symbol.list_outputs()
+        self.for_training = for_training
+        self.inputs_need_grad = inputs_need_grad
+        self.fixed_param_names = list(fixed_param_names or [])
+        self.state_names = list(state_names or [])
+        self.logger = logger
+        self._graph = compiled_for(symbol).graph
+        devices = [c.jax_device for c in self.contexts]
+        if len(set(devices)) != len(devices):
+            logger.warning("contexts %s share devices; running on %d device(s)",
+                           self.contexts, len(set(devices)))
+            devices = list(dict.fromkeys(devices))
+        self._devices = devices
+        self._grad_req_arg = grad_req
+        self.params: dict[str, NDArray] = {}
+        self.aux: dict[str, NDArray] = {}
+        self.grads: dict[str, NDArray] = {}
+        self.input_grads: dict[str, NDArray] = {}
+        self._consts: dict[str, Any] = {}
+        self.outputs: list[NDArray] = []
+        self._state: Optional[dict] = None
+        self.bind_exec(data_shapes, label_shapes, shared_group)
+
+    # ------------------------------------------------------------ binding
+    def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
+        self.data_shapes = [_desc(d) for d in data_shapes]
+        self.label_shapes = None if label_shapes is None else [_desc(d) for d in label_shapes]
+        self.data_names = [d.name for d in self.data_shapes]
+        self.label_names = [d.name for d in self.label_shapes] if self.label_shapes else []
+        self.batch_size, self.slices, self.data_layouts = decide_slices(self.data_shapes, self.workload)
+        self.label_layouts = []
+        if self.label_shapes:
+            lb, _, self.label_layouts = decide_slices(self.label_shapes, self.workload)
+            if lb is not None and self.batch_size is not None and lb != self.batch_size:
+                raise MXNetError(f"labels have batch size {lb} but data has {self.batch_size}")
+        self.grad_req = _resolve_grad_req(self._grad_req_arg, self.arg_names, self.param_names,
+                                          self.data_names, self.fixed_param_names,
+                                          self.for_training, self.inputs_need_grad)
+        n_dev = len(self._devices)
+        sizes = {s.stop - s.start for s in self.slices}
+        if n_dev > 1 and len(sizes) > 1:
+            raise NotImplementedError(
+                f"work_load_list {self.workload} splits batch {self.batch_size} unevenly "
+                f"({[s.stop - s.start for s in self.slices]}); mxmod runs one program over all "
+                "devices and needs equal slices: use equal work loads and a batch size divisible "
+                "by the number of devices")
+        descs = self.data_shapes + (self.label_shapes or [])
+        axes = self.data_layouts + self.label_layouts
+        dev_slice = slice(0, self.batch_size // n_dev) if self.batch_size else slice(0, 0)
+        dev_shapes = {d.name: sliced_shape(d.shape, a, dev_slice) for d, a in zip(descs, axes)}
+        dtypes = {d.name: np.dtype(d.dtype).name for d in descs}
+        arg_shapes, out_shapes, aux_shapes = self._infer(dev_shapes)
+        arg_types, _, aux_types = self.symbol.infer_type(**dtypes)
+        if arg_types is None:
+            arg_types = [np.float32] * len(self.arg_names)
+            aux_types = [np.float32] * len(self.aux_names)
+        self._arg_shape = dict(zip(self.arg_names, arg_shapes))
+        self._arg_type = dict(zip(self.arg_names, arg_types))
+        input_axes = {d.name: a for d, a in zip(descs, axes)}
+        for s in self.state_names:
+            input_axes[s] = 0
+        self.output_layouts = [batch_axis(self.symbol[i].attr("__layout__"))
+                               for i in range(len(self.output_names))]
+        self._out_dev_shapes = out_shapes
+        diff = [n for n in self.arg_names if self.grad_req[n] != "null"]
+        self._progs = Programs(self._graph, self._devices, input_axes, self.output_layouts, diff,
+                               self._graph.is_loss)
+        rep = self._progs.replicated()
+        if shared_group is not None:
+            self.params, self.aux = shared_group.params, shared_group.aux
+        for n in self.param_names:
+            want = self._arg_shape[n]
+            cur = self.params.get(n)
+            if cur is None or cur.shape != want:
+                self.params[n] = NDArray(jax.device_put(jnp.zeros(want, self._arg_type[n]), rep))
+        for n, shape, t in zip(self.aux_names, aux_shapes, aux_types):
+            if n not in self.aux or self.aux[n].shape != shape:
+                self.aux[n] = NDArray(jax.device_put(jnp.zeros(shape, t), rep))
+        bound_inputs = set(self.data_names) | set(self.label_names) | set(self.state_names)
+        self._consts = {n: jax.device_put(jnp.zeros(self._arg_shape[n], self._arg_type[n]), rep)
+                        for n in self.arg_names if n not in self.param_names and n not in bound_inputs}
+        self._states = {n: self._consts.pop(n, None) for n in self.state_names}
+        for n in self.state_names:
+            shape = tuple(self._arg_shape[n])
+            full = (shape[0] * n_dev,) + shape[1:] if shape else shape
+            self._states[n] = jax.device_put(jnp.zeros(full, self._arg_type[n]),
+                                             self._progs.input_sharding(n))
+        self.grads = {n: NDArray(jax.device_put(jnp.zeros(self._arg_shape[n], self._arg_type[n]), rep))
+                      for n in self.param_names if self.grad_req[n] != "null"}
+        self.input_grads = {}
+        self._state = None
+
+    def _infer(self, shapes: dict):
+        try:
+            arg_shapes, out_shapes, aux_shapes = self.symbol.infer_shape_partial(**shapes)
+        except MXNetError as e:
+            raise MXNetError(f"bind: {e}") from None
+        unknown = [n for n, s in zip(self.arg_names, arg_shapes) if not s or 0 in s]
+        if unknown:
+            raise MXNetError(f"bind: cannot infer the shapes of {unknown} from data shapes "
+                             f"{shapes}; add their shapes to data_shapes/label_shapes or give the "
+                             "variables a shape")
+        return arg_shapes, out_shapes, aux_shapes
+
+    def reshape(self, data_shapes, label_shapes):
+        new_d = [_desc(d) for d in data_shapes]
+        new_l = None if label_shapes is None else [_desc(d) for d in label_shapes]
+        same = [(d.name, tuple(d.shape)) for d in new_d] == [(d.name, tuple(d.shape)) for d in self.data_shapes]
+        same_l = (new_l is None and self.label_shapes is None) or (
+            new_l is not None and self.label_shapes is not None and
+            [(d.name, tuple(d.shape)) for d in new_l] == [(d.name, tuple(d.shape)) for d in self.label_shapes])
+        if same and same_l:
+            return
+        self.bind_exec(new_d, new_l)
+
+    # ------------------------------------------------------------ parameters
+    def set_params(self, arg_params: dict, aux_params: dict, allow_extra: bool = False) -> None:
+        for src, dst, what in ((arg_params, self.params, "the arguments"),
+                               (aux_params or {}, self.aux, "the auxiliary states")):
+            for name, value in src.items():
+                if name not in dst:
+                    if name in self._consts or allow_extra:
+                        continue
+                    raise ValueError(f'Find name "{name}" that is not in {what}; pass '
+                                     "allow_extra=True to ignore it")
+                self._assign(dst, name, value)
+
+    def _assign(self, dst: dict, name: str, value: Any) -> None:
+        arr = value._data if isinstance(value, NDArray) else jnp.asarray(np.asarray(value))
+        cur = dst[name]
+        if tuple(arr.shape) != tuple(cur.shape):
+            raise MXNetError(f"parameter {name!r} has shape {tuple(arr.shape)} but the symbol needs "
+                             f"{tuple(cur.shape)}")
+        dst[name]._set_data(jax.device_put(arr.astype(cur._data.dtype), self._progs.replicated()))
+
+    def get_params(self, arg_params: dict, aux_params: dict) -> None:
+        """Copy device values into the host dicts (in place, cast to their dtypes)."""
+        cpu = jax.devices("cpu")[0]
+        for src, dst in ((self.params, arg_params), (self.aux, aux_params)):
+            for name, arr in src.items():
+                host = jax.device_put(arr._data, cpu)
+                if host is arr._data:
+                    host = jnp.array(host, copy=True)
+                if name in dst and isinstance(dst[name], NDArray):
+                    dst[name]._set_data(host.astype(dst[name]._data.dtype))
+                else:
+                    dst[name] = NDArray(host)

@@ -1,0 +1,411 @@
+"""``Module``: a symbol bound to devices and trained with an optimizer (spec 1.3)."""
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..base import MXNetError
+from ..context import Context, cpu
+from ..io import DataDesc
+from .base_module import BaseModule, _as_list
+from .executor_group import DataParallelExecutorGroup
+from .stages import require
+
+
+class Module(BaseModule):
+    """MXNet's ``mx.mod.Module`` on JAX.
+
+    One compiled program per input-shape signature runs over all bound devices;
+    ``fit`` (and ``forward_backward`` + ``update``) is one fused jitted dispatch per
+    batch. Differences from MXNet: stage errors carry messages that name the missing
+    call (they still subclass ``AssertionError``).
+    """
+
+    def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",),
+                 logger=logging, context=None, work_load_list=None, fixed_param_names=None,
+                 state_names=None, group2ctxs=None, compression_params=None):
+        super().__init__(logger=logger)
+        if context is None:
+            context = cpu()
+        if isinstance(context, Context):
+            context = [context]
+        self._context = list(context)
+        if work_load_list is None:
+            work_load_list = [1] * len(self._context)
+        if len(work_load_list) != len(self._context):
+            raise MXNetError(f"work_load_list has {len(work_load_list)} entries but there are "
+                             f"{len(self._context)} contexts; give one weight per context")
+        self._work_load_list = list(work_load_list)
+        if group2ctxs:
+            raise NotImplementedError("Module(group2ctxs=...): model parallelism is not supported")
+        if compression_params:
+            raise NotImplementedError("Module(compression_params=...): gradient compression "
+                                      "is not supported (the reduction is an exact psum)")
+        self._symbol = symbol
+        self._data_names = _as_list(data_names)
+        self._label_names = _as_list(label_names)
+        self._state_names = _as_list(state_names)
+        self._fixed_param_names = _as_list(fixed_param_names)
+        args = symbol.list_arguments()
+        self._check_names(self._data_names, args, "data", raise_=True)
+        self._check_names(self._label_names, args, "label", raise_=False)
+        self._check_names(self._state_names, args, "state", raise_=True)
+        self._check_names(self._fixed_param_names, args, "fixed_param", raise_=True)
+        inputs = set(self._data_names + self._label_names + self._state_names)
+        self._param_names = [a for a in args if a not in inputs]
+        self._aux_names = symbol.list_auxiliary_states()
+        self._output_names = symbol.list_outputs()
+        self._arg_params = None
+        self._aux_params = None
+        self._params_dirty = False
+        self._exec_group = None
+        self._optimizer = None
+        self._kvstore = None
+        self._update_on_kvstore = None
+        self._updater = None
+        self._opt_state = None
+        self._preload_opt_states = None
+        self._data_shapes = None
+        self._label_shapes = None
+        self._grad_req = None
+        self._monitor = None
+
+    @staticmethod
+    def _check_names(names, args, kind, raise_):
+        candidates = [a for a in args if not a.endswith(("_weight", "_bias", "_gamma", "_beta"))]
+        for name in names:
+            if name not in args:
+                msg = (f"You created Module with {kind}_names={names}, but input with name "
+                       f"{name!r} is not found in symbol.list_arguments(). Did you mean one of: "
+                       f"{candidates}?")
+                if raise_:
+                    raise ValueError(msg)
+                warnings.warn(msg, UserWarning, stacklevel=3)
+
+    # ------------------------------------------------------------ properties
+    data_names = property(lambda self: self._data_names)
+    label_names = property(lambda self: self._label_names)
+    output_names = property(lambda self: self._output_names)
+
+    @property
+    def data_shapes(self):
+        require(self, "data_shapes", "binded")
+        return self._data_shapes
+
+    @property
+    def label_shapes(self):
+        require(self, "label_shapes", "binded")
+        return self._label_shapes
+
+    @property
+    def output_shapes(self):
+        require(self, "output_shapes", "binded")
+        return self._exec_group.get_output_shapes()
+
+    # ------------------------------------------------------------ binding
+    def _reset_bind(self):
+        self.binded = False
+        self._exec_group = None
+        self._data_shapes = None
+        self._label_shapes = None
+
+    def _normalize(self, data_shapes, label_shapes):
+        def norm(shapes):
+            return [d if isinstance(d, DataDesc) else DataDesc(*d) for d in shapes]
+
+        data = norm(_as_list(data_shapes) if not isinstance(data_shapes, list) else data_shapes)
+        if sorted(d.name for d in data) != sorted(self._data_names):
+            raise ValueError(f"Data provided by data_shapes don't match names specified by "
+                             f"data_names ({[d.name for d in data]} vs. {self._data_names})")
+        if label_shapes is None:
+            if self._label_names and self.for_training:
+                warnings.warn(f"bind() got no label_shapes but label_names are "
+                              f"{self._label_names}", UserWarning, stacklevel=3)
+            return data, None
+        labels = norm(label_shapes)
+        if sorted(d.name for d in labels) != sorted(self._label_names):
+            warnings.warn(f"Data provided by label_shapes don't match names specified by "
+                          f"label_names ({[d.name for d in labels]} vs. {self._label_names})",
+                          UserWarning, stacklevel=3)
+        args = set(self._symbol.list_arguments())
+        for d in labels:
+            if d.name not in args:
+                raise MXNetError(f"label {d.name!r} is not an input of the symbol; bind with "
+                                 "label_shapes=None or create the Module with label_names=None")
+        return data, labels
+
+    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
+             force_rebind=False, shared_module=None, grad_req="write"):
+        if force_rebind:
+            self._reset_bind()
+        if self.binded:
+            self.logger.warning("Already bound, ignoring bind()")
+            return
+        if not for_training and inputs_need_grad:
+            raise MXNetError("inputs_need_grad=True needs for_training=True")
+        self.for_training = for_training
+        self.inputs_need_grad = inputs_need_grad
+        self._grad_req = grad_req
+        self._data_shapes, self._label_shapes = self._normalize(data_shapes, label_shapes)
+        shared_group = None
+        if shared_module is not None:
+            if not (isinstance(shared_module, Module) and shared_module.binded
+                    and shared_module.params_initialized):
+                raise MXNetError("shared_module must be a bound Module with initialized params")
+            shared_group = shared_module._exec_group
+        self._exec_group = DataParallelExecutorGroup(
+            self._symbol, self._context, self._work_load_list, self._data_shapes,
+            self._label_shapes, self._param_names, for_training, inputs_need_grad,
+            shared_group, logger=self.logger, fixed_param_names=self._fixed_param_names,
+            grad_req=grad_req, state_names=self._state_names)
+        if shared_module is not None:
+            self.params_initialized = True
+            self._arg_params = shared_module._arg_params
+            self._aux_params = shared_module._aux_params
+        elif self.params_initialized:
+            self._exec_group.set_params(self._arg_params, self._aux_params)
+        else:
+            from .. import ndarray as nd
+            g = self._exec_group
+            self._arg_params = {n: nd.zeros(g.params[n].shape, dtype=g.params[n].dtype)
+                                for n in self._param_names}
+            self._aux_params = {n: nd.zeros(g.aux[n].shape, dtype=g.aux[n].dtype)
+                                for n in self._aux_names}
+        if shared_module is not None and shared_module.optimizer_initialized:
+            self.borrow_optimizer(shared_module)
+        self.binded = True
+
+    def reshape(self, data_shapes, label_shapes=None):
+        require(self, "reshape", "binded")
+        self._data_shapes, self._label_shapes = self._normalize(data_shapes, label_shapes)
+        self._exec_group.reshape(self._data_shapes, self._label_shapes)
+
+    # ------------------------------------------------------------ parameters
+    def init_params(self, initializer=None, arg_params=None, aux_params=None,
+                    allow_missing=False, force_init=False, allow_extra=False):
+        from .. import initializer as _init
+        if self.params_initialized and not force_init:
+            warnings.warn("Parameters already initialized and force_init=False. "
+                          "init_params call ignored.", stacklevel=2)
+            return
+        require(self, "init_params", "binded")
+        if initializer is None and arg_params is None and aux_params is None:
+            initializer = _init.Uniform(0.01)
+        attrs = self._symbol.attr_dict()
+
+        def fill(name, arr, cache):
+            if cache is not None:
+                if name in cache:
+                    src = cache[name]
+                    if src is not arr:
+                        _copy_param(name, src, arr)
+                    return
+                if not allow_missing:
+                    raise RuntimeError(f"{name} is not presented: arg_params/aux_params lack it; "
+                                       "pass allow_missing=True to initialize it instead")
+            if initializer is not None:
+                initializer(_init.InitDesc(name, attrs.get(name, None)), arr)
+
+        for name, arr in sorted(self._arg_params.items()):
+            fill(name, arr, arg_params)
+        for name, arr in sorted(self._aux_params.items()):
+            fill(name, arr, aux_params)
+        self.params_initialized = True
+        self._params_dirty = False
+        self._exec_group.set_params(self._arg_params, self._aux_params, allow_extra=allow_extra)
+
+    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
+                   allow_extra=False):
+        if not allow_missing:
+            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                             allow_missing=allow_missing, force_init=force_init,
+                             allow_extra=allow_extra)
+            return
+        if self.params_initialized and not force_init:
+            warnings.warn("Parameters already initialized and force_init=False. "
+                          "set_params call ignored.", stacklevel=2)
+            return
+        self._exec_group.set_params(arg_params, aux_params, allow_extra=allow_extra)
+        self._params_dirty = True
+        self.params_initialized = True
+
+    def get_params(self):
+        require(self, "get_params", "params_initialized")
+        if self._params_dirty:
+            self._sync_params_from_devices()
+        return self._arg_params, self._aux_params
+
+    def _sync_params_from_devices(self):
+        self._exec_group.get_params(self._arg_params, self._aux_params)
+        self._params_dirty = False
+
+    # ------------------------------------------------------------ optimizer
+    def init_optimizer(self, kvstore="local", optimizer="sgd",
+                       optimizer_params=(("learning_rate", 0.01),), force_init=False):
+        from .. import optimizer as opt
+        from ..kvstore import _create_kvstore
+        require(self, "init_optimizer", "binded", "params_initialized")
+        if self.optimizer_initialized and not force_init:
+            self.logger.warning("optimizer already initialized, ignoring...")
+            return
+        if self._params_dirty:
+            self._sync_params_from_devices()
+        kv, update_on_kvstore = _create_kvstore(kvstore, len(self._context), self._arg_params)
+        batch_size = self._exec_group.batch_size
+        if kv and "dist" in kv.type and "_sync" in kv.type:
+            batch_size *= kv.num_workers
+        rescale_grad = 1.0 / batch_size
+        if update_on_kvstore:
+            idx2name = dict(enumerate(self._param_names))
+        else:
+            n_dev = len(self._context)
+            idx2name = {i * n_dev + k: n for i, n in enumerate(self._param_names)
+                        for k in range(n_dev)}
+        if isinstance(optimizer, str):
+            params = dict(optimizer_params)
+            params.setdefault("rescale_grad", rescale_grad)
+            optimizer = opt.create(optimizer, sym=self._symbol, param_idx2name=idx2name, **params)
+        elif isinstance(optimizer, opt.Optimizer):
+            if optimizer.rescale_grad != rescale_grad:
+                warnings.warn("Optimizer created manually outside Module but rescale_grad is not "
+                              f"normalized to 1.0/batch_size/num_workers ({optimizer.rescale_grad} "
+                              f"vs. {rescale_grad}). Is this intended?", stacklevel=2)
+            if not optimizer.idx2name:
+                optimizer.idx2name = dict(idx2name)
+        else:
+            raise TypeError(f"optimizer must be a name such as 'sgd' or an mx.optimizer.Optimizer, "
+                            f"got {type(optimizer).__name__}")
+        self._optimizer = optimizer
+        self._kvstore = kv
+        self._update_on_kvstore = update_on_kvstore
+        self._updater = None if update_on_kvstore else opt.get_updater(optimizer)
+        if kv and update_on_kvstore:
+            kv.set_optimizer(optimizer)
+        trained = {n: p._data for n, p in self._exec_group.params.items()
+                   if n in self._exec_group.grads}
+        self._opt_state = optimizer.fused_init(trained)
+        self.optimizer_initialized = True
+        if self._preload_opt_states is not None:
+            self.load_optimizer_states(self._preload_opt_states)
+            self._preload_opt_states = None
+
+    def borrow_optimizer(self, shared_module):
+        if not shared_module.optimizer_initialized:
+            raise MXNetError("borrow_optimizer: the shared module has no optimizer; call its "
+                             "init_optimizer() first")
+        self._optimizer = shared_module._optimizer
+        self._kvstore = shared_module._kvstore
+        self._update_on_kvstore = shared_module._update_on_kvstore
+        self._updater = shared_module._updater
+        self._opt_state = shared_module._opt_state
+        self._opt_owner = shared_module
+        self.optimizer_initialized = True
+
+    # ------------------------------------------------------------ computation
+    def forward(self, data_batch, is_train=None):
+        require(self, "forward", "binded", "params_initialized")
+        cur = [tuple(d.shape) for d in self._data_shapes]
+        new = [tuple(x.shape) for x in data_batch.data]
+        if cur != new:
+            if getattr(data_batch, "provide_data", None):
+                new_data = data_batch.provide_data
+            else:
+                new_data = [DataDesc(d.name, s, d.dtype, d.layout)
+                            for d, s in zip(self._data_shapes, new)]
+            new_label = None
+            if getattr(data_batch, "provide_label", None):
+                new_label = data_batch.provide_label
+            elif data_batch.label and self._label_shapes:
+                new_label = [DataDesc(d.name, tuple(x.shape), d.dtype, d.layout)
+                             for d, x in zip(self._label_shapes, data_batch.label)]
+            self.reshape(new_data, new_label if new_label is not None else self._label_shapes)
+        self._exec_group.forward(data_batch, is_train)
+
+    def backward(self, out_grads=None):
+        require(self, "backward", "binded", "params_initialized")
+        self._exec_group.backward(out_grads=out_grads)
+
+    def update(self):
+        require(self, "update", "binded", "params_initialized", "optimizer_initialized")
+        self._params_dirty = True
+        hyper = self._optimizer.fused_hyper()
+        owner = getattr(self, "_opt_owner", self)
+        owner._opt_state = self._exec_group.update(self._optimizer, owner._opt_state, hyper)
+        self._opt_state = owner._opt_state
+
+    def get_outputs(self, merge_multi_context=True):
+        require(self, "get_outputs", "binded", "params_initialized")
+        return self._exec_group.get_outputs(merge_multi_context=merge_multi_context)
+
+    def get_input_grads(self, merge_multi_context=True):
+        require(self, "get_input_grads", "binded", "params_initialized")
+        if not self.inputs_need_grad:
+            raise MXNetError("get_input_grads() needs bind(..., inputs_need_grad=True)")
+        return self._exec_group.get_input_grads(merge_multi_context=merge_multi_context)
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False):
+        self._exec_group.update_metric(eval_metric, labels, pre_sliced)
+
+    def get_states(self, merge_multi_context=True):
+        require(self, "get_states", "binded", "params_initialized")
+        return self._exec_group.get_states(merge_multi_context=merge_multi_context)
+
+    def set_states(self, states=None, value=None):
+        require(self, "set_states", "binded", "params_initialized")
+        self._exec_group.set_states(states, value)
+
+    def install_monitor(self, mon):
+        require(self, "install_monitor", "binded")
+        self._monitor = mon
+        mon.install(self._exec_group)
+
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        require(self, "prepare", "binded")
+        if sparse_row_id_fn is not None:
+            warnings.warn(UserWarning("Parameters are not updated in the KVStore. "
+                                      "No need to call sparse_row_id_fn."))
+
+    # ------------------------------------------------------------ files
+    def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
+        self._symbol.save(f"{prefix}-symbol.json", remove_amp_cast=remove_amp_cast)
+        param_name = "%s-%04d.params" % (prefix, epoch)
+        self.save_params(param_name)
+        logging.info('Saved checkpoint to "%s"', param_name)
+        if save_optimizer_states:
+            state_name = "%s-%04d.states" % (prefix, epoch)
+            self.save_optimizer_states(state_name)
+            logging.info('Saved optimizer state to "%s"', state_name)
+
+    @staticmethod
+    def load(prefix, epoch, load_optimizer_states=False, **kwargs):
+        from ..model import load_checkpoint
+        sym, args, auxs = load_checkpoint(prefix, epoch)
+        mod = Module(symbol=sym, **kwargs)
+        mod._arg_params = args
+        mod._aux_params = auxs
+        mod.params_initialized = True
+        if load_optimizer_states:
+            mod._preload_opt_states = "%s-%04d.states" % (prefix, epoch)
+        return mod
+
+    def save_optimizer_states(self, fname):
+        from .opt_states import save_states
+        require(self, "save_optimizer_states", "optimizer_initialized")
+        save_states(self, fname)
+
+    def load_optimizer_states(self, fname):
+        from .opt_states import load_states
+        require(self, "load_optimizer_states", "optimizer_initialized")
+        load_states(self, fname)
+
+
+def _copy_param(name: str, src: Any, dst) -> None:
+    from ..ndarray import NDArray
+    data = src._data if isinstance(src, NDArray) else np.asarray(src)
+    if tuple(data.shape) != tuple(dst.shape):
+        raise MXNetError(f"parameter {name!r} has shape {tuple(data.shape)} but the symbol needs "
+                         f"{tuple(dst.shape)}")
+    dst[:] = src if isinstance(src, NDArray) else data

@@ -1,0 +1,33 @@
+"""``mx.nd`` / ``mx.ndarray``: NDArray and its imperative functions (MXNet namesake).
+
+``NDArray`` is a thin mutable handle on a ``jax.Array`` (see
+:mod:`mxmod.ndarray.ndarray`). ``save``/``load`` live in ``mxmod.ndarray.io``.
+"""
+
+from . import random
+from .creation import arange, array, empty, full, ones, waitall, zeros
+from .ndarray import NDArray, from_jax
+from .ops import (
+    abs, argmax, argmin, clip, dot, exp, log, log_softmax, max, maximum, mean, min, minimum,
+    norm, one_hot, ones_like, pick, prod, softmax, sqrt, square, sum, where, zeros_like,
+)
+from .shape_ops import (
+    broadcast_to, concat, concatenate, expand_dims, flatten, reshape, slice_axis, stack,
+    transpose,
+)
+
+__all__ = [
+    "NDArray", "from_jax", "random", "array", "zeros", "ones", "full", "empty", "arange",
+    "waitall", "abs", "argmax", "argmin", "broadcast_to", "clip", "concat", "concatenate",
+    "dot", "exp", "expand_dims", "flatten", "log", "log_softmax", "max", "maximum", "mean",
+    "min", "minimum", "norm", "one_hot", "ones_like", "pick", "prod", "reshape", "slice_axis",
+    "softmax", "sqrt", "square", "stack", "sum", "transpose", "where", "zeros_like",
+]
+
+try:  # save/load are written separately; expose them when present
+    from .io import load, save  # noqa: F401
+
+    __all__ += ["save", "load"]
+except ModuleNotFoundError as _err:  # pragma: no cover - io.py not written yet
+    if _err.name != __name__ + ".io":
+        raise

@@ -1,0 +1,158 @@
+"""NDArray operators (``+ - * / ** %``, comparisons, in-place forms) and fluent methods.
+
+MXNet 1.9.1 rules kept here:
+
+* NDArray (op) NDArray needs equal dtypes (else :class:`MXNetError`) and
+  broadcastable shapes; the result lives on the left operand's context (the
+  right one is moved there, as MXNet does for CPU contexts).
+* NDArray (op) scalar casts the scalar to the array's dtype first
+  (``int32_arr * 1.5`` multiplies by 1); integer ``/`` truncates toward zero;
+  ``%`` takes the divisor's sign (like Python).
+* Comparisons return 0/1 in the array's dtype.
+* numpy arrays and lists are not operands (TypeError, as MXNet).
+* ``a += b`` writes into ``a``'s handle (and through a view into its parent).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import MXNetError
+from . import ops, shape_ops
+from .ndarray import NDArray, _put
+
+
+def _int_div(a, b):
+    if jnp.issubdtype(a.dtype, jnp.integer):  # C-style truncation, as MXNet
+        a, b = jnp.broadcast_arrays(a, b.astype(a.dtype))
+        return jax.lax.div(a, b)
+    return jnp.true_divide(a, b)
+
+
+def _scalar(x: Any, dtype) -> jax.Array:
+    if isinstance(x, (bool, np.bool_)):
+        x = int(x)
+    return jnp.asarray(np.asarray(x).astype(dtype))
+
+
+def _is_scalar(x: Any) -> bool:
+    return isinstance(x, (int, float, bool, np.generic)) and np.ndim(x) == 0
+
+
+def binary(lhs: NDArray, rhs: NDArray, fn, op: str) -> NDArray:
+    """Apply ``fn`` to two NDArrays with MXNet's dtype/shape/context checks."""
+    if lhs._data.dtype != rhs._data.dtype:
+        raise MXNetError(
+            f"{op}: operand dtypes differ ({np.dtype(lhs.dtype).name} vs "
+            f"{np.dtype(rhs.dtype).name}); cast one side with .astype('{np.dtype(lhs.dtype).name}')"
+        )
+    try:
+        np.broadcast_shapes(lhs.shape, rhs.shape)
+    except ValueError:
+        raise MXNetError(
+            f"{op}: operands could not be broadcast together with shapes {lhs.shape} "
+            f"{rhs.shape}"
+        ) from None
+    out = fn(lhs._data, _put(rhs._data, rhs._ctx, lhs._ctx))
+    return NDArray(out.astype(lhs._data.dtype), lhs._ctx)
+
+
+def _apply(self: NDArray, other: Any, fn, op: str, reverse: bool = False) -> NDArray:
+    if isinstance(other, NDArray):
+        return binary(other, self, fn, op) if reverse else binary(self, other, fn, op)
+    if not _is_scalar(other):
+        return NotImplemented
+    s = _scalar(other, self._data.dtype)
+    out = fn(s, self._data) if reverse else fn(self._data, s)
+    return NDArray(out.astype(self._data.dtype), self._ctx)
+
+
+def _make(fn, op: str):
+    def forward(self, other):
+        res = _apply(self, other, fn, op)
+        if res is NotImplemented:
+            raise TypeError(f"type {type(other)} not supported by NDArray {op}: "
+                            f"convert it with mx.nd.array(...)")
+        return res
+
+    def reflected(self, other):
+        res = _apply(self, other, fn, op, reverse=True)
+        if res is NotImplemented:
+            raise TypeError(f"type {type(other)} not supported by NDArray {op}: "
+                            f"convert it with mx.nd.array(...)")
+        return res
+
+    def inplace(self, other):
+        res = forward(self, other)
+        if res.shape != self.shape:
+            raise MXNetError(
+                f"in-place {op}= would change shape {self.shape} to {res.shape}; "
+                f"use the out-of-place form"
+            )
+        self._set_data(res._data)
+        return self
+
+    return forward, reflected, inplace
+
+
+_OPS = {
+    "add": (jnp.add, "+"),
+    "sub": (jnp.subtract, "-"),
+    "mul": (jnp.multiply, "*"),
+    "truediv": (_int_div, "/"),
+    "mod": (jnp.remainder, "%"),
+    "pow": (jnp.power, "**"),
+}
+
+for _name, (_fn, _sym) in _OPS.items():
+    _f, _r, _i = _make(_fn, _sym)
+    setattr(NDArray, f"__{_name}__", _f)
+    setattr(NDArray, f"__r{_name}__", _r)
+    setattr(NDArray, f"__i{_name}__", _i)
+NDArray.__div__, NDArray.__rdiv__, NDArray.__idiv__ = (
+    NDArray.__truediv__, NDArray.__rtruediv__, NDArray.__itruediv__)
+
+
+def _cmp(fn, op: str):
+    def method(self, other):
+        res = _apply(self, other, fn, op)
+        if res is NotImplemented:
+            if op in ("==", "!="):
+                return op == "!="
+            raise TypeError(f"type {type(other)} not supported by NDArray {op}")
+        return res
+
+    return method
+
+
+NDArray.__eq__ = _cmp(jnp.equal, "==")
+NDArray.__ne__ = _cmp(jnp.not_equal, "!=")
+NDArray.__lt__ = _cmp(jnp.less, "<")
+NDArray.__le__ = _cmp(jnp.less_equal, "<=")
+NDArray.__gt__ = _cmp(jnp.greater, ">")
+NDArray.__ge__ = _cmp(jnp.greater_equal, ">=")
+NDArray.__hash__ = object.__hash__
+NDArray.__neg__ = lambda self: NDArray(-self._data, self._ctx)
+NDArray.__pos__ = lambda self: self
+NDArray.__abs__ = lambda self: ops.abs(self)
+
+
+def _fluent(fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = f"Fluent form of ``mx.nd.{fn.__name__}(self, ...)``."
+    return method
+
+
+for _fn in (ops.sum, ops.mean, ops.max, ops.min, ops.prod, ops.argmax, ops.argmin, ops.norm,
+            ops.pick, ops.one_hot, ops.softmax, ops.log_softmax, ops.clip, ops.log, ops.exp,
+            ops.sqrt, ops.square, ops.abs, ops.zeros_like, ops.ones_like, shape_ops.slice_axis,
+            shape_ops.transpose, shape_ops.flatten, shape_ops.expand_dims,
+            shape_ops.broadcast_to):
+    setattr(NDArray, _fn.__name__, _fluent(_fn))

@@ -1,0 +1,176 @@
+"""Random state and samplers behind ``mx.random`` and ``mx.nd.random``.
+
+MXNet keeps one generator per device; mxmod keeps one global ``jax.random``
+key (plus one per context seeded with ``seed(s, ctx=...)``) and splits it for
+every draw. As in MXNet, an unseeded program is deterministic (default seed 0)
+and ``seed(s)`` makes later draws reproducible; the values differ from MXNet's.
+
+Other modules (initializers, dropout, iterators) take keys with
+:func:`next_key`, so one ``mx.random.seed`` call makes the whole program
+reproducible.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import MXNetError, integer_types, np_dtype
+from ..context import Context, current_context
+from .ndarray import NDArray
+
+__all__ = ["seed", "next_key", "uniform", "normal", "randint", "shuffle"]
+
+_LOCK = threading.Lock()
+_STATE: dict = {}  # "all" -> global key; Context -> key of a context seeded on its own
+
+
+def seed(seed_state: int, ctx: Any = "all") -> None:
+    """Seed the random generators (``mx.random.seed``).
+
+    Args:
+        seed_state: an integer seed.
+        ctx: ``'all'`` (default) resets every stream; a Context seeds only the
+            draws made with ``ctx=`` that context.
+
+    Raises:
+        ValueError: if ``seed_state`` is not an int.
+    """
+    if not isinstance(seed_state, integer_types) or isinstance(seed_state, bool):
+        raise ValueError(f"seed_state must be int, got {type(seed_state).__name__}")
+    key = jax.random.PRNGKey(int(seed_state) & 0xFFFFFFFF)
+    with _LOCK:
+        if ctx == "all":
+            _STATE.clear()
+            _STATE["all"] = key
+        else:
+            _STATE[Context(ctx)] = key
+
+
+def next_key(ctx: Context | None = None) -> jax.Array:
+    """Return a fresh ``jax.random`` key, advancing the global (or ``ctx``'s) stream.
+
+    Args:
+        ctx: the context a draw is for; only matters after ``seed(s, ctx=ctx)``.
+
+    Returns:
+        A raw uint32 key (``jax.random.PRNGKey`` format).
+    """
+    with _LOCK:
+        slot = ctx if ctx is not None and ctx in _STATE else "all"
+        if slot not in _STATE:
+            _STATE["all"] = jax.random.PRNGKey(0)
+        new, sub = jax.random.split(_STATE[slot])
+        _STATE[slot] = new
+    return sub
+
+
+def _resolve(shape: Any, dtype: Any, ctx: Any, out: NDArray | None, op: str, default_dt: str):
+    if shape is None:
+        shape = out.shape if out is not None else (1,)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if out is not None and out.shape != shape:
+        raise MXNetError(
+            f"{op}: Shape inconsistent, Provided = {list(out.shape)}, inferred shape={list(shape)};"
+            f" pass shape={out.shape} or an out array of shape {shape}"
+        )
+    if dtype is None:
+        dtype = out.dtype if out is not None else default_dt
+    ctx = out.context if out is not None else (current_context() if ctx is None else Context(ctx))
+    return shape, np_dtype(dtype), ctx
+
+
+def _finish(data: jax.Array, ctx: Context, out: NDArray | None) -> NDArray:
+    if out is not None:
+        out._set_data(data.astype(out.dtype))
+        return out
+    return NDArray(data, ctx)
+
+
+def _param(x: Any, shape: tuple, ctx: Context) -> tuple:
+    """An NDArray parameter makes the output ``x.shape + shape`` (MXNet's _sample_* ops)."""
+    if isinstance(x, NDArray):
+        v = jax.device_put(x._data, ctx.jax_device).astype(jnp.float32)
+        return v.reshape(v.shape + (1,) * len(shape)), tuple(x.shape)
+    return jnp.float32(x), ()
+
+
+def _float_dt(dt: np.dtype, op: str) -> None:
+    if dt.kind != "f" and dt.name != "bfloat16":
+        raise ValueError(f"{op}: dtype must be a float type, got {dt.name}")
+
+
+def uniform(low: Any = 0, high: Any = 1, shape: Any = None, dtype: Any = None,
+            ctx: Any = None, out: NDArray | None = None, **kwargs: Any) -> NDArray:
+    """Samples from ``U[low, high)`` (``mx.nd.random.uniform``); shape defaults to ``(1,)``.
+
+    Raises:
+        MXNetError: if ``high < low`` or ``out`` has another shape.
+    """
+    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "uniform", "float32")
+    _float_dt(dt, "uniform")
+    if not isinstance(low, NDArray) and not isinstance(high, NDArray) and high < low:
+        raise MXNetError(
+            f"uniform: low must be less or equal to high in uniform distribution "
+            f"(low={low}, high={high})"
+        )
+    lo, lshape = _param(low, shape, ctx)
+    hi, hshape = _param(high, shape, ctx)
+    full = (lshape or hshape) + shape
+    key = jax.device_put(next_key(ctx), ctx.jax_device)
+    u = jax.random.uniform(key, full, dtype=jnp.float32)
+    return _finish((lo + (hi - lo) * u).astype(dt), ctx, out)
+
+
+def normal(loc: Any = 0, scale: Any = 1, shape: Any = None, dtype: Any = None,
+           ctx: Any = None, out: NDArray | None = None, **kwargs: Any) -> NDArray:
+    """Samples from ``N(loc, scale**2)`` (``mx.nd.random.normal``); shape defaults to ``(1,)``.
+
+    Raises:
+        MXNetError: if ``scale <= 0`` or ``out`` has another shape.
+    """
+    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "normal", "float32")
+    _float_dt(dt, "normal")
+    if not isinstance(scale, NDArray) and not scale > 0:
+        raise MXNetError(f"normal: scale parameter in gaussian has to be positive, got {scale}")
+    mu, mshape = _param(loc, shape, ctx)
+    sd, sshape = _param(scale, shape, ctx)
+    full = (mshape or sshape) + shape
+    key = jax.device_put(next_key(ctx), ctx.jax_device)
+    z = jax.random.normal(key, full, dtype=jnp.float32)
+    return _finish((mu + sd * z).astype(dt), ctx, out)
+
+
+def randint(low: int, high: int, shape: Any = None, dtype: Any = None, ctx: Any = None,
+            out: NDArray | None = None, **kwargs: Any) -> NDArray:
+    """Integers uniformly from ``[low, high)`` (``mx.nd.random.randint``); dtype int32 default.
+
+    Raises:
+        MXNetError: if ``high < low``.
+    """
+    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "randint", "int32")
+    if dt.kind not in "iu":
+        raise ValueError(f"randint: dtype must be an integer type, got {dt.name}")
+    if high < low:
+        raise MXNetError(
+            f"randint: low must be less or equal to high in uniform distribution "
+            f"(low={low}, high={high})"
+        )
+    key = jax.device_put(next_key(ctx), ctx.jax_device)
+    data = jax.random.randint(key, shape, int(low), int(high), dtype=jnp.int32)
+    return _finish(data.astype(jax.dtypes.canonicalize_dtype(dt)), ctx, out)
+
+
+def shuffle(data: NDArray, **kwargs: Any) -> NDArray:
+    """Return a copy of ``data`` with its first axis randomly permuted."""
+    if not isinstance(data, NDArray):
+        raise TypeError(f"shuffle: data must be an NDArray, got {type(data)}")
+    if data.ndim == 0:
+        raise MXNetError("shuffle: data must have at least one dimension")
+    key = jax.device_put(next_key(data.context), data.context.jax_device)
+    perm = jax.random.permutation(key, data.shape[0])
+    return _finish(jnp.take(data._data, perm, axis=0), data.context, kwargs.get("out"))

@@ -1,0 +1,109 @@
+"""NDArray ``__getitem__``/``__setitem__`` (MXNet 1.9.1 indexing rules).
+
+Basic keys (ints, slices, None, ...) that select a contiguous block give a view
+(see :mod:`mxmod.ndarray.ndarray`); other basic keys and integer-array keys
+give copies. Assignment computes the updated array functionally
+(``.at[idx].set``) and swaps it into the handle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _index
+from .ndarray import NDArray, _put
+
+
+def _jax_slices(slices, int_axes=()):
+    """Normalised slices as jax indices (a reversed slice's stop -1 means 'to the start')."""
+    return tuple(
+        s.start if ax in int_axes else slice(s.start, None if s.stop < 0 else s.stop, s.step)
+        for ax, s in enumerate(slices)
+    )
+
+
+def get_item(arr: NDArray, key: Any) -> NDArray:
+    _index.check_key_types(key)
+    if _index.is_basic_key(key):
+        slices, _, out_shape = _index.normalize_basic_key(key, arr.shape)
+        flat = _index.contiguous_flat_range(slices, arr.shape)
+        if flat is not None:
+            return NDArray._view(arr, flat[0], out_shape)
+        out = arr._data[_jax_slices(slices)]
+        return NDArray(out.reshape(out_shape), arr._ctx)
+    return NDArray(arr._data[_advanced_key(arr, key)], arr._ctx)
+
+
+def _advanced_key(arr: NDArray, key: Any) -> tuple:
+    items = key if isinstance(key, tuple) else (key,)
+    out = []
+    for k in items:
+        if isinstance(k, NDArray):
+            k = _put(k._data, k._ctx, arr._ctx).astype(jnp.int32)
+        elif isinstance(k, (list, np.ndarray)):
+            k = np.asarray(k).astype(np.int32)
+        out.append(k)
+    return tuple(out)
+
+
+def set_item(arr: NDArray, key: Any, value: Any) -> None:
+    _index.check_key_types(key)
+    if _index.is_basic_key(key):
+        slices, int_axes, _ = _index.normalize_basic_key(key, arr.shape)
+        if all(s == slice(0, n, 1) for s, n in zip(slices, arr.shape)):
+            arr._set_data(value_as(arr, value, arr.shape, key))
+            return
+        sub_shape = tuple(
+            len(range(s.start, s.stop, s.step)) for ax, s in enumerate(slices) if ax not in int_axes
+        )
+        idx = _jax_slices(slices, int_axes)
+    else:
+        idx = _advanced_key(arr, key)
+        sub_shape = tuple(jax.eval_shape(lambda x: x[idx], arr._data).shape)
+    arr._set_data(arr._data.at[idx].set(value_as(arr, value, sub_shape, key)))
+
+
+def value_as(arr: NDArray, value: Any, shape: tuple, key: Any) -> jax.Array:
+    """``value`` broadcast to ``shape``, cast to ``arr``'s dtype, on ``arr``'s device."""
+    dt = np.dtype(arr.dtype)
+    if isinstance(value, NDArray):
+        data = _put(value._data, value._ctx, arr._ctx)
+    elif isinstance(value, jax.Array):
+        data = jax.device_put(value, arr._ctx.jax_device)
+    else:
+        if isinstance(value, (bool, np.bool_)):
+            value = int(value)
+        try:
+            host = np.asarray(value)
+        except Exception as err:
+            raise TypeError(
+                f"cannot assign {type(value)} to an NDArray: use a number, a numpy array or "
+                f"an NDArray"
+            ) from err
+        if host.dtype.kind not in "biuf":
+            raise TypeError(
+                f"cannot assign {host.dtype} data to an NDArray of {dt.name}: use a number, "
+                f"a numpy array or an NDArray"
+            )
+        host = host.astype(dt, copy=False)
+        if host.ndim == 0:
+            return jnp.full(shape, host, dtype=dt, device=arr._ctx.jax_device)
+        data = jax.device_put(host, arr._ctx.jax_device)
+    if data.dtype != dt:
+        data = data.astype(dt)
+    ds = tuple(data.shape)
+    if ds != shape:
+        extra = len(ds) - len(shape)
+        if any(d != 1 for d in ds[:extra]) or any(
+            d not in (1, t) for d, t in zip(ds[max(extra, 0) :], shape[max(-extra, 0) :])
+        ):
+            raise ValueError(
+                f"cannot assign a value of shape {ds} to NDArray[{key!r}] of shape {shape}: "
+                f"the value must broadcast to {shape}"
+            )
+        data = jnp.broadcast_to(data.reshape(ds[max(extra, 0) :]), shape)
+    return data

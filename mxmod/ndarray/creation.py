@@ -1,0 +1,143 @@
+"""Array creation in ``mx.nd``: ``array``, ``zeros``, ``ones``, ``full``, ``empty``, ``arange``.
+
+Same signatures and defaults as MXNet 1.9.1. Arrays are placed with
+``jax.device_put`` on ``ctx.jax_device`` (default: ``current_context()``).
+``array()`` defaults to float32 for anything but an NDArray source, exactly as
+MXNet (a numpy int64 or float64 array becomes float32 unless ``dtype`` is given).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import mx_real_t, np_dtype
+from ..context import Context, current_context
+from .ndarray import NDArray, _put
+
+__all__ = ["array", "zeros", "ones", "full", "empty", "arange", "waitall"]
+
+
+def _ctx(ctx: Any) -> Context:
+    return current_context() if ctx is None else Context(ctx)
+
+
+def _dtype(dtype: Any) -> np.dtype:
+    dt = np_dtype(mx_real_t if dtype is None else dtype)
+    return np.dtype(jax.dtypes.canonicalize_dtype(dt))
+
+
+def _shape(shape: Any) -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    try:
+        out = tuple(int(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"shape {out} has a negative dimension")
+    return out
+
+
+def _check_stype(stype: Any, op: str) -> None:
+    if stype not in (None, "default"):
+        raise NotImplementedError(f"{op}(stype={stype!r}): sparse storage is not supported")
+
+
+def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> NDArray:
+    """Create an NDArray from an NDArray, numpy array, jax array, list or scalar.
+
+    Args:
+        source_array: the values.
+        ctx: target context (default ``current_context()``).
+        dtype: result dtype; default the source's dtype for an NDArray, else float32.
+
+    Raises:
+        TypeError: if ``source_array`` is not array-like.
+    """
+    ctx = _ctx(ctx)
+    if isinstance(source_array, NDArray):
+        dt = _dtype(source_array.dtype if dtype is None else dtype)
+        data = _put(source_array._data, source_array._ctx, ctx)
+        return NDArray(data if data.dtype == dt else data.astype(dt), ctx)
+    dt = _dtype(dtype)
+    if isinstance(source_array, jax.Array):
+        return NDArray(jax.device_put(source_array.astype(dt), ctx.jax_device), ctx)
+    try:
+        host = np.asarray(source_array)
+        if host.dtype == object:
+            raise ValueError("ragged")
+        host = host.astype(dt)
+    except (ValueError, TypeError):
+        raise TypeError(
+            f"source_array must be array like object: could not convert {type(source_array)} "
+            f"(ragged nested lists?) to a numeric array"
+        ) from None
+    return NDArray(jax.device_put(host, ctx.jax_device), ctx)
+
+
+def _filled(shape: Any, val: Any, ctx: Any, dtype: Any) -> NDArray:
+    ctx = _ctx(ctx)
+    dt = _dtype(dtype)
+    fill = np.asarray(val).astype(dt)
+    return NDArray(jnp.full(_shape(shape), fill, dtype=dt, device=ctx.jax_device), ctx)
+
+
+def zeros(shape: Any, ctx: Context | None = None, dtype: Any = None, stype: Any = None,
+          **kwargs: Any) -> NDArray:
+    """Array of zeros (dtype float32 unless given)."""
+    _check_stype(stype, "zeros")
+    return _filled(shape, 0, ctx, dtype)
+
+
+def ones(shape: Any, ctx: Context | None = None, dtype: Any = None, **kwargs: Any) -> NDArray:
+    """Array of ones (dtype float32 unless given)."""
+    _check_stype(kwargs.pop("stype", None), "ones")
+    return _filled(shape, 1, ctx, dtype)
+
+
+def full(shape: Any, val: Any, ctx: Context | None = None, dtype: Any = mx_real_t,
+         out: NDArray | None = None) -> NDArray:
+    """Array filled with ``val``; with ``out`` fills that array in place and returns it."""
+    if out is not None:
+        out[:] = val
+        return out
+    return _filled(shape, val, ctx, dtype)
+
+
+def empty(shape: Any, ctx: Context | None = None, dtype: Any = None,
+          stype: Any = None) -> NDArray:
+    """Uninitialised array in MXNet; zeros here (XLA has no uninitialised buffers)."""
+    _check_stype(stype, "empty")
+    return _filled(shape, 0, ctx, dtype)
+
+
+def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: int = 1,
+           infer_range: Any = None, ctx: Context | None = None,
+           dtype: Any = mx_real_t) -> NDArray:
+    """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times.
+
+    Raises:
+        ValueError: for ``step == 0`` or ``repeat < 1``.
+    """
+    if infer_range:
+        raise NotImplementedError("arange(infer_range=True) is a symbol-only option")
+    if step == 0:
+        raise ValueError("arange: step must not be 0")
+    if int(repeat) != repeat or repeat < 1:
+        raise ValueError(f"arange: repeat must be a positive integer, got {repeat!r}")
+    if stop is None:
+        start, stop = 0, start
+    host = np.arange(start, stop, step, dtype=np.float64)
+    host = np.repeat(host, int(repeat)).astype(_dtype(dtype))
+    ctx = _ctx(ctx)
+    return NDArray(jax.device_put(host, ctx.jax_device), ctx)
+
+
+def waitall() -> None:
+    """Block until every live array's computation has finished (``mx.nd.waitall``)."""
+    jax.effects_barrier()
+    jax.block_until_ready(jax.live_arrays())

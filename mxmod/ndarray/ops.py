@@ -1,0 +1,300 @@
+"""Imperative math operators of ``mx.nd`` (``mx.nd.sum``, ``mx.nd.pick``, ``mx.nd.dot`` ...).
+
+Each function mirrors its MXNet 1.9.1 namesake on NDArrays: results keep the
+input's dtype (``mx.nd.log`` of an int32 array is int32), reductions over all
+axes return shape ``(1,)`` (MXNet 1.x, not numpy), and shape mistakes raise
+:class:`MXNetError` naming the shapes. They run eagerly through ``jax.numpy``
+on the first input's device. The symbolic versions of these operators live in
+``mxmod.ops``; these are for the NDArray (imperative) code paths.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import MXNetError, np_dtype
+from .ndarray import NDArray, _put
+
+__all__ = [
+    "sum", "mean", "max", "min", "prod", "argmax", "argmin", "norm", "pick", "one_hot",
+    "softmax", "log_softmax", "where", "clip", "dot", "maximum", "minimum", "log", "exp",
+    "sqrt", "square", "abs", "zeros_like", "ones_like",
+]
+
+def _check(x: Any, op: str, arg: str = "data") -> NDArray:
+    if not isinstance(x, NDArray):
+        raise TypeError(
+            f"{op}: {arg} must be an NDArray, got {type(x)}; wrap it with mx.nd.array()"
+        )
+    return x
+
+
+def _like(out: jax.Array, ref: NDArray, keep_dtype: bool = True) -> NDArray:
+    if keep_dtype and out.dtype != ref._data.dtype:
+        out = out.astype(ref._data.dtype)
+    return NDArray(out, ref._ctx)
+
+
+def _axes(axis: Any, ndim: int, exclude: bool = False) -> tuple:
+    if axis is None or axis == ():
+        axes = tuple(range(ndim))
+    else:
+        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+        for a in axes:
+            if not -ndim <= a < ndim:
+                raise MXNetError(f"axis {a} is out of range for an array with {ndim} dimensions")
+        axes = tuple(sorted({a % ndim for a in axes}))
+    if exclude:
+        axes = tuple(a for a in range(ndim) if a not in axes)
+    return axes
+
+
+def _reduce(fn, op: str, data: NDArray, axis: Any, keepdims: bool, exclude: bool) -> NDArray:
+    _check(data, op)
+    axes = _axes(axis, data.ndim, exclude)
+    out = fn(data._data, axis=axes, keepdims=keepdims)
+    if out.ndim == 0:
+        out = out.reshape(1)
+    return _like(out, data)
+
+
+def sum(data: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+    """Sum over ``axis`` (all axes if None/()); ``exclude=True`` reduces the other axes."""
+    return _reduce(jnp.sum, "sum", data, axis, keepdims, exclude)
+
+
+def mean(data: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+    """Mean over ``axis``; integer inputs give integer (truncated) results, as MXNet."""
+    return _reduce(jnp.mean, "mean", data, axis, keepdims, exclude)
+
+
+def max(data: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+    """Maximum over ``axis``."""
+    return _reduce(jnp.max, "max", data, axis, keepdims, exclude)
+
+
+def min(data: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+    """Minimum over ``axis``."""
+    return _reduce(jnp.min, "min", data, axis, keepdims, exclude)
+
+
+def prod(data: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+    """Product over ``axis``."""
+    return _reduce(jnp.prod, "prod", data, axis, keepdims, exclude)
+
+
+def _arg(fn, op: str, data: NDArray, axis: Any, keepdims: bool) -> NDArray:
+    _check(data, op)
+    if axis is None:
+        out = fn(data._data.reshape(-1)).reshape(1)
+        return _like(out.reshape((1,) * data.ndim) if keepdims else out, data)
+    ax = _axes(axis, data.ndim)[0]
+    return _like(fn(data._data, axis=ax, keepdims=keepdims), data)
+
+
+def argmax(data: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
+    """Indices of the maxima, in the input's dtype (MXNet returns e.g. float32 indices)."""
+    return _arg(jnp.argmax, "argmax", data, axis, keepdims)
+
+
+def argmin(data: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
+    """Indices of the minima, in the input's dtype."""
+    return _arg(jnp.argmin, "argmin", data, axis, keepdims)
+
+
+def norm(data: NDArray, ord: int = 2, axis: Any = None, out_dtype: Any = None,
+         keepdims: bool = False) -> NDArray:
+    """L1 or L2 norm over ``axis`` (all elements when None), shape ``(1,)`` for a full norm.
+
+    Raises:
+        MXNetError: for ``ord`` other than 1 or 2.
+    """
+    _check(data, "norm")
+    if ord not in (1, 2):
+        raise MXNetError(f"norm only supports ord=1 and ord=2, got ord={ord}")
+    axes = _axes(axis, data.ndim)
+    x = data._data.astype(jnp.float32) if data._data.dtype == jnp.float16 else data._data
+    if ord == 1:
+        out = jnp.sum(jnp.abs(x), axis=axes, keepdims=keepdims)
+    else:
+        out = jnp.sqrt(jnp.sum(jnp.square(x), axis=axes, keepdims=keepdims))
+    if out.ndim == 0:
+        out = out.reshape(1)
+    res = _like(out, data)
+    return res.astype(out_dtype) if out_dtype is not None else res
+
+
+def pick(data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False,
+         mode: str = "clip") -> NDArray:
+    """Pick one element per position along ``axis`` (``mx.nd.pick``); ``mode`` 'clip' or 'wrap'.
+
+    Raises:
+        MXNetError: if ``index`` does not have ``data``'s shape without ``axis``.
+    """
+    _check(data, "pick")
+    _check(index, "pick", "index")
+    if mode not in ("clip", "wrap"):
+        raise ValueError(f"pick: mode must be 'clip' or 'wrap', got {mode!r}")
+    ax = _axes(axis, data.ndim)[0]
+    want = data.shape[:ax] + data.shape[ax + 1 :]
+    want_k = data.shape[:ax] + (1,) + data.shape[ax + 1 :]
+    if index.shape not in (want, want_k):
+        raise MXNetError(
+            f"pick: index shape {index.shape} does not match data shape {data.shape} without "
+            f"axis {ax}; expected {want}"
+        )
+    n = data.shape[ax]
+    idx = _put(index._data, index._ctx, data._ctx).astype(jnp.int32).reshape(want)
+    idx = jnp.clip(idx, 0, n - 1) if mode == "clip" else jnp.mod(idx, n)
+    out = jnp.take_along_axis(data._data, jnp.expand_dims(idx, ax), axis=ax)
+    return _like(out if keepdims else jnp.squeeze(out, ax), data)
+
+
+def one_hot(indices: NDArray, depth: int, on_value: float = 1.0, off_value: float = 0.0,
+            dtype: Any = "float32") -> NDArray:
+    """One-hot encode ``indices`` into a new last axis of size ``depth``."""
+    _check(indices, "one_hot", "indices")
+    idx = indices._data.astype(jnp.int32)
+    hot = idx[..., None] == jnp.arange(int(depth), dtype=jnp.int32)
+    dt = np_dtype(dtype)
+    out = jnp.where(hot, jnp.asarray(on_value).astype(dt), jnp.asarray(off_value).astype(dt))
+    return NDArray(out, indices._ctx)
+
+
+def _softmax_args(data: NDArray, op: str, temperature: Any, use_length: bool, length: Any):
+    _check(data, op)
+    if use_length or length is not None:
+        raise NotImplementedError(f"{op}: use_length/length is not supported by mxmod")
+    if not jnp.issubdtype(data._data.dtype, jnp.floating):
+        raise MXNetError(
+            f"{op}: This operation only support floating point types, not "
+            f"{np.dtype(data.dtype).name}; cast with .astype('float32')"
+        )
+    x = data._data
+    return x / temperature if temperature not in (None, 1.0) else x
+
+
+def softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
+            dtype: Any = None, use_length: bool = False, length: Any = None) -> NDArray:
+    """Softmax along ``axis`` with optional ``temperature``."""
+    x = _softmax_args(data, "softmax", temperature, use_length, length)
+    out = NDArray(jax.nn.softmax(x, axis=axis), data._ctx)
+    return out.astype(dtype) if dtype is not None else out
+
+
+def log_softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
+                dtype: Any = None, use_length: bool = False, length: Any = None) -> NDArray:
+    """Log-softmax along ``axis``."""
+    x = _softmax_args(data, "log_softmax", temperature, use_length, length)
+    out = NDArray(jax.nn.log_softmax(x, axis=axis), data._ctx)
+    return out.astype(dtype) if dtype is not None else out
+
+
+def where(condition: NDArray, x: NDArray, y: NDArray) -> NDArray:
+    """``x`` where ``condition`` is non-zero else ``y``; a 1-D condition selects rows.
+
+    Raises:
+        MXNetError: for mismatched shapes.
+    """
+    for name, v in (("condition", condition), ("x", x), ("y", y)):
+        _check(v, "where", name)
+    if x.shape != y.shape:
+        raise MXNetError(f"where: x shape {x.shape} and y shape {y.shape} must be equal")
+    cond = _put(condition._data, condition._ctx, x._ctx)
+    if cond.shape != x.shape:
+        if cond.ndim == 1 and x.ndim >= 1 and cond.shape[0] == x.shape[0]:
+            cond = cond.reshape(cond.shape + (1,) * (x.ndim - 1))
+        else:
+            raise MXNetError(
+                f"where: condition shape {condition.shape} must equal x shape {x.shape} or be "
+                f"({x.shape[0] if x.ndim else 1},)"
+            )
+    return _like(jnp.where(cond != 0, x._data, _put(y._data, y._ctx, x._ctx)), x)
+
+
+def clip(data: NDArray, a_min: float, a_max: float) -> NDArray:
+    """Clip values into ``[a_min, a_max]``."""
+    _check(data, "clip")
+    dt = data._data.dtype
+    return _like(jnp.clip(data._data, jnp.asarray(a_min).astype(dt), jnp.asarray(a_max).astype(dt)),
+                 data)
+
+
+def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False,
+        transpose_b: bool = False) -> NDArray:
+    """Matrix product; N-d inputs contract the last axis of ``lhs`` with the first of ``rhs``.
+
+    Raises:
+        MXNetError: for incompatible shapes or mismatched dtypes.
+        NotImplementedError: for ``transpose_a/transpose_b`` with inputs above 2-D.
+    """
+    _check(lhs, "dot", "lhs")
+    _check(rhs, "dot", "rhs")
+    if lhs._data.dtype != rhs._data.dtype:
+        raise MXNetError(
+            f"dot: lhs dtype {lhs._data.dtype} differs from rhs dtype {rhs._data.dtype}; "
+            f"cast one with .astype()"
+        )
+    a, b = lhs._data, _put(rhs._data, rhs._ctx, lhs._ctx)
+    if (transpose_a and a.ndim > 2) or (transpose_b and b.ndim > 2):
+        raise NotImplementedError("dot: transpose_a/transpose_b on inputs above 2-D")
+    a = a.T if transpose_a else a
+    b = b.T if transpose_b else b
+    ka = a.shape[-1] if a.ndim else 1
+    kb = b.shape[0] if b.ndim else 1
+    if ka != kb:
+        raise MXNetError(f"dot shape error: {tuple(a.shape)} X {tuple(b.shape)}")
+    out = jnp.tensordot(a, b, axes=1)
+    return _like(out.reshape(1) if out.ndim == 0 else out, lhs)
+
+
+def _binary_fn(fn, op: str, lhs: Any, rhs: Any) -> NDArray:
+    if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
+        from ._arith import binary
+
+        return binary(lhs, rhs, fn, op)
+    if isinstance(lhs, NDArray):
+        return _like(fn(lhs._data, jnp.asarray(np.asarray(rhs).astype(lhs._data.dtype))), lhs)
+    if isinstance(rhs, NDArray):
+        return _like(fn(jnp.asarray(np.asarray(lhs).astype(rhs._data.dtype)), rhs._data), rhs)
+    return fn(lhs, rhs)
+
+
+def maximum(lhs: Any, rhs: Any) -> NDArray:
+    """Element-wise maximum; either side may be a scalar."""
+    return _binary_fn(jnp.maximum, "maximum", lhs, rhs)
+
+
+def minimum(lhs: Any, rhs: Any) -> NDArray:
+    """Element-wise minimum; either side may be a scalar."""
+    return _binary_fn(jnp.minimum, "minimum", lhs, rhs)
+
+
+def _unary(fn, op: str):
+    def f(data: NDArray) -> NDArray:
+        return _like(fn(_check(data, op)._data), data)
+
+    f.__name__ = op
+    f.__doc__ = f"Element-wise ``{op}`` (``mx.nd.{op}``); keeps the input dtype."
+    return f
+
+
+log = _unary(jnp.log, "log")
+exp = _unary(jnp.exp, "exp")
+sqrt = _unary(jnp.sqrt, "sqrt")
+square = _unary(jnp.square, "square")
+abs = _unary(jnp.abs, "abs")
+
+
+def zeros_like(data: NDArray) -> NDArray:
+    """Zeros with ``data``'s shape, dtype and context."""
+    return NDArray(jnp.zeros_like(_check(data, "zeros_like")._data), data._ctx)
+
+
+def ones_like(data: NDArray) -> NDArray:
+    """Ones with ``data``'s shape, dtype and context."""
+    return NDArray(jnp.ones_like(_check(data, "ones_like")._data), data._ctx)

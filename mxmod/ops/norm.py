@@ -1,0 +1,250 @@
+"""Normalisation layers: BatchNorm, LayerNorm, InstanceNorm, L2Normalization, LRN.
+
+Like MXNet, every op here computes statistics in float32 for float16/bfloat16 data and
+returns MXNet's hidden outputs too (BatchNorm: mean and inverse std; LayerNorm: mean and
+std; ...), so JSON graphs that reference them work. BatchNorm updates its moving
+statistics in the forward pass of a training step (MXNet's CPU build writes them in the
+backward pass; under ``forward_backward``/``fit`` the result is the same).
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import MXNetError
+from ._attrs import Param, choice, optional, p_bool, p_float, p_int
+from ._def import OpDef, register
+
+_LOW = ("float16", "bfloat16")
+_sg = jax.lax.stop_gradient
+
+
+def _bad(msg: str) -> None:
+    raise MXNetError(msg)
+
+
+def _f32(x):
+    return x.astype(jnp.float32) if x.dtype in (jnp.float16, jnp.bfloat16) else x
+
+
+def _axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        _bad(f"axis {axis} is out of range for {ndim}-D data")
+    return axis % ndim
+
+
+def _bshape(ndim: int, ax: int, c: int) -> tuple:
+    return tuple(c if i == ax else 1 for i in range(ndim))
+
+
+# -------------------------------------------------------------------- BatchNorm
+def _bn_shape(a, s):
+    data = s[0]
+    if data is None:
+        c = next((x[0] for x in s[1:] if x is not None), None)
+        if c is None:
+            return s, [None, None, None]
+        return [None] + [(c,)] * 4, [None, (c,), (c,)]
+    ax = _axis(a.axis, len(data))
+    c = data[ax]
+    return [tuple(data)] + [(c,)] * 4, [tuple(data), (c,), (c,)]
+
+
+def _param_type(d):
+    return "float32" if d in _LOW else d
+
+
+def _bn_type(a, t):
+    d = t[0]
+    if d is None:
+        return t, [None, None, None]
+    p = _param_type(d)
+    return [d] + [p if x is None else x for x in t[1:]], [d, p, p]
+
+
+def _bn_lower(a, ins, aux, ctx):
+    x, gamma, beta = ins
+    mm, mv = aux
+    ax = _axis(a.axis, x.ndim)
+    red = tuple(i for i in range(x.ndim) if i != ax)
+    shp = _bshape(x.ndim, ax, x.shape[ax])
+    xf = _f32(x)
+    if ctx.is_train and not a.use_global_stats:
+        mean = jnp.mean(xf, axis=red)
+        var = jnp.mean(jnp.square(xf - mean.reshape(shp)), axis=red)
+        m = a.momentum
+        new_mm = _sg(mm * m + mean.astype(mm.dtype) * (1 - m))
+        new_mv = _sg(mv * m + var.astype(mv.dtype) * (1 - m))
+    else:
+        mean, var = _f32(mm), _f32(mv)
+        new_mm, new_mv = mm, mv
+    invstd = jax.lax.rsqrt(var + a.eps)
+    g = jnp.ones_like(invstd) if a.fix_gamma else _f32(gamma)
+    scale = g * invstd
+    shift = _f32(beta) - mean * scale
+    y = (xf * scale.reshape(shp) + shift.reshape(shp)).astype(x.dtype)
+    pdt = mm.dtype
+    return [y, _sg(mean).astype(pdt), _sg(invstd).astype(pdt)], [new_mm, new_mv]
+
+
+register(OpDef(
+    name="BatchNorm",
+    params={
+        "eps": Param(p_float, 1e-3), "momentum": Param(p_float, 0.9),
+        "fix_gamma": Param(p_bool, True), "use_global_stats": Param(p_bool, False),
+        "output_mean_var": Param(p_bool, False), "axis": Param(p_int, 1),
+        "cudnn_off": Param(p_bool, False),
+        "min_calib_range": Param(optional(p_float), None),
+        "max_calib_range": Param(optional(p_float), None),
+    },
+    inputs=("data", "gamma", "beta"), aux=("moving_mean", "moving_var"),
+    outputs=lambda a: ["output", "mean", "var"] if a.output_mean_var else ["output"],
+    num_outputs_total=lambda a: 3,
+    infer_shape=_bn_shape, infer_type=_bn_type, lower=_bn_lower,
+    input_attrs={"moving_mean": {"__init__": '["zero", {}]'},
+                 "moving_var": {"__init__": '["one", {}]'}},
+))
+
+
+# -------------------------------------------------------------------- LayerNorm
+def _ln_shape(a, s):
+    data = s[0]
+    if data is None:
+        return s, [None, None, None]
+    ax = _axis(a.axis, len(data))
+    stat = tuple(1 if i == ax else d for i, d in enumerate(data))
+    return [tuple(data), (data[ax],), (data[ax],)], [tuple(data), stat, stat]
+
+
+def _ln_lower(a, ins, aux, ctx):
+    x, gamma, beta = ins
+    ax = _axis(a.axis, x.ndim)
+    xf = _f32(x)
+    mean = jnp.mean(xf, axis=ax, keepdims=True)
+    var = jnp.mean(jnp.square(xf - mean), axis=ax, keepdims=True)
+    std = jnp.sqrt(var + a.eps)
+    shp = _bshape(x.ndim, ax, x.shape[ax])
+    y = (xf - mean) / std * _f32(gamma).reshape(shp) + _f32(beta).reshape(shp)
+    return [y.astype(x.dtype), mean.astype(x.dtype), std.astype(x.dtype)]
+
+
+def _three_same(a, t):
+    d = next((x for x in t if x is not None), None)
+    if d is None:
+        return t, [None] * 3
+    return [d if x is None else x for x in t], [d] * 3
+
+
+register(OpDef(
+    name="LayerNorm",
+    params={"axis": Param(p_int, -1), "eps": Param(p_float, 1e-5),
+            "output_mean_var": Param(p_bool, False)},
+    inputs=("data", "gamma", "beta"),
+    outputs=lambda a: ["output", "mean", "std"] if a.output_mean_var else ["output"],
+    num_outputs_total=lambda a: 3,
+    infer_shape=_ln_shape, infer_type=_three_same, lower=_ln_lower,
+))
+
+
+# ----------------------------------------------------------------- InstanceNorm
+def _in_shape(a, s):
+    data = s[0]
+    if data is None:
+        return s, [None, None, None]
+    if len(data) < 3:
+        _bad(f"data {tuple(data)} must have at least 3 dims (batch, channel, spatial...)")
+    c = data[1]
+    return [tuple(data), (c,), (c,)], [tuple(data), (data[0], c), (data[0], c)]
+
+
+def _in_lower(a, ins, aux, ctx):
+    x, gamma, beta = ins
+    red = tuple(range(2, x.ndim))
+    xf = _f32(x)
+    mean = jnp.mean(xf, axis=red, keepdims=True)
+    var = jnp.mean(jnp.square(xf - mean), axis=red, keepdims=True)
+    shp = _bshape(x.ndim, 1, x.shape[1])
+    y = (xf - mean) * jax.lax.rsqrt(var + a.eps) * _f32(gamma).reshape(shp) \
+        + _f32(beta).reshape(shp)
+    n, c = x.shape[:2]
+    return [y.astype(x.dtype), _sg(mean).reshape(n, c).astype(x.dtype),
+            _sg(var).reshape(n, c).astype(x.dtype)]
+
+
+register(OpDef(
+    name="InstanceNorm", params={"eps": Param(p_float, 1e-3)},
+    inputs=("data", "gamma", "beta"), num_outputs_total=lambda a: 3,
+    infer_shape=_in_shape, infer_type=_three_same, lower=_in_lower,
+))
+
+
+# -------------------------------------------------------------- L2Normalization
+def _l2_axes(mode: str, ndim: int) -> tuple:
+    if mode == "instance":
+        return tuple(range(1, ndim))
+    if mode == "channel":
+        return (1,)
+    return tuple(range(2, ndim))
+
+
+def _l2_shape(a, s):
+    data = s[0]
+    if data is None:
+        return s, [None, None]
+    if len(data) < 2 or (a.mode == "spatial" and len(data) < 3):
+        _bad(f"data {tuple(data)} has too few dims for mode={a.mode!r}")
+    axes = _l2_axes(a.mode, len(data))
+    norm = tuple(d for i, d in enumerate(data) if i not in axes)
+    return [tuple(data)], [tuple(data), norm]
+
+
+def _l2_lower(a, ins, aux, ctx):
+    x = ins[0]
+    axes = _l2_axes(a.mode, x.ndim)
+    xf = _f32(x)
+    norm = jnp.sqrt(jnp.sum(jnp.square(xf), axis=axes, keepdims=True) + a.eps)
+    return [(xf / norm).astype(x.dtype), _sg(jnp.squeeze(norm, axis=axes)).astype(x.dtype)]
+
+
+register(OpDef(
+    name="L2Normalization",
+    params={"eps": Param(p_float, 1e-10),
+            "mode": Param(choice("channel", "instance", "spatial"), "instance")},
+    num_outputs_total=lambda a: 2,
+    infer_shape=_l2_shape, infer_type=lambda a, t: (t, [t[0], t[0]]), lower=_l2_lower,
+))
+
+
+# ---------------------------------------------------------------------------- LRN
+def _lrn_shape(a, s):
+    data = s[0]
+    if a.nsize <= 0 or a.nsize % 2 == 0:
+        _bad(f"nsize {a.nsize} must be a positive odd number (the channel window)")
+    if data is None:
+        return s, [None, None]
+    if len(data) != 4:
+        _bad(f"data {tuple(data)} must be 4-D (batch, channel, height, width)")
+    return [tuple(data)], [tuple(data), tuple(data)]
+
+
+def _lrn_lower(a, ins, aux, ctx):
+    x = ins[0]
+    xf = _f32(x)
+    half = a.nsize // 2
+    sq = jax.lax.reduce_window(jnp.square(xf), np.array(0, xf.dtype), jax.lax.add,
+                               (1, a.nsize, 1, 1), (1, 1, 1, 1),
+                               ((0, 0), (half, half), (0, 0), (0, 0)))
+    norm = a.knorm + (a.alpha / a.nsize) * sq
+    y = xf * norm ** (-a.beta)
+    return [y.astype(x.dtype), _sg(norm).astype(x.dtype)]
+
+
+register(OpDef(
+    name="LRN",
+    params={"alpha": Param(p_float, 1e-4), "beta": Param(p_float, 0.75),
+            "knorm": Param(p_float, 2.0), "nsize": Param(p_int)},
+    num_outputs_total=lambda a: 2,
+    infer_shape=_lrn_shape, infer_type=lambda a, t: (t, [t[0], t[0]]), lower=_lrn_lower,
+))
+

@@ -1,0 +1,127 @@
+"""``mx.optimizer.Updater`` / ``get_updater``: the per-index state table the KVStore and
+Module call as ``updater(index, grad, weight)`` (MXNet 1.9.1 semantics).
+
+States are saved with :meth:`Updater.get_states` in a pickle-free format (``_codec``,
+described in ``README.md``); MXNet's pickled ``.states`` files are refused, not unpickled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from . import _codec
+
+__all__ = ["Updater", "get_updater"]
+
+
+class Updater:
+    """Apply an optimizer to indexed weights, creating each index's state on first use.
+
+    Args:
+        optimizer: an :class:`~mxmod.optimizer.Optimizer`.
+    """
+
+    def __init__(self, optimizer: Any):
+        self.optimizer = optimizer
+        self.states: dict = {}
+        self.states_synced: dict = {}
+        self.aggregate_updates = optimizer.aggregate_num > 0
+
+    def __call__(self, index: Any, grad: Any, weight: Any) -> None:
+        """Update ``weight`` from ``grad`` (note MXNet's argument order); lists allowed.
+
+        ``bytes`` indices (what a string-keyed KVStore passes) become ``str``.
+        """
+        if not isinstance(index, (list, tuple)):
+            indices, grads, weights = [index], [grad], [weight]
+        else:
+            indices, grads, weights = list(index), list(grad), list(weight)
+        if weights:
+            self.optimizer._set_current_context(weights[0].context.device_id)
+        for i, idx in enumerate(indices):
+            if isinstance(idx, bytes):
+                indices[i] = idx = idx.decode("utf-8")
+            if idx not in self.states:
+                self.states[idx] = self.optimizer.create_state_multi_precision(idx, weights[i])
+                self.states_synced[idx] = True
+            elif not self.states_synced.get(idx, False):
+                self.states[idx] = self.sync_state_context(self.states[idx], weights[i].context)
+                self.states_synced[idx] = True
+        opt = self.optimizer
+        if self.aggregate_updates:
+            by_dtype: dict = {}
+            for i, w, g in zip(indices, weights, grads):
+                by_dtype.setdefault(w.dtype, []).append((i, w, g))
+            step = opt.aggregate_num
+            for group in by_dtype.values():
+                idxs, ws, gs = zip(*group)
+                for j in range(0, len(idxs), step):
+                    chunk = list(idxs[j : j + step])
+                    opt.update_multi_precision(
+                        chunk, list(ws[j : j + step]), list(gs[j : j + step]),
+                        [self.states[k] for k in chunk],
+                    )  # fmt: skip
+        else:
+            for i, w, g in zip(indices, weights, grads):
+                opt.update_multi_precision(i, w, g, self.states[i])
+
+    def sync_state_context(self, state: Any, context: Any) -> Any:
+        """Move a state (NDArray, or tuples/lists of them) to ``context``."""
+        if hasattr(state, "as_in_context"):
+            return state.as_in_context(context)
+        if isinstance(state, (tuple, list)):
+            synced = [self.sync_state_context(s, context) for s in state]
+            return tuple(synced) if isinstance(state, tuple) else synced
+        return state
+
+    def set_states(self, states: bytes) -> None:
+        """Load states from :meth:`get_states` bytes (with the optimizer if it was dumped).
+
+        Raises:
+            NotImplementedError: for MXNet pickle files (never unpickled).
+            ValueError: for anything else that is not an mxmod state blob.
+        """
+        loaded, opt = _codec.loads(states)
+        if opt is not None:
+            self.optimizer = opt
+            self.aggregate_updates = opt.aggregate_num > 0
+        self.states = loaded
+        self.states_synced = dict.fromkeys(self.states, False)
+
+    def get_states(self, dump_optimizer: bool = False) -> bytes:
+        """Serialise the states (and, if ``dump_optimizer``, the optimizer) to bytes.
+
+        Raises:
+            TypeError: the optimizer holds an attribute the safe format cannot store.
+        """
+        return _codec.dumps(self.states, self.optimizer if dump_optimizer else None)
+
+    # ------------------------------------------------------------ fused-state bridge
+    def load_fused(self, fused_state: dict, keys: dict | None = None) -> None:
+        """Adopt a ``fused_init``/``fused_update`` state (mxmod addition).
+
+        Args:
+            fused_state: ``{name: leaf_state}`` of jax arrays.
+            keys: optional ``{name: updater_key}`` (e.g. the Module's integer indices).
+        """
+        from ..ndarray import NDArray
+
+        for name, leaf in fused_state.items():
+            key = keys.get(name, name) if keys else name
+            self.states[key] = jax.tree_util.tree_map(NDArray, leaf)
+            self.states_synced[key] = False
+
+    def export_fused(self, names: Any, keys: dict | None = None) -> dict:
+        """The states of ``names`` as a fused state ``{name: leaf_state}`` (mxmod addition)."""
+        out = {}
+        for name in names:
+            key = keys.get(name, name) if keys else name
+            out[name] = jax.tree_util.tree_map(lambda a: a._data, self.states[key])
+        return out
+
+
+def get_updater(optimizer: Any) -> Updater:
+    """Return an :class:`Updater` for ``optimizer`` (MXNet ``mx.optimizer.get_updater``)."""
+    return Updater(optimizer)

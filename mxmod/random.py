@@ -1,0 +1,10 @@
+"""``mx.random``: seeding and sampling, as MXNet's ``mxnet.random``.
+
+``seed(s)`` resets mxmod's global ``jax.random`` key; :func:`next_key` hands
+out fresh keys to the rest of mxmod (initializers, dropout, shuffling), so one
+seed makes a program reproducible. Values differ from MXNet's generator.
+"""
+
+from .ndarray._random import next_key, normal, randint, seed, shuffle, uniform
+
+__all__ = ["seed", "next_key", "uniform", "normal", "randint", "shuffle"]
