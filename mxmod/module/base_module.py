@@ -151,7 +151,7 @@ class BaseModule:
             nbatch = 0
             data_iter = iter(train_data)
             end_of_batch = False
-            next_batch = next(data_iter)
+            next_batch = _first_batch(train_data, data_iter)
             eval_name_vals = []
             while not end_of_batch:
                 batch = next_batch
@@ -254,6 +254,19 @@ class BaseModule:
     def update_metric(self, eval_metric, labels, pre_sliced=False): self._abstract("update_metric")
     def bind(self, *a, **k): self._abstract("bind")
     def init_optimizer(self, *a, **k): self._abstract("init_optimizer")
+
+
+def _first_batch(train_data, data_iter):
+    """The first batch of an epoch. MXNet raises StopIteration out of fit when the
+    iterator was left exhausted (e.g. by a manual loop before fit); mxmod resets it once."""
+    try:
+        return next(data_iter)
+    except StopIteration:
+        train_data.reset()
+    try:
+        return next(iter(train_data))
+    except StopIteration:
+        raise MXNetError("fit(): train_data yields no batches even after reset()") from None
 
 
 def _cpu():

@@ -25,9 +25,9 @@ __all__ = [
 ]
 
 try:  # save/load are written separately; expose them when present
-    from .io import load, save  # noqa: F401
+    from .io import load, load_frombuffer, save  # noqa: F401
 
-    __all__ += ["save", "load"]
+    __all__ += ["save", "load", "load_frombuffer"]
 except ModuleNotFoundError as _err:  # pragma: no cover - io.py not written yet
     if _err.name != __name__ + ".io":
         raise

@@ -12,7 +12,9 @@ reproducible.
 
 from __future__ import annotations
 
+import math
 import threading
+from functools import partial
 from typing import Any
 
 import jax
@@ -69,7 +71,38 @@ def next_key(ctx: Context | None = None) -> jax.Array:
     return sub
 
 
-def _resolve(shape: Any, dtype: Any, ctx: Any, out: NDArray | None, op: str, default_dt: str):
+def _bucket(n: int) -> int:
+    """Draw sizes are rounded up so that XLA compiles one sampler per bucket, not per shape."""
+    if n <= 1 << 20:
+        return max(16, 1 << (n - 1).bit_length())
+    return -(-n // (1 << 20)) * (1 << 20)
+
+
+@partial(jax.jit, static_argnums=(1, 2))
+def _flat_draw(key, n: int, kind: str, p0, p1):
+    if kind == "uniform":
+        return p0 + (p1 - p0) * jax.random.uniform(key, (n,), jnp.float32)
+    if kind == "normal":
+        return p0 + p1 * jax.random.normal(key, (n,), jnp.float32)
+    return jax.random.randint(key, (n,), p0, p1, dtype=jnp.int32)
+
+
+def _draw(kind: str, ctx: Context, shape: tuple, p0: Any, p1: Any) -> jax.Array:
+    """``shape`` samples on ``ctx``'s device from a bucket-sized draw with a fresh key.
+
+    ``p0, p1`` are (low, high) for uniform/randint and (loc, scale) for normal.
+    """
+    key = jax.device_put(next_key(ctx), ctx.jax_device)
+    size = math.prod(shape)
+    flat = _flat_draw(key, _bucket(size), kind, p0, p1)
+    return jax.lax.slice(flat, (0,), (size,)).reshape(shape)
+
+
+def _resolve(shape: Any, dtype: Any, ctx: Any, out: NDArray | None, op: str, default_dt: str,
+             kwargs: dict):
+    extra = sorted(k for k in kwargs if k != "name")
+    if extra:
+        raise TypeError(f"{op}() got unsupported keyword arguments {extra}")
     if shape is None:
         shape = out.shape if out is not None else (1,)
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
@@ -91,12 +124,22 @@ def _finish(data: jax.Array, ctx: Context, out: NDArray | None) -> NDArray:
     return NDArray(data, ctx)
 
 
-def _param(x: Any, shape: tuple, ctx: Context) -> tuple:
-    """An NDArray parameter makes the output ``x.shape + shape`` (MXNet's _sample_* ops)."""
-    if isinstance(x, NDArray):
-        v = jax.device_put(x._data, ctx.jax_device).astype(jnp.float32)
-        return v.reshape(v.shape + (1,) * len(shape)), tuple(x.shape)
-    return jnp.float32(x), ()
+def _sample(kind: str, ctx: Context, shape: tuple, p0: Any, p1: Any) -> jax.Array:
+    """Scalar parameters are applied inside the compiled draw; NDArray parameters make the
+    output ``param.shape + shape`` (MXNet's ``_sample_*`` ops)."""
+    if not isinstance(p0, NDArray) and not isinstance(p1, NDArray):
+        return _draw(kind, ctx, shape, jnp.float32(p0), jnp.float32(p1))
+    pshape = p0.shape if isinstance(p0, NDArray) else p1.shape
+
+    def as_param(p: Any) -> jax.Array:
+        if not isinstance(p, NDArray):
+            return jnp.float32(p)
+        v = jax.device_put(p._data, ctx.jax_device).astype(jnp.float32)
+        return v.reshape(p.shape + (1,) * len(shape))
+
+    a, b = as_param(p0), as_param(p1)
+    base = _draw(kind, ctx, tuple(pshape) + shape, jnp.float32(0), jnp.float32(1))
+    return a + (b - a) * base if kind == "uniform" else a + b * base
 
 
 def _float_dt(dt: np.dtype, op: str) -> None:
@@ -111,19 +154,14 @@ def uniform(low: Any = 0, high: Any = 1, shape: Any = None, dtype: Any = None,
     Raises:
         MXNetError: if ``high < low`` or ``out`` has another shape.
     """
-    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "uniform", "float32")
+    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "uniform", "float32", kwargs)
     _float_dt(dt, "uniform")
     if not isinstance(low, NDArray) and not isinstance(high, NDArray) and high < low:
         raise MXNetError(
             f"uniform: low must be less or equal to high in uniform distribution "
             f"(low={low}, high={high})"
         )
-    lo, lshape = _param(low, shape, ctx)
-    hi, hshape = _param(high, shape, ctx)
-    full = (lshape or hshape) + shape
-    key = jax.device_put(next_key(ctx), ctx.jax_device)
-    u = jax.random.uniform(key, full, dtype=jnp.float32)
-    return _finish((lo + (hi - lo) * u).astype(dt), ctx, out)
+    return _finish(_sample("uniform", ctx, shape, low, high).astype(dt), ctx, out)
 
 
 def normal(loc: Any = 0, scale: Any = 1, shape: Any = None, dtype: Any = None,
@@ -133,16 +171,11 @@ def normal(loc: Any = 0, scale: Any = 1, shape: Any = None, dtype: Any = None,
     Raises:
         MXNetError: if ``scale <= 0`` or ``out`` has another shape.
     """
-    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "normal", "float32")
+    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "normal", "float32", kwargs)
     _float_dt(dt, "normal")
     if not isinstance(scale, NDArray) and not scale > 0:
         raise MXNetError(f"normal: scale parameter in gaussian has to be positive, got {scale}")
-    mu, mshape = _param(loc, shape, ctx)
-    sd, sshape = _param(scale, shape, ctx)
-    full = (mshape or sshape) + shape
-    key = jax.device_put(next_key(ctx), ctx.jax_device)
-    z = jax.random.normal(key, full, dtype=jnp.float32)
-    return _finish((mu + sd * z).astype(dt), ctx, out)
+    return _finish(_sample("normal", ctx, shape, loc, scale).astype(dt), ctx, out)
 
 
 def randint(low: int, high: int, shape: Any = None, dtype: Any = None, ctx: Any = None,
@@ -152,7 +185,7 @@ def randint(low: int, high: int, shape: Any = None, dtype: Any = None, ctx: Any 
     Raises:
         MXNetError: if ``high < low``.
     """
-    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "randint", "int32")
+    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "randint", "int32", kwargs)
     if dt.kind not in "iu":
         raise ValueError(f"randint: dtype must be an integer type, got {dt.name}")
     if high < low:
@@ -160,17 +193,22 @@ def randint(low: int, high: int, shape: Any = None, dtype: Any = None, ctx: Any 
             f"randint: low must be less or equal to high in uniform distribution "
             f"(low={low}, high={high})"
         )
-    key = jax.device_put(next_key(ctx), ctx.jax_device)
-    data = jax.random.randint(key, shape, int(low), int(high), dtype=jnp.int32)
+    data = _draw("randint", ctx, shape, jnp.int32(low), jnp.int32(high))
     return _finish(data.astype(jax.dtypes.canonicalize_dtype(dt)), ctx, out)
 
 
-def shuffle(data: NDArray, **kwargs: Any) -> NDArray:
-    """Return a copy of ``data`` with its first axis randomly permuted."""
+def shuffle(data: NDArray, out: NDArray | None = None, name: Any = None) -> NDArray:
+    """Return a copy of ``data`` with its first axis randomly permuted (or write it to ``out``).
+
+    Raises:
+        MXNetError: for a 0-d ``data`` or an ``out`` of another shape.
+    """
     if not isinstance(data, NDArray):
         raise TypeError(f"shuffle: data must be an NDArray, got {type(data)}")
     if data.ndim == 0:
         raise MXNetError("shuffle: data must have at least one dimension")
+    if out is not None and out.shape != data.shape:
+        raise MXNetError(f"shuffle: out shape {out.shape} differs from data shape {data.shape}")
     key = jax.device_put(next_key(data.context), data.context.jax_device)
     perm = jax.random.permutation(key, data.shape[0])
-    return _finish(jnp.take(data._data, perm, axis=0), data.context, kwargs.get("out"))
+    return _finish(jnp.take(data._data, perm, axis=0), data.context, out)

@@ -42,9 +42,12 @@ def _shape(shape: Any) -> tuple:
     return out
 
 
-def _check_stype(stype: Any, op: str) -> None:
+def _check_stype(stype: Any, op: str, kwargs: dict | None = None) -> None:
     if stype not in (None, "default"):
         raise NotImplementedError(f"{op}(stype={stype!r}): sparse storage is not supported")
+    extra = sorted(k for k in (kwargs or {}) if k != "name")
+    if extra:
+        raise TypeError(f"{op}() got unsupported keyword arguments {extra}")
 
 
 def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> NDArray:
@@ -89,13 +92,13 @@ def _filled(shape: Any, val: Any, ctx: Any, dtype: Any) -> NDArray:
 def zeros(shape: Any, ctx: Context | None = None, dtype: Any = None, stype: Any = None,
           **kwargs: Any) -> NDArray:
     """Array of zeros (dtype float32 unless given)."""
-    _check_stype(stype, "zeros")
+    _check_stype(stype, "zeros", kwargs)
     return _filled(shape, 0, ctx, dtype)
 
 
 def ones(shape: Any, ctx: Context | None = None, dtype: Any = None, **kwargs: Any) -> NDArray:
     """Array of ones (dtype float32 unless given)."""
-    _check_stype(kwargs.pop("stype", None), "ones")
+    _check_stype(kwargs.pop("stype", None), "ones", kwargs)
     return _filled(shape, 1, ctx, dtype)
 
 

@@ -81,6 +81,25 @@ def _lrelu_shape(a, s):
     return [tuple(data), (data[1],)], [tuple(data)]
 
 
+@jax.custom_vjp
+def _selu(x):
+    return _SELU_LAMBDA * jnp.where(x > 0, x, _SELU_ALPHA * jnp.expm1(jnp.minimum(x, 0)))
+
+
+def _selu_fwd(x):
+    y = _selu(x)
+    return y, y
+
+
+def _selu_bwd(y, g):
+    # MXNet 1.9.1's selu_grad for x <= 0 is lambda * (y + alpha) (the exact derivative is
+    # y + lambda * alpha); reproduced so training matches MXNet step for step.
+    return (g * jnp.where(y > 0, _SELU_LAMBDA, _SELU_LAMBDA * (y + _SELU_ALPHA)).astype(g.dtype),)
+
+
+_selu.defvjp(_selu_fwd, _selu_bwd)
+
+
 def _lrelu_lower(a, ins, aux, ctx):
     x = ins[0]
     t = a.act_type
@@ -93,7 +112,7 @@ def _lrelu_lower(a, ins, aux, ctx):
     if t == "elu":
         return [jnp.where(x > 0, x, a.slope * jnp.expm1(jnp.minimum(x, 0)))]
     if t == "selu":
-        return [_SELU_LAMBDA * jnp.where(x > 0, x, _SELU_ALPHA * jnp.expm1(jnp.minimum(x, 0)))]
+        return [_selu(x)]
     if t == "gelu":
         return [0.5 * x * (1 + jax.lax.erf(x / math.sqrt(2.0)))]
     if ctx.is_train:  # rrelu
@@ -151,11 +170,31 @@ register(OpDef(
 
 
 # ------------------------------------------------------------ SoftmaxActivation
+@jax.custom_vjp
+def _softmax_last(x):
+    return jax.nn.softmax(x, axis=-1)
+
+
+def _softmax_last_fwd(x):
+    y = _softmax_last(x)
+    return y, y
+
+
+def _softmax_last_bwd(y, g):
+    # MXNet 1.9.1 (native and MKL-DNN) takes the instance-mode backward over axis 1 while
+    # its forward normalises the last axis; identical for 2-D data, reproduced for N-D.
+    return (y * (g - jnp.sum(g * y, axis=1, keepdims=True)),)
+
+
+_softmax_last.defvjp(_softmax_last_fwd, _softmax_last_bwd)
+
+
 def _softmax_act(a, ins, aux, ctx):
     x = ins[0]
     if a.mode == "channel":
         return [jax.nn.softmax(x, axis=1)]
-    return [jax.nn.softmax(x.reshape(x.shape[0], -1), axis=-1).reshape(x.shape)]
+    # instance: MXNet's FlatTo2D rows, i.e. softmax over the last axis
+    return [jax.nn.softmax(x, axis=-1) if x.ndim <= 2 else _softmax_last(x)]
 
 
 register(OpDef(

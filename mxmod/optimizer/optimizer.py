@@ -266,18 +266,21 @@ class Optimizer(FusedMixin):
     def _use_mp(self, dtype: Any) -> bool:
         return bool(self.multi_precision) and np.dtype(dtype) in _MP_DTYPES
 
+    def _warn_fp16(self, dtype: Any) -> None:
+        if np.dtype(dtype) == np.float16 and not self.multi_precision:
+            warnings.warn(
+                "Accumulating with float16 in optimizer can lead to poor accuracy or slow "
+                "convergence. Consider using multi_precision=True option of the "
+                f"{type(self).__name__} optimizer",
+                stacklevel=4,
+            )
+
     def _init_leaf_mp(self, w: jax.Array) -> Any:
         if self._use_mp(w.dtype):
             w32 = w.astype(jnp.float32)
             inner = self._init_leaf(w32)
             return (w32, inner) if self._mp_master_first else (inner, w32)
-        if np.dtype(w.dtype) == np.float16 and not self.multi_precision:
-            warnings.warn(
-                "Accumulating with float16 in optimizer can lead to poor accuracy or slow "
-                "convergence. Consider using multi_precision=True option of the "
-                f"{type(self).__name__} optimizer",
-                stacklevel=3,
-            )
+        self._warn_fp16(w.dtype)
         return self._init_leaf(w)
 
     def _leaf_step(self, w, g, s, lr, wd, t, mp: bool):
@@ -305,7 +308,12 @@ class Optimizer(FusedMixin):
     def create_state_multi_precision(self, index: Any, weight: Any) -> Any:
         """Like ``create_state``, adding a float32 master copy for float16 weights when
         ``multi_precision`` (base layout ``(w32, state)``; SGD ``(state, w32)``)."""
-        return _wrap_state(self._init_leaf_mp(weight._data), weight)
+        if self._use_mp(weight.dtype):
+            w32 = weight.astype(np.float32)
+            inner = self.create_state(index, w32)
+            return (w32, inner) if self._mp_master_first else (inner, w32)
+        self._warn_fp16(weight.dtype)
+        return self.create_state(index, weight)
 
     def update(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """Update ``weight`` (and ``state``) in place from ``grad``; lists allowed."""
@@ -314,7 +322,16 @@ class Optimizer(FusedMixin):
     def update_multi_precision(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """``update`` through the float32 master copy when ``multi_precision`` applies."""
         first = weight[0] if isinstance(index, (list, tuple)) else weight
-        self._update_impl(index, weight, grad, state, multi_precision=self._use_mp(first.dtype))
+        if self.fused_supported():
+            self._update_impl(index, weight, grad, state, self._use_mp(first.dtype))
+            return
+        # a user-defined update(): MXNet's base wrapper
+        if isinstance(index, (list, tuple)) or not self._use_mp(weight.dtype):
+            self.update(index, weight, grad, state)
+            return
+        w32, inner = state if self._mp_master_first else (state[1], state[0])
+        self.update(index, w32, grad.astype(np.float32), inner)
+        weight._set_data(w32._data.astype(weight._data.dtype))
 
     def _update_impl(self, index, weight, grad, state, multi_precision: bool) -> None:
         indices, weights, grads = _as_list(index), _as_list(weight), _as_list(grad)
