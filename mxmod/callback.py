@@ -147,7 +147,9 @@ class ProgressBar:
 
     def __init__(self, total, length=80):
         if not total or total <= 0:
-            raise ValueError(f"ProgressBar total must be a positive number of batches, got {total!r}")
+            raise ValueError(
+                f"ProgressBar total must be a positive number of batches, got {total!r}"
+            )
         self.bar_len = length
         self.total = total
 

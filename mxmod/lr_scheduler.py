@@ -145,9 +145,13 @@ class FactorScheduler(LRScheduler):
     ):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if step < 1:
-            raise ValueError(f"Schedule step must be greater or equal than 1 round, got step={step}")
+            raise ValueError(
+                f"Schedule step must be greater or equal than 1 round, got step={step}"
+            )
         if factor > 1.0:
-            raise ValueError(f"Factor must be no more than 1 to make lr reduce, got factor={factor}")
+            raise ValueError(
+                f"Factor must be no more than 1 to make lr reduce, got factor={factor}"
+            )
         self.step = step
         self.factor = factor
         self.stop_factor_lr = stop_factor_lr
@@ -209,7 +213,9 @@ class MultiFactorScheduler(LRScheduler):
             if s < 1:
                 raise ValueError(f"Schedule step must be greater or equal than 1 round, got {step}")
         if factor > 1.0:
-            raise ValueError(f"Factor must be no more than 1 to make lr reduce, got factor={factor}")
+            raise ValueError(
+                f"Factor must be no more than 1 to make lr reduce, got factor={factor}"
+            )
         self.step = list(step)
         self.cur_step_ind = 0
         self.factor = factor

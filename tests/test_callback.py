@@ -11,7 +11,8 @@ from mxmod import callback as cb_mod
 
 def _acc_metric(value_hits=1, n=8):
     m = mx.metric.Accuracy()
-    m.update([mx.nd.array(np.ones(n))], [mx.nd.array(np.r_[np.ones(value_hits), np.zeros(n - value_hits)])])
+    pred = np.r_[np.ones(value_hits), np.zeros(n - value_hits)]
+    m.update([mx.nd.array(np.ones(n))], [mx.nd.array(pred)])
     return m
 
 
@@ -32,7 +33,8 @@ def _messages(caplog):
 
 def test_batch_end_param():
     p = mx.model.BatchEndParam(1, 2, None, {"x": 1})
-    assert type(p).__name__ == "BatchEndParams" and p._fields == ("epoch", "nbatch", "eval_metric", "locals")
+    assert type(p).__name__ == "BatchEndParams"
+    assert p._fields == ("epoch", "nbatch", "eval_metric", "locals")
     assert (p.epoch, p.nbatch, p.locals["x"]) == (1, 2, 1)
 
 
@@ -45,7 +47,8 @@ def test_speedometer_auto_reset(caplog, clock):
     clock[0] += 0.5
     speed(_param(0, 1, metric))  # not a multiple of frequent
     speed(_param(0, 2, metric))
-    assert _messages(caplog) == ["Epoch[0] Batch [0-2]\tSpeed: 64.00 samples/sec\taccuracy=0.125000"]
+    assert _messages(caplog) == [
+        "Epoch[0] Batch [0-2]\tSpeed: 64.00 samples/sec\taccuracy=0.125000"]
     assert metric.num_inst == 0 and metric.global_num_inst == 8  # reset_local only
     clock[0] += 1.0
     speed(_param(0, 4, metric))

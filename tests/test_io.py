@@ -41,8 +41,10 @@ def test_data_desc_is_a_name_shape_tuple():
 def test_data_desc_helpers():
     assert mx.io.DataDesc.get_batch_axis(None) == 0
     assert mx.io.DataDesc.get_batch_axis("TNC") == 1
-    descs = mx.io.DataDesc.get_list([("a", (1, 2)), ("b", (3,))], [("a", np.int32), ("b", "float16")])
-    assert [(d.name, d.shape, d.dtype) for d in descs] == [("a", (1, 2), np.int32), ("b", (3,), "float16")]
+    descs = mx.io.DataDesc.get_list([("a", (1, 2)), ("b", (3,))],
+                                    [("a", np.int32), ("b", "float16")])
+    assert [(d.name, d.shape, d.dtype) for d in descs] == [("a", (1, 2), np.int32),
+                                                           ("b", (3,), "float16")]
     assert mx.io.DataDesc.get_list([("a", (1,))], None)[0].dtype is np.float32
 
 
@@ -86,7 +88,8 @@ def test_data_iter_base_protocol():
 
 # ------------------------------------------------------------------ NDArrayIter sequences
 def test_ndarrayiter_pad_discard_roll_over_vectors():
-    assert _epochs(_iter10("pad")) == [[([0, 1, 2, 3], 0), ([4, 5, 6, 7], 0), ([8, 9, 0, 1], 2)]] * 3
+    pad_epoch = [([0, 1, 2, 3], 0), ([4, 5, 6, 7], 0), ([8, 9, 0, 1], 2)]
+    assert _epochs(_iter10("pad")) == [pad_epoch] * 3
     assert _epochs(_iter10("discard")) == [[([0, 1, 2, 3], 0), ([4, 5, 6, 7], 0)]] * 3
     assert _epochs(_iter10("roll_over")) == [
         [([0, 1, 2, 3], 0), ([4, 5, 6, 7], 0)],

@@ -160,7 +160,7 @@ def test_update_dict_selects_names_and_composite_filters():
 
 
 def test_check_label_shapes_and_pair_count_errors():
-    with pytest.raises(ValueError, match=r"Shape of labels 1 does not match shape of predictions 2"):
+    with pytest.raises(ValueError, match="Shape of labels 1 does not match shape of predictions 2"):
         mx.metric.Accuracy().update([A(LABEL3)], [A(PRED3), A(PRED3)])
     with pytest.raises(ValueError, match=r"Shape of labels \(2,\) does not match"):
         mx.metric.check_label_shapes(np.zeros(2), np.zeros(3), shape=True)
@@ -217,7 +217,9 @@ def _f1(tp, fp, fn, tn):
 
 def _mcc(tp, fp, fn, tn):
     terms = [t for t in (tp + fp, tp + fn, tn + fp, tn + fn) if t]
-    return (tp * tn - fp * fn) / math.sqrt(np.prod(terms, dtype=float)) if tp + fp + fn + tn else 0.0
+    if not tp + fp + fn + tn:
+        return 0.0
+    return (tp * tn - fp * fn) / math.sqrt(np.prod(terms, dtype=float))
 
 
 @pytest.mark.parametrize("cls,score", [(mx.metric.F1, _f1), (mx.metric.MCC, _mcc)])
@@ -301,7 +303,8 @@ def test_pearson_macro_and_micro():
                          np.concatenate([b["rl2"].ravel() for b in B]))[0, 1]
     assert _run(micro, "rl2", "rp2") == pytest.approx(pooled, rel=1e-6)
     assert micro.get_global() == ("pearsonr", 0.0)  # MXNet quirk
-    with pytest.raises(ValueError, match=r"Shape of labels \(8,\) does not match shape of predictions \(8, 1\)"):
+    with pytest.raises(ValueError, match=r"Shape of labels \(8,\) does not match shape of "
+                                         r"predictions \(8, 1\)"):
         micro.update([A(B[0]["rl"])], [A(B[0]["rp"])])
 
 

@@ -365,6 +365,24 @@ def test_arithmetic_errors():
         a * [1, 2]
 
 
+def test_copies_never_share_a_buffer():
+    """Copies must survive jit buffer donation of their source (MXNet copies are real)."""
+    a = nd.array([1, 2, 3])
+    targets = nd.zeros(3)
+    a.copyto(targets)
+    setto = nd.zeros(3)
+    setto[:] = a
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # cpu(8) shares device 0 with cpu(0) (8 devices)
+        wrapped = a.copyto(cpu(8))
+    copies = [a.copy(), a.copyto(cpu(0)), wrapped, a.astype("float32"),
+              nd.array(a), nd.broadcast_to(a, (3,)), nd.transpose(a), targets, setto,
+              nd.slice_axis(a, 0, 0, None), nd.clip(a, 0, 10)]
+    jax.jit(lambda x: x + 1, donate_argnums=0)(a._data)  # deletes a's buffer
+    for c in copies:
+        np_eq(c, [1, 2, 3])
+
+
 def test_mixed_contexts_follow_left_operand():
     out = nd.ones(2, ctx=cpu(1)) + nd.ones(2, ctx=cpu(0))
     assert out.context == cpu(1) and out._data.devices() == {jax.devices()[1]}
@@ -382,6 +400,11 @@ def test_set_data_replaces_and_view_checks_size():
     msg = r"cannot write an array of shape \(3,\) into a view of shape \(2,\)"
     with pytest.raises(MXNetError, match=msg):
         v._set_data(jax.numpy.ones(3))
+    on1 = nd.zeros(2, ctx=cpu(1))
+    on1._set_data(jax.numpy.ones(2))  # uncommitted data goes to the array's device
+    assert on1._data.devices() == {jax.devices()[1]}
+    assert nd.NDArray(jax.numpy.ones(2), cpu(2))._data.devices() == {jax.devices()[2]}
+    assert nd.NDArray(np.ones(2), cpu(3))._data.devices() == {jax.devices()[3]}
     f = nd.from_jax(jax.numpy.arange(3))
     assert f.dtype is np.int32 and f.context == cpu(0)
     with pytest.raises(TypeError, match="from_jax expects a jax.Array"):

@@ -416,7 +416,7 @@ def test_register_override_warns():
     with pytest.warns(UserWarning, match="overriding existing optimizer"):
         mx.optimizer.register(Test)
     with pytest.warns(UserWarning):
-        mx.optimizer.register(opt_mod.Test)  # restore
+        mx.optimizer.register(opt_mod.testing.Test)  # restore
     with pytest.raises(TypeError, match="Optimizer subclasses"):
         mx.optimizer.register(int)
 

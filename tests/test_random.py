@@ -106,12 +106,14 @@ def test_shuffle_permutes_rows():
         mxr.shuffle(np.arange(3))
     out = nd.zeros((6, 2))
     assert mxr.shuffle(data, out=out) is out and out.asnumpy().sum() == 66
-    with pytest.raises(MXNetError, match=r"shuffle: out shape \(2,\) differs from data shape \(6, 2\)"):
+    msg = r"shuffle: out shape \(2,\) differs from data shape \(6, 2\)"
+    with pytest.raises(MXNetError, match=msg):
         mxr.shuffle(data, out=nd.zeros(2))
 
 
 def test_unknown_keyword_is_rejected():
-    with pytest.raises(TypeError, match=r"uniform\(\) got unsupported keyword arguments \['foo'\]"):
+    msg = r"uniform\(\) got unsupported keyword arguments \['foo'\]"
+    with pytest.raises(TypeError, match=msg):
         mxr.uniform(shape=(2,), foo=1)
     assert mxr.normal(shape=(2,), name="x").shape == (2,)
 

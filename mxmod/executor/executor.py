@@ -108,7 +108,7 @@ class Executor:
 
     def _key(self):
         from .. import random as mxrandom
-        return mxrandom.next_key() if self._compiled.graph.has_random else jax.random.PRNGKey(0)
+        return mxrandom.next_key() if self._compiled.graph.has_random else _zero_key()
 
     def forward(self, is_train: bool = False, **kwargs: Any) -> list:
         """Run the graph; ``kwargs`` are copied into the named argument arrays first."""
@@ -209,3 +209,13 @@ class Executor:
 
     def debug_str(self) -> str:
         return self._symbol.debug_str()
+
+
+_ZERO_KEY = []
+
+
+def _zero_key():
+    """A fixed key for graphs without random operators (made once: key creation syncs)."""
+    if not _ZERO_KEY:
+        _ZERO_KEY.append(jax.random.PRNGKey(0))
+    return _ZERO_KEY[0]

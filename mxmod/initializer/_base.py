@@ -35,30 +35,38 @@ class InitDesc(str):
 
 
 # ----------------------------------------------------------------------------- array helpers
+# Values are built on the host with numpy and moved once with device_put: no XLA compile per
+# parameter shape (eager jax.random would compile threefry for every new shape).
 def _assign(arr: Any, value: Any) -> None:
     """``arr[:] = value`` for an NDArray, keeping its dtype, shape and placement."""
     old = arr._data
     if hasattr(value, "_data"):
         value = value._data
-    new = jnp.broadcast_to(jnp.asarray(value, dtype=old.dtype), old.shape)
+    if isinstance(value, jax.Array) and value.shape == old.shape and value.dtype == old.dtype:
+        new = value
+    else:
+        new = np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=old.dtype), old.shape))
     sharding = getattr(old, "sharding", None)
-    if sharding is not None:
-        new = jax.device_put(new, sharding)
-    arr._set_data(new)
+    arr._set_data(jax.device_put(new, sharding) if sharding is not None else jnp.asarray(new))
 
 
-def _key() -> jax.Array:
+def _rng() -> np.random.Generator:
+    """A numpy generator seeded from ``mxmod.random.next_key()`` (so ``mx.random.seed`` works)."""
     from .. import random as _random
 
-    return _random.next_key()
+    key = _random.next_key()
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return np.random.default_rng(np.asarray(key).astype(np.uint32).ravel().tolist())
 
 
-def _draw(kind: str, shape: tuple, a: float, b: float) -> jax.Array:
-    """Draw float32 samples: ``kind='uniform'`` in [a, b), ``'normal'`` mean a, std b."""
+def _draw(kind: str, shape: tuple, a: float, b: float) -> np.ndarray:
+    """float32 samples: ``kind='uniform'`` in [a, b), ``'normal'`` mean a, std b."""
     shape = tuple(int(s) for s in shape)
+    rng = _rng()
     if kind == "uniform":
-        return jax.random.uniform(_key(), shape, jnp.float32, a, b)
-    return a + b * jax.random.normal(_key(), shape, jnp.float32)
+        return (a + (b - a) * rng.random(shape, dtype=np.float32)).astype(np.float32)
+    return (a + b * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
 
 
 class Initializer:
@@ -202,8 +210,7 @@ class Initializer:
     _init_gamma = _init_one
 
     def _init_quantized_weight(self, _: Any, arr: Any) -> None:
-        vals = jax.random.randint(_key(), tuple(arr.shape), -127, 128, jnp.int32)
-        _assign(arr, vals.astype(jnp.int8))
+        _assign(arr, _rng().integers(-127, 128, tuple(arr.shape)).astype(np.int8))
 
     def _init_weight(self, name: Any, arr: Any) -> None:
         raise NotImplementedError("Must override it")

@@ -108,7 +108,9 @@ class Orthogonal(Initializer):
     def __init__(self, scale: float = 1.414, rand_type: str = "uniform"):
         super().__init__(scale=scale, rand_type=rand_type)
         if rand_type not in ("uniform", "normal"):
-            raise ValueError(f"Orthogonal rand_type must be 'uniform' or 'normal', got {rand_type!r}")
+            raise ValueError(
+                f"Orthogonal rand_type must be 'uniform' or 'normal', got {rand_type!r}"
+            )
         self.scale = scale
         self.rand_type = rand_type
 

@@ -6,7 +6,6 @@ import logging
 import re
 from typing import Any, Sequence
 
-import jax.numpy as jnp
 import numpy as np
 
 from ._base import InitDesc, Initializer, _assign, create, register
@@ -193,11 +192,11 @@ class FusedRNN(Initializer):
             )
         pieces = []
         for name, shape in layout:
-            sub = nd.NDArray(jnp.zeros(shape, arr._data.dtype))
+            sub = nd.NDArray(np.zeros(shape, arr._data.dtype), arr.context)
             if self._mode == "lstm" and name.endswith("_f_bias"):
                 _assign(sub, self._forget_bias)
             else:
                 arg_desc = InitDesc(name, global_init=global_init)
                 (self._init or global_init)(arg_desc, sub)
-            pieces.append(jnp.ravel(sub._data))
-        _assign(arr, jnp.concatenate(pieces).reshape(arr.shape))
+            pieces.append(np.asarray(sub._data).ravel())
+        _assign(arr, np.concatenate(pieces).reshape(arr.shape))

@@ -11,6 +11,7 @@ import jax
 import numpy as np
 
 from ..base import MXNetError
+from ..context import current_context
 from ..ndarray import NDArray
 from .io import DataBatch, DataDesc, DataIter
 
@@ -41,6 +42,12 @@ def _to_host(name, value):
     if out.ndim == 0:
         raise TypeError(f"NDArrayIter input {name!r} is a scalar; it needs a batch axis")
     return out
+
+
+def _to_nd(arrays):
+    """NDArrays on the current context from host arrays: one batched ``device_put``."""
+    ctx = current_context()
+    return [NDArray(a, ctx) for a in jax.device_put(list(arrays), ctx.jax_device)]
 
 
 def _init_data(data, allow_empty, default_name):
@@ -163,10 +170,10 @@ class NDArrayIter(DataIter):
 
     def _nd_sources(self):
         if self._nd_cache is None:
-            self._nd_cache = [
-                (k, NDArray(self._take(v, np.arange(self.num_data))))
-                for k, v in self._data + self._label
-            ]
+            sources = self._data + self._label
+            everything = np.arange(self.num_data)
+            arrays = _to_nd(self._take(v, everything) for _, v in sources)
+            self._nd_cache = [(k, a) for (k, _), a in zip(sources, arrays)]
         return self._nd_cache
 
     @property
@@ -252,11 +259,11 @@ class NDArrayIter(DataIter):
 
     def getdata(self):
         """Data NDArrays of the current batch."""
-        return [NDArray(x) for x in self._batch_host(self._data, self._cache_data)]
+        return _to_nd(self._batch_host(self._data, self._cache_data))
 
     def getlabel(self):
         """Label NDArrays of the current batch."""
-        return [NDArray(x) for x in self._batch_host(self._label, self._cache_label)]
+        return _to_nd(self._batch_host(self._label, self._cache_label))
 
     def getpad(self):
         """Padding samples in the current batch (carried samples for a rolled-over batch)."""
@@ -281,7 +288,7 @@ class NDArrayIter(DataIter):
             raise StopIteration
         if rolled:
             self._cache_data = self._cache_label = None
+        arrays = _to_nd(data + label)
         return DataBatch(
-            data=[NDArray(x) for x in data], label=[NDArray(x) for x in label],
-            pad=self.getpad(), index=None,
+            data=arrays[: len(data)], label=arrays[len(data):], pad=self.getpad(), index=None
         )

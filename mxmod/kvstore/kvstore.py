@@ -162,7 +162,7 @@ class KVStore(KVStoreBase):
             else:
                 stored._set_data(total)
 
-    def pull(self, key: Any, out: Any = None, priority: int = 0, ignore_sparse: bool = True) -> None:
+    def pull(self, key: Any, out: Any = None, priority: int = 0, ignore_sparse: bool = True):
         """Copy the stored value of each key into every array of ``out``.
 
         Raises:

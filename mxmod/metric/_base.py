@@ -1,36 +1,7 @@
-"""EvalMetric base class, the metric registry and shared helpers (MXNet's ``mxnet.metric``).
+"""EvalMetric base class and shared helpers (MXNet's ``mxnet.metric``).
 
-Device-side protocol (mxmod addition, used by the fused training step)
-----------------------------------------------------------------------
-Every built-in metric except :class:`CustomMetric` can compute the statistics of one
-MXNet ``update(labels, preds)`` call as a pure, jittable JAX function, and fold those
-statistics into its counters later, so the training loop never syncs to the host:
-
-* ``_supports_device() -> bool``: True when the class's ``update`` and ``_device_stats``
-  come from the same class (a user subclass that overrides ``update`` falls back to the
-  host path automatically).
-* ``_device_stats(labels, preds) -> pytree``: ``labels``/``preds`` are lists of
-  ``jax.Array`` (tracers inside ``jit``). Returns a small pytree of JAX arrays: the stats
-  of that one ``update`` call (for most metrics ``(sum_metric, num_inst)``). Shape errors
-  raise at trace time; ``NotImplementedError`` means "use the host path for these inputs"
-  (e.g. ``TopKAccuracy`` with 1-D predictions).
-* ``_device_stats_dict(label_dict, pred_dict)``: the same, selecting inputs by
-  ``label_names``/``output_names`` exactly like ``update_dict``. Pass ``OrderedDict`` s
-  (a plain dict is re-ordered by key when it crosses a ``jit`` boundary).
-* ``_device_additive`` (bool attribute/property): True when stats of several update
-  calls may be summed leaf-wise (``jax.tree.map(jnp.add, a, b)``) before they are
-  accumulated (e.g. a ``psum`` over devices). False only for
-  ``PearsonCorrelation(average='micro')``.
-* ``_accumulate_device(stats, stacked=False)``: queue stats (device or host arrays) for
-  folding; no host sync happens here (a non-blocking host copy is started). With
-  ``stacked=True`` every leaf has a leading axis of separate update calls (e.g. one per
-  device) that are folded in order.
-* Pending stats are folded (in float64 on the host, as MXNet's Python counters) the first
-  time ``sum_metric``/``num_inst``/``global_*``/``get*()`` are read, on ``reset_local()``,
-  and, oldest first, once many are queued. ``reset()`` drops them.
-* ``_update_dict_device(label_dict, pred_dict)`` / ``_update_device(labels, preds)``:
-  convenience for the imperative path: jit ``_device_stats*`` once per metric and
-  accumulate, taking NDArrays, jax arrays or numpy arrays.
+The device-side protocol used by the fused training step is documented on
+:class:`EvalMetric`.
 """
 from __future__ import annotations
 
@@ -130,10 +101,40 @@ class EvalMetric:
 
     Same counters and API as MXNet 1.9.1: local ``sum_metric``/``num_inst`` (cleared by
     ``reset_local``, e.g. by ``Speedometer``) and global ``global_sum_metric``/
-    ``global_num_inst`` (cleared only by ``reset``). mxmod adds the device-side protocol
-    described in this module's docstring: ``_device_stats`` (pure JAX, jittable) returns
-    one update call's statistics and ``_accumulate_device`` queues them; queued stats are
-    folded into the counters lazily, when they are read.
+    ``global_num_inst`` (cleared only by ``reset``).
+
+    Device-side protocol (mxmod addition, used by the fused training step): every built-in
+    metric except ``CustomMetric`` computes the statistics of one MXNet
+    ``update(labels, preds)`` call as a pure, jittable JAX function, and folds them into
+    its counters later, so training never syncs to the host. As in MXNet's
+    ``update_metric``, one update call per device gives per-device semantics (e.g. MSE
+    averages per-device batch means).
+
+    * ``_supports_device() -> bool``: True when the class's ``update`` and ``_device_stats``
+      come from the same class (a user subclass that overrides ``update`` falls back to the
+      host path automatically).
+    * ``_device_stats(labels, preds) -> pytree``: ``labels``/``preds`` are lists of
+      ``jax.Array`` (tracers inside ``jit``). Returns a small pytree of JAX arrays: the stats
+      of that one ``update`` call (for most metrics ``(sum_metric, num_inst)``). Shape errors
+      raise at trace time; ``NotImplementedError`` means "use the host path for these inputs"
+      (e.g. ``TopKAccuracy`` with 1-D predictions).
+    * ``_device_stats_dict(label_dict, pred_dict)``: the same, selecting inputs by
+      ``label_names``/``output_names`` exactly like ``update_dict``. Pass ``OrderedDict`` s
+      (a plain dict is re-ordered by key when it crosses a ``jit`` boundary).
+    * ``_device_additive`` (bool attribute/property): True when stats of several update
+      calls may be summed leaf-wise (``jax.tree.map(jnp.add, a, b)``) before they are
+      accumulated (e.g. a ``psum`` over devices). False only for
+      ``PearsonCorrelation(average='micro')``.
+    * ``_accumulate_device(stats, stacked=False)``: queue stats (device or host arrays) for
+      folding; no host sync happens here (a non-blocking host copy is started). With
+      ``stacked=True`` every leaf has a leading axis of separate update calls (e.g. one per
+      device) that are folded in order.
+    * Pending stats are folded (in float64 on the host, as MXNet's Python counters) the first
+      time ``sum_metric``/``num_inst``/``global_*``/``get*()`` are read, on ``reset_local()``,
+      and, oldest first, once many are queued. ``reset()`` drops them.
+    * ``_update_dict_device(label_dict, pred_dict)`` / ``_update_device(labels, preds)``:
+      convenience for the imperative path: jit ``_device_stats*`` once per metric and
+      accumulate, taking NDArrays, jax arrays or numpy arrays.
 
     Args:
         name: display name.

@@ -192,7 +192,9 @@ class _BinaryMetric(_StatsMetric):
 
     def _fold_stats(self, stats):
         if int(stats[-1]):
-            raise ValueError(f"{type(self).__name__} currently only supports binary classification.")
+            raise ValueError(
+                f"{type(self).__name__} currently only supports binary classification."
+            )
         if self.average == "macro":
             self._add(float(stats[0]), _num(stats[1]))
             return

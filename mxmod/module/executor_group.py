@@ -25,7 +25,7 @@ from ..base import MXNetError
 from ..executor import compiled_for
 from ..io import DataDesc
 from ..ndarray import NDArray
-from .group_run import GroupRunner
+from .group_run import GroupRunner, StatesMixin
 from .programs import Programs
 from .slicing import batch_axis, decide_slices, sliced_shape
 
@@ -63,7 +63,7 @@ def _desc(d) -> DataDesc:
     return d if isinstance(d, DataDesc) else DataDesc(*d)
 
 
-class DataParallelExecutorGroup(GroupRunner):
+class DataParallelExecutorGroup(GroupRunner, StatesMixin):
     """The devices, arrays and compiled programs behind a bound Module (spec 2)."""
 
     def __init__(self, symbol, contexts, workload, data_shapes, label_shapes, param_names,
@@ -99,6 +99,8 @@ class DataParallelExecutorGroup(GroupRunner):
         self._consts: dict[str, Any] = {}
         self.outputs: list[NDArray] = []
         self._state: Optional[dict] = None
+        self._host_metrics: set = set()
+        self._last_metric = None
         self.bind_exec(data_shapes, label_shapes, shared_group)
 
     # ------------------------------------------------------------ binding

@@ -62,7 +62,7 @@ class GroupRunner:
         """Record the batch; outputs (and gradients) are computed when first needed."""
         is_train = self.for_training if is_train is None else bool(is_train)
         from .. import random as mxrandom
-        key = mxrandom.next_key() if self._graph.has_random else jax.random.PRNGKey(0)
+        key = mxrandom.next_key() if self._graph.has_random else _zero_key()
         self._state = {"inputs": self._load(data_batch, is_train), "is_train": is_train,
                        "key": key, "outs": None, "grads": False, "stats": None,
                        "labels": data_batch.label, "pending_grads": False}
@@ -216,18 +216,30 @@ class GroupRunner:
             raise MXNetError("update_metric: the module was bound without label_shapes, so it "
                              "cannot score labels; bind with label_shapes=...")
         st = self._require_forward("update_metric")
-        device = eval_metric._supports_device() and self._same_labels(labels)
+        device = (eval_metric._supports_device() and self._same_labels(labels)
+                  and id(eval_metric) not in self._host_metrics)
         if device:
-            self._last_metric = eval_metric
-            if st["outs"] is None:
-                self.ensure_outputs(eval_metric)
-            stats = st.get("stats")
-            if stats is not None and stats[0] is eval_metric:
+            try:
+                if st["outs"] is None:
+                    self.ensure_outputs(eval_metric)
+                stats = st.get("stats")
+                if stats is None or stats[0] is not eval_metric:
+                    stats = (eval_metric, self._metric_only(eval_metric))
                 eval_metric._accumulate_device(stats[1], stacked=True)
                 st["stats"] = None
+                self._last_metric = eval_metric
                 return
+            except NotImplementedError:
+                # this metric has no device form for these outputs: host from now on
+                self._host_metrics.add(id(eval_metric))
+                self._last_metric = None
         self.ensure_outputs()
         self._update_metric_host(eval_metric, labels)
+
+    def _metric_only(self, eval_metric):
+        """Per-device statistics of the stored outputs (one small jitted call)."""
+        fn = self._progs.metric_stats(eval_metric, self._names(), tuple(self._state["inputs"]))
+        return fn(self._state["inputs"], list(self._state["outs"]))
 
     def _update_metric_host(self, eval_metric, labels) -> None:
         n_dev = len(self._devices)
@@ -277,3 +289,39 @@ def _take(arr, axis, k, per, n_dev):
     idx = [slice(None)] * x.ndim
     idx[axis] = slice(k * per, (k + 1) * per)
     return NDArray(x[tuple(idx)])
+
+
+_ZERO_KEY = []
+
+
+def _zero_key():
+    """A fixed key for graphs without random operators (made once: key creation syncs)."""
+    if not _ZERO_KEY:
+        _ZERO_KEY.append(jax.random.PRNGKey(0))
+    return _ZERO_KEY[0]
+
+
+class StatesMixin:
+    """``get_states``/``set_states`` of state inputs (e.g. RNN hidden states)."""
+
+    def get_states(self, merge_multi_context=True):
+        if merge_multi_context:
+            raise MXNetError("merge_multi_context=True is not supported for get_states yet: "
+                             "call get_states(merge_multi_context=False)")
+        return [[NDArray(self._states[n])] for n in self.state_names]
+
+    def set_states(self, states=None, value=None):
+        if (states is None) == (value is None):
+            raise MXNetError("set_states needs exactly one of states=[...] or value=scalar")
+        for i, n in enumerate(self.state_names):
+            cur = self._states[n]
+            if value is not None:
+                new = jnp.full(cur.shape, value, cur.dtype)
+            else:
+                parts = states[i]
+                parts = parts if isinstance(parts, (list, tuple)) else [parts]
+                arrays = [p._data if isinstance(p, NDArray) else jnp.asarray(p) for p in parts]
+                new = jnp.concatenate(arrays, axis=0) if len(arrays) > 1 else arrays[0]
+                if new.shape != cur.shape:
+                    raise MXNetError(f"state {n!r} must have shape {cur.shape}, got {new.shape}")
+            self._states[n] = jax.device_put(new.astype(cur.dtype), cur.sharding)

@@ -112,7 +112,7 @@ class Module(BaseModule):
         self._data_shapes = None
         self._label_shapes = None
 
-    def _normalize(self, data_shapes, label_shapes):
+    def _normalize(self, data_shapes, label_shapes, warn=True):
         def norm(shapes):
             return [d if isinstance(d, DataDesc) else DataDesc(*d) for d in shapes]
 
@@ -121,7 +121,7 @@ class Module(BaseModule):
             raise ValueError(f"Data provided by data_shapes don't match names specified by "
                              f"data_names ({[d.name for d in data]} vs. {self._data_names})")
         if label_shapes is None:
-            if self._label_names and self.for_training:
+            if warn and self._label_names and self.for_training:
                 warnings.warn(f"bind() got no label_shapes but label_names are "
                               f"{self._label_names}", UserWarning, stacklevel=3)
             return data, None
@@ -180,7 +180,8 @@ class Module(BaseModule):
 
     def reshape(self, data_shapes, label_shapes=None):
         require(self, "reshape", "binded")
-        self._data_shapes, self._label_shapes = self._normalize(data_shapes, label_shapes)
+        self._data_shapes, self._label_shapes = self._normalize(data_shapes, label_shapes,
+                                                                warn=False)
         self._exec_group.reshape(self._data_shapes, self._label_shapes)
 
     # ------------------------------------------------------------ parameters
@@ -321,7 +322,7 @@ class Module(BaseModule):
             elif data_batch.label and self._label_shapes:
                 new_label = [DataDesc(d.name, tuple(x.shape), d.dtype, d.layout)
                              for d, x in zip(self._label_shapes, data_batch.label)]
-            self.reshape(new_data, new_label if new_label is not None else self._label_shapes)
+            self.reshape(new_data, new_label)
         self._exec_group.forward(data_batch, is_train)
 
     def backward(self, out_grads=None):

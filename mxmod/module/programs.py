@@ -106,6 +106,20 @@ class Programs:
             self._cache[key] = jax.jit(fn)
         return self._cache[key]
 
+    def metric_stats(self, metric, names, input_names: tuple):
+        """Per-device metric statistics of given inputs and outputs."""
+        key = ("metric", input_names, _metric_key(metric))
+        if key not in self._cache:
+            self._keepalive.append(metric)
+
+            def per_device(inputs, outs):
+                return self._metric_stats(metric, names[0], names[1], inputs, outs)
+
+            in_specs = ({n: _spec(self.input_axes.get(n, 0)) for n in input_names},
+                        self._out_specs())
+            self._cache[key] = jax.jit(self._wrap(per_device, in_specs, P(AXIS)))
+        return self._cache[key]
+
     def _fwd_bwd_device(self, metric, names):
         g = self.graph
 

@@ -21,9 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import MXNetError, integer_types, np_dtype
+from ..base import MXNetError, integer_types
 from ..context import Context, current_context
-from .ndarray import NDArray
+from .ndarray import NDArray, jax_dtype
 
 __all__ = ["seed", "next_key", "uniform", "normal", "randint", "shuffle"]
 
@@ -114,7 +114,7 @@ def _resolve(shape: Any, dtype: Any, ctx: Any, out: NDArray | None, op: str, def
     if dtype is None:
         dtype = out.dtype if out is not None else default_dt
     ctx = out.context if out is not None else (current_context() if ctx is None else Context(ctx))
-    return shape, np_dtype(dtype), ctx
+    return shape, jax_dtype(dtype), ctx
 
 
 def _finish(data: jax.Array, ctx: Context, out: NDArray | None) -> NDArray:
@@ -194,7 +194,7 @@ def randint(low: int, high: int, shape: Any = None, dtype: Any = None, ctx: Any 
             f"(low={low}, high={high})"
         )
     data = _draw("randint", ctx, shape, jnp.int32(low), jnp.int32(high))
-    return _finish(data.astype(jax.dtypes.canonicalize_dtype(dt)), ctx, out)
+    return _finish(data.astype(dt), ctx, out)
 
 
 def shuffle(data: NDArray, out: NDArray | None = None, name: Any = None) -> NDArray:

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _index
-from .ndarray import NDArray, _put
+from .ndarray import NDArray, _fresh, _put
 
 
 def _jax_slices(slices, int_axes=()):
@@ -70,10 +70,12 @@ def set_item(arr: NDArray, key: Any, value: Any) -> None:
 def value_as(arr: NDArray, value: Any, shape: tuple, key: Any) -> jax.Array:
     """``value`` broadcast to ``shape``, cast to ``arr``'s dtype, on ``arr``'s device."""
     dt = np.dtype(arr.dtype)
-    if isinstance(value, NDArray):
-        data = _put(value._data, value._ctx, arr._ctx)
+    if isinstance(value, NDArray):  # MXNet copies: the handles must not share a buffer
+        data = _fresh(_put(value._data, value._ctx, arr._ctx), value._data)
     elif isinstance(value, jax.Array):
-        data = jax.device_put(value, arr._ctx.jax_device)
+        dev = arr._ctx.jax_device
+        data = value if value.devices() == {dev} else jax.device_put(value, dev)
+        data = _fresh(data, value)
     else:
         if isinstance(value, (bool, np.bool_)):
             value = int(value)

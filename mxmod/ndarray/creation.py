@@ -14,9 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import mx_real_t, np_dtype
+from ..base import mx_real_t
 from ..context import Context, current_context
-from .ndarray import NDArray, _put
+from .ndarray import NDArray, _fresh, _put, jax_dtype
 
 __all__ = ["array", "zeros", "ones", "full", "empty", "arange", "waitall"]
 
@@ -26,8 +26,7 @@ def _ctx(ctx: Any) -> Context:
 
 
 def _dtype(dtype: Any) -> np.dtype:
-    dt = np_dtype(mx_real_t if dtype is None else dtype)
-    return np.dtype(jax.dtypes.canonicalize_dtype(dt))
+    return jax_dtype(mx_real_t if dtype is None else dtype)
 
 
 def _shape(shape: Any) -> tuple:
@@ -64,8 +63,9 @@ def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> N
     ctx = _ctx(ctx)
     if isinstance(source_array, NDArray):
         dt = _dtype(source_array.dtype if dtype is None else dtype)
-        data = _put(source_array._data, source_array._ctx, ctx)
-        return NDArray(data if data.dtype == dt else data.astype(dt), ctx)
+        src = source_array._data
+        data = _put(src, source_array._ctx, ctx)
+        return NDArray(_fresh(data if data.dtype == dt else data.astype(dt), src), ctx)
     dt = _dtype(dtype)
     if isinstance(source_array, jax.Array):
         return NDArray(jax.device_put(source_array.astype(dt), ctx.jax_device), ctx)

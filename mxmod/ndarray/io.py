@@ -223,6 +223,8 @@ def _to_ndarrays(arrays: list, names: list | None, source: str) -> list | dict:
         want = jax.dtypes.canonicalize_dtype(host.dtype)
         if want != host.dtype:
             narrowed.append(f"{names[i] if names else i}: {host.dtype.name}->{np.dtype(want).name}")
+            with np.errstate(over="ignore", invalid="ignore"):
+                host = host.astype(want)
         out.append(NDArray(host, ctx))
     if narrowed:
         warnings.warn(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import partial
 from typing import Any
 
 import jax
@@ -33,7 +34,7 @@ from ..base import MXNetError, np_dtype
 from ..context import Context, current_context
 from . import _index
 
-__all__ = ["NDArray", "from_jax"]
+__all__ = ["NDArray", "from_jax", "jax_dtype"]
 
 _PLATFORM_TO_TYPE = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
 
@@ -68,7 +69,7 @@ def _read_flat(src, begin: int, shape: tuple):
     return _read_flat_jit(src, begin, size, shape)
 
 
-@jax.jit(static_argnums=(2, 3))
+@partial(jax.jit, static_argnums=(2, 3))
 def _read_flat_jit(src, begin, size, shape):
     return jax.lax.dynamic_slice(src.reshape(-1), (begin,), (size,)).reshape(shape)
 
@@ -103,6 +104,8 @@ class NDArray:
             host = np.asarray(data)
             host = host.astype(jax.dtypes.canonicalize_dtype(host.dtype), copy=False)
             data = jax.device_put(host, ctx.jax_device)
+        elif ctx is not None and not getattr(data, "committed", True):
+            data = jax.device_put(data, Context(ctx).jax_device)
         self._arr = data
         self._ctx = Context(ctx) if ctx is not None else _ctx_of(data)
 
@@ -135,12 +138,16 @@ class NDArray:
     def _set_data(self, arr: Any) -> None:
         """Replace the array in place (what ``arr[:] = v`` does); a view writes into its parent.
 
-        A root handle takes ``arr`` as is (no copy, no checks). A view needs the
-        same number of elements and casts to the parent's dtype.
+        A root handle takes a committed ``arr`` as is (no copy, no checks, so a
+        sharded array stays sharded); host data and uncommitted arrays (e.g. from
+        ``jnp.asarray``) are placed on this array's device. A view needs the same
+        number of elements and casts to the parent's dtype.
         """
         if self._base is None:
             if not isinstance(arr, jax.Array):
                 arr = jax.device_put(np.asarray(arr, dtype=self.dtype), self._ctx.jax_device)
+            elif not getattr(arr, "committed", True):
+                arr = jax.device_put(arr, self._ctx.jax_device)
             self._arr = arr
             return
         base = self._base
@@ -150,9 +157,9 @@ class NDArray:
                 f"cannot write an array of shape {arr.shape} into a view of shape {self.shape}"
             )
         if self._offset == 0 and arr.size == base._arr.size:
-            base._arr = arr.reshape(base._arr.shape)
+            base._set_data(arr.reshape(base._arr.shape))
         else:
-            base._arr = _write_flat(base._arr, self._offset, arr)
+            base._set_data(_write_flat(base._arr, self._offset, arr))
 
     # ----------------------------------------------------------- properties
     @property
@@ -262,13 +269,13 @@ class NDArray:
                     f"{other.shape}; reshape the source or copy into an array of shape "
                     f"{self.shape}"
                 )
-            data = self._data
-            if data.dtype != np.dtype(other.dtype):
-                data = data.astype(other.dtype)
-            other._set_data(_put(data, self._ctx, other._ctx))
+            src = self._data
+            data = src.astype(other.dtype) if src.dtype != np.dtype(other.dtype) else src
+            other._set_data(_fresh(_put(data, self._ctx, other._ctx), src))
             return other
         if isinstance(other, Context):
-            return NDArray(_put(self._data, self._ctx, other), other)
+            src = self._data
+            return NDArray(_fresh(_put(src, self._ctx, other), src), other)
         raise TypeError(
             f"copyto does not support type {type(other)}: pass an NDArray or a Context "
             f"such as mx.cpu(0)"
@@ -276,7 +283,7 @@ class NDArray:
 
     def copy(self) -> "NDArray":
         """Return a new array with the same values and context (never a view)."""
-        return NDArray(self._data, self._ctx)
+        return NDArray(jnp.copy(self._data), self._ctx)
 
     def as_in_context(self, context: Context) -> "NDArray":
         """Return ``self`` if already on ``context``, else a copy there."""
@@ -286,10 +293,10 @@ class NDArray:
 
     def astype(self, dtype: Any, copy: bool = True) -> "NDArray":
         """Cast to ``dtype``; with ``copy=False`` and an unchanged dtype returns ``self``."""
-        dt = np_dtype(dtype)
+        dt = jax_dtype(dtype)
         if not copy and dt == np.dtype(self.dtype):
             return self
-        return NDArray(self._data.astype(dt), self._ctx)
+        return NDArray(_fresh(self._data.astype(dt), self._data), self._ctx)
 
     def tostype(self, stype: str) -> "NDArray":
         """Storage-type cast; only ``'default'`` exists in mxmod.
@@ -371,6 +378,17 @@ class NDArray:
         return int(self.asscalar())
 
     __hash__ = object.__hash__
+
+
+def _fresh(out: jax.Array, *srcs: jax.Array) -> jax.Array:
+    """``out``, copied if it is one of ``srcs``: results promised as new arrays must not share
+    a buffer with their inputs, or donating one buffer (jit ``donate_argnums``) kills both."""
+    return jnp.copy(out) if any(out is s for s in srcs) else out
+
+
+def jax_dtype(dtype: Any) -> np.dtype:
+    """:func:`mxmod.base.np_dtype`, narrowed to what JAX stores (64-bit -> 32-bit without x64)."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(np_dtype(dtype)))
 
 
 def _put(data: jax.Array, src: Context, dst: Context) -> jax.Array:

@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import MXNetError, np_dtype
-from .ndarray import NDArray, _put
+from ..base import MXNetError
+from .ndarray import NDArray, _fresh, _put, jax_dtype
 
 __all__ = [
     "sum", "mean", "max", "min", "prod", "argmax", "argmin", "norm", "pick", "one_hot",
@@ -36,7 +36,7 @@ def _check(x: Any, op: str, arg: str = "data") -> NDArray:
 def _like(out: jax.Array, ref: NDArray, keep_dtype: bool = True) -> NDArray:
     if keep_dtype and out.dtype != ref._data.dtype:
         out = out.astype(ref._data.dtype)
-    return NDArray(out, ref._ctx)
+    return NDArray(_fresh(out, ref._data), ref._ctx)
 
 
 def _axes(axis: Any, ndim: int, exclude: bool = False) -> tuple:
@@ -160,7 +160,7 @@ def one_hot(indices: NDArray, depth: int, on_value: float = 1.0, off_value: floa
     _check(indices, "one_hot", "indices")
     idx = indices._data.astype(jnp.int32)
     hot = idx[..., None] == jnp.arange(int(depth), dtype=jnp.int32)
-    dt = np_dtype(dtype)
+    dt = jax_dtype(dtype)
     out = jnp.where(hot, jnp.asarray(on_value).astype(dt), jnp.asarray(off_value).astype(dt))
     return NDArray(out, indices._ctx)
 

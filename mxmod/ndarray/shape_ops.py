@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from ..base import MXNetError
-from .ndarray import NDArray, _put
+from .ndarray import NDArray, _fresh, _put
 from .ops import _axes, _check
 
 __all__ = [
@@ -39,7 +39,7 @@ def slice_axis(data: NDArray, axis: int, begin: int, end: int | None) -> NDArray
             f"slice_axis: invalid begin={begin}, end={end} for axis {axis} of size {n} "
             f"(data shape {data.shape})"
         )
-    return NDArray(jax.lax.slice_in_dim(data._data, b, e, axis=ax), data._ctx)
+    return NDArray(_fresh(jax.lax.slice_in_dim(data._data, b, e, axis=ax), data._data), data._ctx)
 
 
 def transpose(data: NDArray, axes: Sequence[int] | None = None) -> NDArray:
@@ -49,7 +49,8 @@ def transpose(data: NDArray, axes: Sequence[int] | None = None) -> NDArray:
         raise MXNetError(
             f"transpose: axes {tuple(axes)} must list all {data.ndim} axes of shape {data.shape}"
         )
-    return NDArray(jnp.transpose(data._data, tuple(axes) if axes else None), data._ctx)
+    out = jnp.transpose(data._data, tuple(axes) if axes else None)
+    return NDArray(_fresh(out, data._data), data._ctx)
 
 
 def reshape(data: NDArray, shape: Sequence[int], reverse: bool = False) -> NDArray:
@@ -61,7 +62,8 @@ def flatten(data: NDArray) -> NDArray:
     """Collapse all axes after the first: ``(d0, d1*...*dn)``; 1-D gives ``(d0, 1)``."""
     _check(data, "flatten")
     first = data.shape[0] if data.ndim else 1
-    return NDArray(data._data.reshape(first, math.prod(data.shape[1:])), data._ctx)
+    out = data._data.reshape(first, math.prod(data.shape[1:]))
+    return NDArray(_fresh(out, data._data), data._ctx)
 
 
 def expand_dims(data: NDArray, axis: int) -> NDArray:
@@ -91,7 +93,7 @@ def broadcast_to(data: NDArray, shape: Sequence[int]) -> NDArray:
     for s, t in zip(data.shape, target):
         if s not in (1, t):
             raise MXNetError(f"Array cannot be broadcasted from {data.shape} to {target}")
-    return NDArray(jnp.broadcast_to(data._data, target), data._ctx)
+    return NDArray(_fresh(jnp.broadcast_to(data._data, target), data._data), data._ctx)
 
 
 def _join(arrays: Sequence[NDArray], axis: int, op: str, new_axis: bool) -> NDArray:

@@ -79,7 +79,14 @@ def _pool_shape(a, s):
         _bad("pool_type='lp' needs p_value (1, 2 or 3)")
     layout, _, _, _, _, out = _geometry(a, data)
     n, c, _ = split_layout(data, layout)
-    return [data], [join_layout(n, c, out, layout)]
+    return [data], [join_layout(n, c, out, layout)] * _n_pool_outputs(a)
+
+
+def _n_pool_outputs(a) -> int:
+    """MXNet's oneDNN build gives channel-first, non-global max pooling a hidden second
+    output (its workspace); JSON ``node_row_ptr`` counts it, so mxmod does too."""
+    first = a.layout is None or a.layout[1] == "C"
+    return 2 if a.pool_type == "max" and not a.global_pool and first else 1
 
 
 def _divisor(sp, kernel, stride, pad, out, include_pad: bool) -> np.ndarray:
@@ -135,6 +142,8 @@ def _pool_lower(a, ins, aux, ctx):
             _bad(f"Pooling {ctx.node_name!r}: p_value {pv} is not supported; use 1, 2 or 3")
         y = window(x ** pv if pv > 1 else x, 0, jax.lax.add)
         y = {1: lambda v: v, 2: jnp.sqrt, 3: jnp.cbrt}[pv](y)
+    if _n_pool_outputs(a) == 2:
+        return [y, jax.lax.stop_gradient(y)]  # stands in for MXNet's hidden workspace
     return [y]
 
 
@@ -150,7 +159,8 @@ register(OpDef(
         "count_include_pad": Param(optional(p_bool), None),
         "layout": Param(optional(choice(*_POOL_LAYOUTS)), None),
     },
-    infer_shape=_pool_shape, lower=_pool_lower,
+    num_outputs_total=_n_pool_outputs, infer_shape=_pool_shape, lower=_pool_lower,
+    infer_type=lambda a, t: (t, [t[0]] * _n_pool_outputs(a)),
 ))
 
 

@@ -64,7 +64,7 @@ def _chooser(fn):
 def _reducer(fn):
     def lower(a, ins, aux, ctx):
         x = ins[0]
-        out = fn(x, reduce_axes(a, x.ndim), a.keepdims)
+        out = fn(x, axis=reduce_axes(a, x.ndim), keepdims=a.keepdims)
         return [out.astype(x.dtype).reshape(reduce_shape(a, x.shape))]
 
     return lower

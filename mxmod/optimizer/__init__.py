@@ -6,10 +6,11 @@ through :class:`Updater`) and a pure functional core for compiled training
 per-parameter rule, so they give the same numbers. See ``README.md``.
 """
 
-from . import sgd
+from . import sgd, testing
 from ._fused import OptaxState
-from .optimizer import Optimizer, Test, create, register
+from .optimizer import Optimizer, create, register
 from .sgd import SGD, ccSGD
+from .testing import Test
 from .updater import Updater, get_updater
 
 __all__ = [

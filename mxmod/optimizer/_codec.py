@@ -57,7 +57,8 @@ class _Encoder:
         if isinstance(obj, list):
             return [self(v, where) for v in obj]
         if isinstance(obj, dict):
-            return {"__dict__": [[self(k, where), self(v, f"{where}[{k!r}]")] for k, v in obj.items()]}
+            items = obj.items()
+            return {"__dict__": [[self(k, where), self(v, f"{where}[{k!r}]")] for k, v in items]}
         if isinstance(obj, Optimizer):
             return {"__optimizer__": type(obj).__name__.lower(), "attrs": self.attrs(obj)}
         if isinstance(obj, LRScheduler):
@@ -190,7 +191,9 @@ def loads(data: bytes) -> tuple[dict, Any]:
             "or convert the file with a trusted MXNet installation"
         )
     if not zipfile.is_zipfile(io.BytesIO(data)):
-        raise ValueError("not an mxmod optimizer-state blob (expected the NPZ format of get_states)")
+        raise ValueError(
+            "not an mxmod optimizer-state blob (expected the NPZ format of get_states)"
+        )
     with np.load(io.BytesIO(data), allow_pickle=False) as z:
         if META not in z.files:
             raise ValueError(f"not an mxmod optimizer-state blob: member {META!r} missing")

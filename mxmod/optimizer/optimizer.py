@@ -26,7 +26,7 @@ import numpy as np
 from ..registry import Registry
 from ._fused import FusedMixin
 
-__all__ = ["Optimizer", "register", "create", "Test"]
+__all__ = ["Optimizer", "register", "create"]
 
 _REGISTRY = Registry("optimizer", case_sensitive=False)
 _MP_DTYPES = (np.dtype(np.float16), np.dtype(jnp.bfloat16))
@@ -173,7 +173,7 @@ class Optimizer(FusedMixin):
         raise DeprecationWarning("set_lr_scale is deprecated: use set_lr_mult instead.")
 
     def set_lr_mult(self, args_lr_mult: dict) -> None:
-        """Per-parameter lr multipliers: symbol ``__lr_mult__`` attributes, then ``args_lr_mult``."""
+        """Per-parameter lr multipliers: symbol ``__lr_mult__`` attrs, then ``args_lr_mult``."""
         self.lr_mult = {}
         if self.sym_info:
             attr, arg_names = self.sym_info
@@ -346,7 +346,8 @@ class Optimizer(FusedMixin):
             self._update_count(indices)
         lrs = np.asarray(self._get_lrs(indices), np.float32)
         wds = np.asarray(self._get_wds(indices), np.float32)
-        ts = np.asarray([self._index_update_count.get(i, self.num_update) for i in indices], np.int32)
+        counts = self._index_update_count
+        ts = np.asarray([counts.get(i, self.num_update) for i in indices], np.int32)
         mps = tuple(bool(multi_precision) and self._use_mp(w.dtype) for w in weights)
         leaves, treedef = jax.tree_util.tree_flatten(states)
         s_data = treedef.unflatten([leaf._data for leaf in leaves])
@@ -423,16 +424,3 @@ def _wrap_state(state: Any, weight: Any) -> Any:
 register = Optimizer.register
 create = Optimizer.create_optimizer
 
-
-@register
-class Test(Optimizer):
-    """MXNet's test optimizer: ``w += rescale_grad * g``; the state keeps a copy of ``w``."""
-
-    _counts_updates = False
-
-    def _init_leaf(self, w):
-        return jnp.zeros(w.shape, jnp.float32)
-
-    def _rule(self, w, g, s, lr, wd, t):
-        nw = w + g * float(self.rescale_grad)
-        return nw, nw

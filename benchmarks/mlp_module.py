@@ -1,0 +1,107 @@
+"""Module throughput against hand-written JAX+optax, measured side by side.
+
+The task is ../shared/bench/mlp_jax.py's: a 784-512-512-10 MLP, batch 128, SGD with
+momentum 0.9, accuracy counted each batch, 60,000 synthetic samples. Prints samples/s
+for the reference, for ``Module.fit`` and for the hand-written
+forward/update_metric/backward/update loop, and their ratios (targets: fit >= 0.9,
+loop >= 0.75).
+
+Run:  python3 benchmarks/mlp_module.py [--n 60000] [--epochs 3] [--ref PATH]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import mxmod as mx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_REF = os.path.join(HERE, "..", "..", "shared", "bench", "mlp_jax.py")
+
+
+def data(n):
+    rng = np.random.RandomState(0)
+    x = rng.rand(n, 784).astype("float32")
+    w = rng.randn(784, 10).astype("float32")
+    return x, (x @ w).argmax(1).astype("float32")
+
+
+def mlp():
+    net = mx.sym.Variable("data")
+    net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=512, name="fc1"), act_type="relu")
+    net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=512, name="fc2"), act_type="relu")
+    net = mx.sym.FullyConnected(net, num_hidden=10, name="fc3")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def module(it):
+    mod = mx.mod.Module(mlp(), context=mx.cpu())
+    mod.bind(it.provide_data, it.provide_label)
+    mod.init_params(mx.init.Xavier())
+    mod.init_optimizer(optimizer="sgd",
+                       optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    return mod
+
+
+def bench_fit(x, y, batch, epochs):
+    it = mx.io.NDArrayIter(x, y, batch_size=batch, last_batch_handle="discard")
+    mod = module(it)
+    stamps = []
+    mod.fit(it, num_epoch=epochs, eval_metric="acc",
+            optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+            epoch_end_callback=lambda *a: stamps.append(time.perf_counter()))
+    n = (len(x) // batch) * batch
+    return n / min(b - a for a, b in zip(stamps, stamps[1:]))
+
+
+def bench_loop(x, y, batch, epochs):
+    it = mx.io.NDArrayIter(x, y, batch_size=batch, last_batch_handle="discard")
+    mod = module(it)
+    metric = mx.metric.create("acc")
+    times = []
+    for _ in range(epochs):
+        it.reset()
+        metric.reset()
+        t = time.perf_counter()
+        for b in it:
+            mod.forward(b, is_train=True)
+            mod.update_metric(metric, b.label)
+            mod.backward()
+            mod.update()
+        metric.get()
+        times.append(time.perf_counter() - t)
+    n = (len(x) // batch) * batch
+    return n / min(times[1:])
+
+
+def bench_ref(path, n, epochs):
+    code = (f"import runpy,sys; sys.argv=['x']; m=runpy.run_path({path!r}); "
+            f"m['main'](n={n}, epochs={epochs})")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(re.search(r"samples/s=(\d+)", out.stdout).group(1))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--n", type=int, default=60000)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--ref", default=DEFAULT_REF)
+    a = p.parse_args()
+    if not os.path.exists(a.ref):
+        raise SystemExit(f"reference script {a.ref} not found; pass --ref path/to/mlp_jax.py")
+    x, y = data(a.n)
+    ref = bench_ref(a.ref, a.n, a.epochs)
+    fit = bench_fit(x, y, a.batch, a.epochs)
+    loop = bench_loop(x, y, a.batch, a.epochs)
+    print(f"jax+optax reference : {ref:10.0f} samples/s")
+    print(f"Module.fit          : {fit:10.0f} samples/s  ratio {fit / ref:.2f} (target >= 0.90)")
+    print(f"hand-written loop   : {loop:10.0f} samples/s  ratio {loop / ref:.2f} (target >= 0.75)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""Module behaviour through the public API, as MXNet users call it (issue #3)."""
+import numpy as np
+import pytest
+
+import mxmod as mx
+from mxmod.base import MXNetError
+
+
+def mlp(hidden=16, classes=4):
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, name="fc1", num_hidden=hidden)
+    net = mx.sym.Activation(net, name="relu1", act_type="relu")
+    net = mx.sym.FullyConnected(net, name="fc2", num_hidden=classes)
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def toy(n=200, d=10, classes=4, seed=0):
+    rng = np.random.RandomState(seed)
+    x = rng.randn(n, d).astype("float32")
+    w = rng.randn(d, classes).astype("float32")
+    return x, (x @ w).argmax(1).astype("float32")
+
+
+def bound(ctx=None, batch=20, **kw):
+    mod = mx.mod.Module(mlp(), context=ctx or mx.cpu(), **kw)
+    mod.bind(data_shapes=[("data", (batch, 10))], label_shapes=[("softmax_label", (batch,))])
+    mod.init_params(initializer=mx.init.Uniform(0.1))
+    return mod
+
+
+@pytest.mark.parametrize("n_dev", [1, 4])
+def test_seed_tutorial_end_to_end(n_dev, tmp_path):
+    mx.random.seed(1)
+    x, y = toy()
+    train = mx.io.NDArrayIter(x[:160], y[:160], batch_size=20, shuffle=True)
+    val = mx.io.NDArrayIter(x[160:], y[160:], batch_size=20)
+    ctx = [mx.cpu(i) for i in range(n_dev)]
+    mod = mx.mod.Module(mlp(), context=ctx, data_names=["data"], label_names=["softmax_label"])
+    mod.bind(data_shapes=train.provide_data, label_shapes=train.provide_label)
+    mod.init_params(initializer=mx.init.Uniform(scale=0.1))
+    mod.init_optimizer(optimizer="sgd", optimizer_params=(("learning_rate", 0.5),))
+    metric = mx.metric.create("acc")
+    accs = []
+    for _ in range(5):
+        train.reset()
+        metric.reset()
+        for batch in train:
+            mod.forward(batch, is_train=True)
+            mod.update_metric(metric, batch.label)
+            mod.backward()
+            mod.update()
+        accs.append(metric.get()[1])
+    assert accs[-1] > accs[0] and accs[-1] > 0.6
+    mod.fit(train, eval_data=val, optimizer="sgd", optimizer_params={"learning_rate": 0.1},
+            eval_metric="acc", num_epoch=8, batch_end_callback=mx.callback.Speedometer(20, 4))
+    out = mod.predict(val)
+    assert out.shape == (40, 4)
+    np.testing.assert_allclose(out.asnumpy().sum(1), 1, rtol=1e-5)
+    score = dict(mod.score(val, ["mse", "acc"]))
+    assert set(score) == {"mse", "accuracy"} and score["accuracy"] > 0.8
+
+
+def test_predict_trims_padding_and_score_counts_real_rows():
+    mod = bound(batch=2)
+    x = np.random.RandomState(0).randn(5, 10).astype("float32")
+    it = mx.io.NDArrayIter(x, np.zeros(5, "float32"), batch_size=2)
+    merged = mod.predict(it)
+    assert merged.shape == (5, 4)
+    parts = mod.predict(it, merge_batches=False)
+    assert [p[0].shape for p in parts] == [(2, 4), (2, 4), (1, 4)]
+    np.testing.assert_allclose(np.concatenate([p[0].asnumpy() for p in parts]), merged.asnumpy())
+    as_list = mod.predict(it, always_output_list=True)
+    assert isinstance(as_list, list) and as_list[0].shape == (5, 4)
+    direct = mod.predict(x[:2])
+    np.testing.assert_allclose(direct.asnumpy(), merged.asnumpy()[:2], rtol=1e-6)
+    outs = [o[0].shape for o, _, _ in mod.iter_predict(it)]
+    assert outs == [(2, 4), (2, 4), (1, 4)]
+
+
+def test_fixed_params_are_not_updated():
+    x, y = toy(40)
+    mod = mx.mod.Module(mlp(), fixed_param_names=["fc1_weight"])
+    it = mx.io.NDArrayIter(x, y, batch_size=20)
+    mod.fit(it, num_epoch=2, optimizer_params={"learning_rate": 0.5},
+            initializer=mx.init.Uniform(0.1))
+    before = None
+    mod2 = mx.mod.Module(mlp(), fixed_param_names=["fc1_weight"])
+    mod2.bind(it.provide_data, it.provide_label)
+    mod2.init_params(mx.init.Uniform(0.1))
+    before = {k: v.asnumpy().copy() for k, v in mod2.get_params()[0].items()}
+    mod2.init_optimizer(optimizer_params={"learning_rate": 0.5})
+    for b in it:
+        mod2.forward_backward(b)
+        mod2.update()
+    after = mod2.get_params()[0]
+    np.testing.assert_array_equal(after["fc1_weight"].asnumpy(), before["fc1_weight"])
+    assert not np.allclose(after["fc2_weight"].asnumpy(), before["fc2_weight"])
+
+
+def test_multi_device_equals_single_device():
+    x, y = toy(80)
+    results = []
+    for ctx in ([mx.cpu()], [mx.cpu(i) for i in range(8)]):
+        mod = mx.mod.Module(mlp(), context=ctx)
+        mod.bind([("data", (40, 10))], [("softmax_label", (40,))])
+        mod.init_params(mx.init.Zero())
+        rng = np.random.RandomState(3)
+        arg = {k: mx.nd.array(rng.uniform(-0.3, 0.3, v.shape).astype("float32"))
+               for k, v in sorted(mod.get_params()[0].items())}
+        mod.set_params(arg, {})
+        mod.init_optimizer(optimizer_params={"learning_rate": 0.2, "momentum": 0.9})
+        for i in range(2):
+            b = mx.io.DataBatch([mx.nd.array(x[i * 40:(i + 1) * 40])],
+                                [mx.nd.array(y[i * 40:(i + 1) * 40])])
+            mod.forward_backward(b)
+            mod.update()
+        results.append({k: v.asnumpy() for k, v in mod.get_params()[0].items()})
+    for k in results[0]:
+        np.testing.assert_allclose(results[0][k], results[1][k], rtol=1e-5, atol=1e-6)
+
+
+def test_second_batch_and_lr_change_do_not_recompile():
+    x, y = toy(100)
+    mod = bound()
+    sched = mx.lr_scheduler.FactorScheduler(step=1, factor=0.5)
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
+                                                           "lr_scheduler": sched})
+    it = mx.io.NDArrayIter(x, y, batch_size=20)
+    metric = mx.metric.create("acc")
+    sizes = []
+    for b in it:
+        mod.forward_backward(b)
+        mod.update()
+        mod.update_metric(metric, b.label)
+        sizes.append(sum(f._cache_size() for f in _jitted(mod)))
+    assert sizes[1] == sizes[-1], f"compilations grew after the second batch: {sizes}"
+    assert mod._optimizer.learning_rate < 0.1 / 8  # the schedule did move
+
+
+def _jitted(mod):
+    cache = mod._exec_group._progs._cache
+    return [f for f in cache.values() if hasattr(f, "_cache_size")]
+
+
+def test_forward_reshapes_for_a_new_batch_size():
+    mod = bound(batch=20)
+    out = mod.predict(np.ones((7, 10), "float32"))
+    assert out.shape == (7, 4)
+    assert mod.data_shapes[0].shape == (7, 10)
+
+
+def test_get_and_set_params_roundtrip_and_checkpoint(tmp_path):
+    mod = bound()
+    arg, aux = mod.get_params()
+    new = {k: mx.nd.array(np.full(v.shape, 0.5, "float32")) for k, v in arg.items()}
+    mod.set_params(new, aux)
+    np.testing.assert_array_equal(mod.get_params()[0]["fc2_bias"].asnumpy(), 0.5)
+    prefix = str(tmp_path / "m")
+    mod.save_checkpoint(prefix, 3)
+    loaded = mx.mod.Module.load(prefix, 3)
+    loaded.bind([("data", (20, 10))], [("softmax_label", (20,))])
+    np.testing.assert_array_equal(loaded.get_params()[0]["fc1_weight"].asnumpy(), 0.5)
+
+
+def test_optimizer_states_roundtrip(tmp_path):
+    x, y = toy(40)
+    mod = bound()
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    b = mx.io.DataBatch([mx.nd.array(x[:20])], [mx.nd.array(y[:20])])
+    mod.forward_backward(b)
+    mod.update()
+    fname = str(tmp_path / "o.states")
+    mod.save_optimizer_states(fname)
+    mod2 = bound()
+    mod2.init_optimizer(optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    mod2.load_optimizer_states(fname)
+    a = mod._opt_state["fc1_weight"]
+    b2 = mod2._opt_state["fc1_weight"]
+    np.testing.assert_allclose(np.asarray(b2), np.asarray(a))
+    with open(fname, "rb") as f:
+        assert b"pickle" not in f.read()[:64]
+
+
+def test_inputs_need_grad_gives_data_gradient():
+    mod = mx.mod.Module(mlp())
+    mod.bind([("data", (4, 10))], [("softmax_label", (4,))], inputs_need_grad=True)
+    mod.init_params(mx.init.Uniform(0.1))
+    b = mx.io.DataBatch([mx.nd.ones((4, 10))], [mx.nd.zeros((4,))])
+    mod.forward(b, is_train=True)
+    mod.backward()
+    g = mod.get_input_grads()[0]
+    assert g.shape == (4, 10) and np.abs(g.asnumpy()).sum() > 0
