@@ -131,7 +131,10 @@ class DataParallelExecutorGroup(GroupRunner, StatesMixin):
         dev_slice = slice(0, self.batch_size // n_dev) if self.batch_size else slice(0, 0)
         dev_shapes = {d.name: sliced_shape(d.shape, a, dev_slice) for d, a in zip(descs, axes)}
         dtypes = {d.name: np.dtype(d.dtype).name for d in descs}
-        arg_shapes, out_shapes, aux_shapes = self._infer(dev_shapes)
+        known = dict(dev_shapes)
+        params_src = shared_group.params if shared_group is not None else self.params
+        known.update({n: a.shape for n, a in params_src.items() if n in self.arg_names})
+        arg_shapes, out_shapes, aux_shapes = self._infer(known)
         arg_types, _, aux_types = self.symbol.infer_type(**dtypes)
         if arg_types is None:
             arg_types = [np.float32] * len(self.arg_names)

@@ -27,6 +27,7 @@ def _jax_slices(slices, int_axes=()):
 
 
 def get_item(arr: NDArray, key: Any) -> NDArray:
+    """``arr[key]``: a view for contiguous basic keys, else a copy (MXNet 1.9.1)."""
     _index.check_key_types(key)
     if _index.is_basic_key(key):
         slices, _, out_shape = _index.normalize_basic_key(key, arr.shape)
@@ -51,6 +52,7 @@ def _advanced_key(arr: NDArray, key: Any) -> tuple:
 
 
 def set_item(arr: NDArray, key: Any, value: Any) -> None:
+    """``arr[key] = value`` as a functional update swapped into ``arr``'s handle."""
     _index.check_key_types(key)
     if _index.is_basic_key(key):
         slices, int_axes, _ = _index.normalize_basic_key(key, arr.shape)

@@ -33,45 +33,9 @@ import numpy as np
 from ..base import MXNetError, np_dtype
 from ..context import Context, current_context
 from . import _index
+from ._device import _ctx_of, _fresh, _put, _read_flat, _write_flat, jax_dtype
 
-__all__ = ["NDArray", "from_jax", "jax_dtype"]
-
-_PLATFORM_TO_TYPE = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
-
-
-def _ctx_of(data: Any) -> Context:
-    """Best-effort Context of a jax.Array: its single device, else the current context."""
-    try:
-        devs = data.devices()
-    except Exception:  # tracers and exotic arrays
-        return current_context()
-    if len(devs) != 1:
-        return current_context()
-    dev = next(iter(devs))
-    kind = _PLATFORM_TO_TYPE.get(dev.platform, dev.platform)
-    try:
-        same = jax.devices(dev.platform)
-        return Context(kind, same.index(dev))
-    except (RuntimeError, ValueError):
-        return current_context()
-
-
-@jax.jit
-def _write_flat(src, begin, new):
-    flat = jax.lax.dynamic_update_slice(src.reshape(-1), new.reshape(-1), (begin,))
-    return flat.reshape(src.shape)
-
-
-def _read_flat(src, begin: int, shape: tuple):
-    size = math.prod(shape)
-    if begin == 0 and size == src.size:
-        return src.reshape(shape)
-    return _read_flat_jit(src, begin, size, shape)
-
-
-@partial(jax.jit, static_argnums=(2, 3))
-def _read_flat_jit(src, begin, size, shape):
-    return jax.lax.dynamic_slice(src.reshape(-1), (begin,), (size,)).reshape(shape)
+__all__ = ["NDArray", "from_jax", "jax_dtype", "_fresh", "_put"]
 
 
 class NDArray:
@@ -378,27 +342,6 @@ class NDArray:
         return int(self.asscalar())
 
     __hash__ = object.__hash__
-
-
-def _fresh(out: jax.Array, *srcs: jax.Array) -> jax.Array:
-    """``out``, copied if it is one of ``srcs``: results promised as new arrays must not share
-    a buffer with their inputs, or donating one buffer (jit ``donate_argnums``) kills both."""
-    return jnp.copy(out) if any(out is s for s in srcs) else out
-
-
-def jax_dtype(dtype: Any) -> np.dtype:
-    """:func:`mxmod.base.np_dtype`, narrowed to what JAX stores (64-bit -> 32-bit without x64)."""
-    return np.dtype(jax.dtypes.canonicalize_dtype(np_dtype(dtype)))
-
-
-def _put(data: jax.Array, src: Context, dst: Context) -> jax.Array:
-    """Move ``data`` from context ``src`` to ``dst`` (no-op when they map to one device)."""
-    if src == dst:
-        return data
-    dev = dst.jax_device
-    if src.jax_device == dev:
-        return data
-    return jax.device_put(data, dev)
 
 
 def from_jax(arr: jax.Array, ctx: Context | None = None) -> NDArray:

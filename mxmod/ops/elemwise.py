@@ -225,6 +225,10 @@ def _round(x):  # half away from zero
     return jnp.sign(x) * jnp.floor(jnp.abs(x) + 0.5)
 
 
+def _abs(x):  # gradient sign(x): 0 at 0, as MXNet
+    return x * lax.stop_gradient(jnp.sign(x))
+
+
 def _rint(x):  # MXNet: the nearer of floor/ceil, floor on a tie
     lo, hi = jnp.floor(x), jnp.ceil(x)
     return jnp.where(x - lo <= hi - x, lo, hi)
@@ -234,7 +238,7 @@ _UNARY = {
     "exp": jnp.exp, "log": jnp.log, "log2": jnp.log2, "log10": jnp.log10,
     "log1p": jnp.log1p, "expm1": jnp.expm1, "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt,
     "cbrt": jnp.cbrt, "rcbrt": lambda x: 1 / jnp.cbrt(x), "square": jnp.square,
-    "abs": jnp.abs, "sign": jnp.sign, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan,
+    "abs": _abs, "sign": jnp.sign, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan,
     "arcsin": jnp.arcsin, "arccos": jnp.arccos, "arctan": jnp.arctan, "sinh": jnp.sinh,
     "cosh": jnp.cosh, "tanh": jnp.tanh, "arcsinh": jnp.arcsinh, "arccosh": jnp.arccosh,
     "arctanh": jnp.arctanh, "degrees": jnp.degrees, "radians": jnp.radians,

@@ -63,6 +63,30 @@ def _bn_type(a, t):
     return [d] + [p if x is None else x for x in t[1:]], [d, p, p]
 
 
+def _bn_infer(red: tuple, shp: tuple):
+    """Inference-mode normalisation with MXNet's backward: its BatchNorm gradient after a
+    ``forward(is_train=False)`` is the batch-statistics formula evaluated at the moving
+    statistics (verified on MXNet 1.9.1), not the derivative of the affine forward."""
+
+    @jax.custom_vjp
+    def f(xf, g, beta, mean, invstd):
+        return (xf - mean.reshape(shp)) * (g * invstd).reshape(shp) + beta.reshape(shp)
+
+    def fwd(xf, g, beta, mean, invstd):
+        return f(xf, g, beta, mean, invstd), (xf, g, mean, invstd)
+
+    def bwd(res, dy):
+        xf, g, mean, invstd = res
+        xhat = (xf - mean.reshape(shp)) * invstd.reshape(shp)
+        dx = (g * invstd).reshape(shp) * (dy - jnp.mean(dy, red, keepdims=True)
+                                          - xhat * jnp.mean(dy * xhat, red, keepdims=True))
+        return (dx, jnp.sum(dy * xhat, red), jnp.sum(dy, red), jnp.zeros_like(mean),
+                jnp.zeros_like(invstd))
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
 def _bn_lower(a, ins, aux, ctx):
     x, gamma, beta = ins
     mm, mv = aux
@@ -81,9 +105,12 @@ def _bn_lower(a, ins, aux, ctx):
         new_mm, new_mv = mm, mv
     invstd = jax.lax.rsqrt(var + a.eps)
     g = jnp.ones_like(invstd) if a.fix_gamma else _f32(gamma)
-    scale = g * invstd
-    shift = _f32(beta) - mean * scale
-    y = (xf * scale.reshape(shp) + shift.reshape(shp)).astype(x.dtype)
+    if not ctx.is_train and not a.use_global_stats:
+        y = _bn_infer(red, shp)(xf, g, _f32(beta), _sg(mean), _sg(invstd)).astype(x.dtype)
+    else:
+        scale = g * invstd
+        shift = _f32(beta) - mean * scale
+        y = (xf * scale.reshape(shp) + shift.reshape(shp)).astype(x.dtype)
     pdt = mm.dtype
     return [y, _sg(mean).astype(pdt), _sg(invstd).astype(pdt)], [new_mm, new_mv]
 

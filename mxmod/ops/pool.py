@@ -86,7 +86,7 @@ def _n_pool_outputs(a) -> int:
     """MXNet's oneDNN build gives channel-first, non-global max pooling a hidden second
     output (its workspace); JSON ``node_row_ptr`` counts it, so mxmod does too."""
     first = a.layout is None or a.layout[1] == "C"
-    return 2 if a.pool_type == "max" and not a.global_pool and first else 1
+    return 2 if a.pool_type == "max" and 1 <= len(a.kernel) <= 3 and first else 1
 
 
 def _divisor(sp, kernel, stride, pad, out, include_pad: bool) -> np.ndarray:

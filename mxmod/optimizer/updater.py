@@ -51,9 +51,9 @@ class Updater:
                 self.states_synced[idx] = True
         opt = self.optimizer
         if self.aggregate_updates:
-            by_dtype: dict = {}
+            by_dtype: dict = {}  # MXNet groups by dtype; mxmod also by device (one dispatch)
             for i, w, g in zip(indices, weights, grads):
-                by_dtype.setdefault(w.dtype, []).append((i, w, g))
+                by_dtype.setdefault((w.dtype, w.context), []).append((i, w, g))
             step = opt.aggregate_num
             for group in by_dtype.values():
                 idxs, ws, gs = zip(*group)
