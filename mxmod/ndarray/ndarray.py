@@ -23,19 +23,18 @@ from __future__ import annotations
 
 import math
 import warnings
-from functools import partial
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import MXNetError, np_dtype
+from ..base import MXNetError
 from ..context import Context, current_context
 from . import _index
 from ._device import _ctx_of, _fresh, _put, _read_flat, _write_flat, jax_dtype
 
-__all__ = ["NDArray", "from_jax", "jax_dtype", "_fresh", "_put"]
+__all__ = ["NDArray", "from_jax", "jax_dtype"]
 
 
 class NDArray:

@@ -198,7 +198,7 @@ def _sce_lower(a, ins, aux, ctx):
 
 
 register(OpDef(name="softmax_cross_entropy", params={}, inputs=("data", "label"),
-               infer_shape=_sce_shape, infer_type=first_type, lower=_sce_lower))
+               infer_shape=_sce_shape, lower=_sce_lower))
 
 
 # ------------------------------------------------------------------------ dot

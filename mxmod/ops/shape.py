@@ -376,7 +376,7 @@ for _name, _fill, _extra in (("_zeros", lambda a: 0, {}), ("_ones", lambda a: 1,
                              ("_full", lambda a: a.value, {"value": Param(p_float, REQUIRED)})):
     register(OpDef(
         name=_name, params={**_INIT_PARAMS, **_extra}, inputs=(),
-        infer_shape=lambda a, s: (s, [tuple(a.shape)]),
+        infer_shape=lambda a, s: (s, [tuple(a.shape) if all(a.shape) else None]),
         infer_type=lambda a, t: (t, [np_dtype(a.dtype)]),
         lower=_init_lower(_fill), aliases=(_name[1:],),
     ))

@@ -192,8 +192,16 @@ NON_DIFFERENTIABLE = frozenset({
     'floor', 'ceil', 'round', 'rint', 'fix', 'trunc', 'sign',
     'argmax', 'argmin', 'argsort', 'argmax_channel', 'one_hot',
 })
-# Cases whose outputs are too coarse for float32 central differences.
-FD_SKIP_CASES = {'cast_float16': 'float16 output rounding (~1e-3) swamps a 1e-3 step'}
+# Cases whose gradient cannot be checked by float32 central differences.
+FD_SKIP_CASES = {
+    'cast_float16': 'float16 output rounding (~1e-3) swamps a 1e-3 step',
+    # MXNet 1.9.1's instance-mode SoftmaxActivation normalises the last axis of >2-D data
+    # but its backward works over axis 1 (checked against the golden); mxmod copies that.
+    'softmaxact_instance': "MXNet's >2-D instance-mode backward is not its forward's derivative",
+    # lhs % rhs jumps where lhs/rhs crosses an integer; with rhs ~ N(0, 1), lhs/rhs is often
+    # large and a 1e-3 step crosses jumps (d/drhs = -floor(lhs/rhs) is large too).
+    'broadcast_mod': 'discontinuous: steps cross the jumps of lhs % rhs',
+}
 # Ops whose MXNet backward uses only the head gradient of output 0 (BatchNorm's mean/var
 # outputs with output_mean_var=True are not differentiated, see MXNet's BatchNormGrad).
 FD_FIRST_OUTPUT_ONLY = frozenset({'BatchNorm'})

@@ -39,6 +39,9 @@ def _golden_step(case: Case, sym, g: Golden, r: Report) -> dict:
     got: dict = {}
     with r.check('golden:bind', gate=True):
         exe = bind_golden(sym, g)
+    got['compiled'] = exe._compiled  # the executor's jitted lowering, reused (one compile)
+    with r.check('core:compiled_for'):
+        assert compiled_for(sym) is exe._compiled, 'compiled_for(sym) misses its own cache entry'
     with r.check('golden:forward', gate=True):
         outs = [o.asnumpy() for o in exe.forward(is_train=case.is_train)]
         assert len(outs) == len(g.outs), f'{len(outs)} outputs, MXNet has {len(g.outs)}'
@@ -109,12 +112,12 @@ def _check_shapes(case: Case, sym, g: Golden, r: Report) -> None:
                 f'new aux {n} {a.shape}, aux states {list(g.aux)}'
 
 
-def _check_jit(case: Case, sym, g: Golden, r: Report) -> None:
+def _check_jit(case: Case, sym, g: Golden, r: Report, compiled) -> None:
     with r.check('jit:jit==eager'):
         args = {n: on_cpu(v) for n, v in g.args.items()}
         aux = {n: on_cpu(v) for n, v in g.aux.items()}
         key = jax.random.PRNGKey(3)
-        j_outs, j_aux = compiled_for(sym).forward(args, aux, key, is_train=case.is_train)
+        j_outs, j_aux = compiled.forward(args, aux, key, is_train=case.is_train)
         with jax.disable_jit():
             e_outs, e_aux = GraphFn(sym)(args, aux, key, case.is_train)
         assert len(j_outs) == len(e_outs), f'{len(j_outs)} jit outputs, {len(e_outs)} eager'
@@ -170,13 +173,12 @@ def test_op_case(case: Case) -> None:
         _check_shapes(case, sym, g, r)
         _check_json(case, sym, g, r)
         got = _golden_step(case, sym, g, r)
-        _check_jit(case, sym, g, r)
-        reason = fd_skip_reason(case, g)
-        if reason is None and 'grads' in got:
-            fwd = compiled_for(sym).forward
-            aux = {n: on_cpu(v) for n, v in g.aux.items()}
-            key = jax.random.PRNGKey(0)
+        _check_jit(case, sym, g, r, got['compiled'])
+        if fd_skip_reason(case, g) is None and 'grads' in got:
             with r.check('fd'):
+                fwd = got['compiled'].forward
+                aux = {n: on_cpu(v) for n, v in g.aux.items()}
+                key = jax.random.PRNGKey(0)
                 check_finite_differences(
                     case, g, lambda a: fwd(a, aux, key, is_train=case.is_train)[0], got['grads'])
     except GateFailed:
