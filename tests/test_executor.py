@@ -1,0 +1,113 @@
+"""Executor: simple_bind/bind, forward/backward, grad_req, reshape, caching (issue #2)."""
+import jax
+import numpy as np
+import pytest
+
+import mxmod as mx
+from mxmod.base import MXNetError
+
+
+def mlp():
+    data = mx.sym.Variable("data")
+    x = mx.sym.FullyConnected(data, name="fc1", num_hidden=8)
+    x = mx.sym.Activation(x, name="relu1", act_type="relu")
+    x = mx.sym.FullyConnected(x, name="fc2", num_hidden=3)
+    return mx.sym.SoftmaxOutput(x, name="softmax")
+
+
+def reference_grads(params, x, y):
+    """Softmax-CE gradient of the same MLP (MXNet's SoftmaxOutput rule) by jax.grad."""
+    def loss(p):
+        h = jax.nn.relu(x @ p["fc1_weight"].T + p["fc1_bias"])
+        z = h @ p["fc2_weight"].T + p["fc2_bias"]
+        return -(jax.nn.log_softmax(z) * jax.nn.one_hot(y, 3)).sum()
+    return jax.grad(loss)(params)
+
+
+def test_simple_bind_forward_backward_matches_reference():
+    exe = mlp().simple_bind(mx.cpu(), data=(4, 5))
+    rng = np.random.RandomState(0)
+    params = {k: rng.randn(*v.shape).astype("float32") for k, v in exe.arg_dict.items()
+              if k not in ("data", "softmax_label")}
+    for k, v in params.items():
+        exe.arg_dict[k][:] = v
+    x = rng.randn(4, 5).astype("float32")
+    y = np.array([0, 2, 1, 2], "float32")
+    out = exe.forward(is_train=True, data=x, softmax_label=y)[0]
+    assert out.shape == (4, 3)
+    exe.backward()
+    ref = reference_grads(params, x, y.astype(int))
+    for k in params:
+        np.testing.assert_allclose(exe.grad_dict[k].asnumpy(), ref[k], rtol=1e-5, atol=1e-5)
+    assert exe.output_dict["softmax_output"] is exe.outputs[0]
+    assert exe.grad_dict.keys() == set(exe.arg_dict)
+
+
+def test_grad_req_add_null_and_out_grads():
+    x = mx.sym.Variable("x")
+    w = mx.sym.Variable("w")
+    y = x * w
+    exe = y.bind(mx.cpu(), args={"x": mx.nd.array([1.0, 2.0]), "w": mx.nd.array([3.0, 4.0])},
+                 args_grad={"x": mx.nd.zeros((2,)), "w": mx.nd.zeros((2,))},
+                 grad_req={"x": "add", "w": "null"})
+    exe.forward(is_train=True)
+    with pytest.raises(MXNetError, match="needs out_grads for the non-loss outputs"):
+        exe.backward()
+    exe.backward(out_grads=mx.nd.ones((2,)))
+    exe.backward(out_grads=[mx.nd.ones((2,))])
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), [6.0, 8.0])
+    assert "w" not in exe.grad_dict
+
+
+def test_batchnorm_moving_stats_update_in_training_only():
+    s = mx.sym.BatchNorm(mx.sym.Variable("data"), name="bn", fix_gamma=False, momentum=0.9)
+    exe = s.simple_bind(mx.cpu(), data=(4, 1))
+    exe.arg_dict["bn_gamma"][:] = 1
+    exe.aux_dict["bn_moving_var"][:] = 1
+    data = np.array([[1.0], [3.0], [5.0], [7.0]], "float32")
+    exe.forward(is_train=False, data=data)
+    np.testing.assert_allclose(exe.aux_dict["bn_moving_mean"].asnumpy(), [0.0])
+    exe.forward(is_train=True, data=data)
+    np.testing.assert_allclose(exe.aux_dict["bn_moving_mean"].asnumpy(), [0.4], rtol=1e-6)
+    np.testing.assert_allclose(exe.aux_dict["bn_moving_var"].asnumpy(), [1.4], rtol=1e-6)
+
+
+def test_repeated_forward_does_not_recompile_and_reshape_shares_params():
+    exe = mlp().simple_bind(mx.cpu(), data=(4, 5))
+    for _ in range(3):
+        exe.forward(is_train=False, data=np.ones((4, 5), "float32"))
+    fwd = exe._compiled.forward
+    assert fwd._cache_size() == 1
+    small = exe.reshape(data=(2, 5), softmax_label=(2,))
+    assert small.arg_dict["fc1_weight"] is exe.arg_dict["fc1_weight"]
+    assert small.forward()[0].shape == (2, 3)
+    with pytest.raises(MXNetError, match="allow_up_sizing"):
+        exe.reshape(data=(8, 5), softmax_label=(8,))
+
+
+def test_copy_params_from_and_arrays_views():
+    exe = mlp().simple_bind(mx.cpu(), data=(2, 5), grad_req="null")
+    exe.copy_params_from({"fc2_bias": mx.nd.ones((3,))})
+    np.testing.assert_array_equal(exe.arg_dict["fc2_bias"].asnumpy(), 1)
+    assert all(g is None for g in exe.grad_arrays)
+    with pytest.raises(MXNetError, match="'nope' is not in the symbol"):
+        exe.copy_params_from({"nope": mx.nd.ones((3,))})
+    exe.copy_params_from({"nope": mx.nd.ones((3,))}, allow_extra_params=True)
+    assert len(exe.arg_arrays) == 6 and exe.aux_arrays == []
+
+
+def test_bind_errors():
+    s = mlp()
+    with pytest.raises(MXNetError, match=r"cannot infer the shapes of \["):
+        s.simple_bind(mx.cpu())
+    with pytest.raises(MXNetError, match="'bogus', which is not an input"):
+        s.simple_bind(mx.cpu(), data=(2, 5), bogus=(1,))
+    with pytest.raises(MXNetError, match="args is missing"):
+        s.bind(mx.cpu(), {"data": mx.nd.ones((2, 5))})
+    exe = s.simple_bind(mx.cpu(), data=(2, 5))
+    with pytest.raises(MXNetError, match="not an argument of the symbol"):
+        exe.forward(bogus=np.ones(2))
+    with pytest.raises(MXNetError, match=r"got shape \(3, 5\) but the executor is bound with"):
+        exe.forward(data=np.ones((3, 5)))
+    with pytest.raises(MXNetError, match=r"gpu\(7\) does not exist"):
+        s.simple_bind(mx.gpu(7), data=(2, 5))
