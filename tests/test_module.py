@@ -190,3 +190,29 @@ def test_inputs_need_grad_gives_data_gradient():
     mod.backward()
     g = mod.get_input_grads()[0]
     assert g.shape == (4, 10) and np.abs(g.asnumpy()).sum() > 0
+
+
+def test_monitor_reports_outputs_and_arguments():
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, name="fc1", num_hidden=4)
+    net = mx.sym.Activation(net, name="relu1", act_type="relu")
+    net = mx.sym.LinearRegressionOutput(net, name="softmax")
+    mod = mx.mod.Module(net)
+    mod.bind([("data", (2, 3))], [("softmax_label", (2, 4))])
+    mod.init_params()
+    mod.init_optimizer()
+    mon = mx.mon.Monitor(2, sort=True, pattern="fc1|relu")
+    mod.install_monitor(mon)
+    seen = []
+    for _ in range(3):
+        mon.tic()
+        mod.forward_backward(mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.ones((2, 4))]))
+        mod.update()
+        seen.append([name for _, name, _ in mon.toc()])
+    assert seen[0] == ["fc1_bias", "fc1_output", "fc1_weight", "relu1_output"]
+    assert seen[1] == [] and seen[2] == seen[0]
+    w = mod.get_params()[0]["fc1_weight"].asnumpy()
+    mon.tic()
+    mod.forward(mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.ones((2, 4))]), is_train=False)
+    stats = {name: float(v) for _, name, v in mon.toc()}
+    assert stats["fc1_weight"] == pytest.approx(np.sqrt((w ** 2).mean()), rel=1e-5)

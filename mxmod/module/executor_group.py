@@ -25,7 +25,7 @@ from ..base import MXNetError
 from ..executor import compiled_for
 from ..io import DataDesc
 from ..ndarray import NDArray
-from .group_run import GroupRunner, StatesMixin
+from .group_run import GroupRunner, MonitorMixin, StatesMixin
 from .programs import Programs
 from .slicing import batch_axis, decide_slices, sliced_shape
 
@@ -63,7 +63,7 @@ def _desc(d) -> DataDesc:
     return d if isinstance(d, DataDesc) else DataDesc(*d)
 
 
-class DataParallelExecutorGroup(GroupRunner, StatesMixin):
+class DataParallelExecutorGroup(GroupRunner, StatesMixin, MonitorMixin):
     """The devices, arrays and compiled programs behind a bound Module (spec 2)."""
 
     def __init__(self, symbol, contexts, workload, data_shapes, label_shapes, param_names,

@@ -325,3 +325,34 @@ class StatesMixin:
                 if new.shape != cur.shape:
                     raise MXNetError(f"state {n!r} must have shape {cur.shape}, got {new.shape}")
             self._states[n] = jax.device_put(new.astype(cur.dtype), cur.sharding)
+
+
+class MonitorMixin:
+    """What ``mx.mon.Monitor`` reads from a group: arrays and every node's outputs."""
+
+    def set_monitor_callback(self, callback, monitor_all=False) -> None:
+        self._monitor_cb = callback
+
+    @property
+    def arg_dict(self) -> dict:
+        out = {n: a for n, a in self.params.items()}
+        if self._state is not None:
+            out.update({n: NDArray(v) for n, v in self._state["inputs"].items()})
+        return out
+
+    @property
+    def aux_dict(self) -> dict:
+        return dict(self.aux)
+
+    def monitor_internals(self):
+        """(name, array) of every node output for the last batch (one extra forward)."""
+        if self._state is None:
+            return []
+        from ..executor import compiled_for
+        internals = self.symbol.get_internals()
+        graph = compiled_for(internals).graph
+        args = {**self._params_in(), **self._state["inputs"]}
+        outs, _ = jax.jit(graph, static_argnames="is_train")(
+            args, self._aux_in(), self._state["key"], is_train=self._state["is_train"])
+        names = internals.list_outputs()
+        return [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args]
