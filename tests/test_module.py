@@ -213,6 +213,8 @@ def test_monitor_reports_outputs_and_arguments():
     assert seen[1] == [] and seen[2] == seen[0]
     w = mod.get_params()[0]["fc1_weight"].asnumpy()
     mon.tic()
+    assert mon.toc() == []  # step 3: not an interval step
+    mon.tic()
     mod.forward(mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.ones((2, 4))]), is_train=False)
     stats = {name: float(v) for _, name, v in mon.toc()}
     assert stats["fc1_weight"] == pytest.approx(np.sqrt((w ** 2).mean()), rel=1e-5)
