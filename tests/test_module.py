@@ -97,11 +97,16 @@ def test_fixed_params_are_not_updated():
     assert not np.allclose(after["fc2_weight"].asnumpy(), before["fc2_weight"])
 
 
-def test_multi_device_equals_single_device():
+@pytest.mark.parametrize("ctx,work_load", [
+    ([mx.cpu(i) for i in range(8)], None),         # one program over a mesh of 8 devices
+    ([mx.cpu(0), mx.cpu(1)], [1, 3]),              # uneven split: per-device replicas
+    ([mx.cpu(0), mx.cpu(0), mx.cpu(1)], None),     # shared device: per-device replicas
+], ids=["mesh8", "uneven", "shared"])
+def test_multi_device_equals_single_device(ctx, work_load):
     x, y = toy(80)
     results = []
-    for ctx in ([mx.cpu()], [mx.cpu(i) for i in range(8)]):
-        mod = mx.mod.Module(mlp(), context=ctx)
+    for c, wl in (([mx.cpu()], None), (ctx, work_load)):
+        mod = mx.mod.Module(mlp(), context=c, work_load_list=wl)
         mod.bind([("data", (40, 10))], [("softmax_label", (40,))])
         mod.init_params(mx.init.Zero())
         rng = np.random.RandomState(3)

@@ -34,11 +34,11 @@ CASES = {
 }
 
 
-def _replay(name, n_dev, fused, fixture=None):
+def _replay(name, n_dev, fused, fixture=None, work_load_list=None):
     ref = np.load(os.path.join(HERE, (fixture or name) + ".npz"))
     make_sym, opt_params = CASES[name]
     ctx = [mx.cpu(i) for i in range(n_dev)]
-    mod = mx.mod.Module(make_sym(), context=ctx)
+    mod = mx.mod.Module(make_sym(), context=ctx, work_load_list=work_load_list)
     mod.bind(data_shapes=[("data", (8, 10))], label_shapes=[("softmax_label", (8,))])
     arg = {k.split(":", 1)[1]: mx.nd.array(ref[k]) for k in ref.files if k.startswith("init_arg:")}
     aux = {k.split(":", 1)[1]: mx.nd.array(ref[k]) for k in ref.files if k.startswith("init_aux:")}
@@ -85,3 +85,8 @@ def test_multi_device_matches_mxnet():
 def test_multi_device_batchnorm_matches_mxnet_four_contexts(fused):
     # MXNet run with [cpu(0)..cpu(3)]: each device normalises its own 2-sample slice
     _replay("bn_sgd", 4, fused=fused, fixture="bn_sgd_4dev")
+
+
+def test_uneven_work_load_batchnorm_matches_mxnet():
+    # MXNet with work_load_list [1, 3]: devices normalise 2 and 6 samples separately
+    _replay("bn_sgd", 2, fused=True, fixture="bn_sgd_uneven", work_load_list=[1, 3])

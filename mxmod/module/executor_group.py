@@ -27,6 +27,7 @@ from ..io import DataDesc
 from ..ndarray import NDArray
 from .group_run import GroupRunner, MonitorMixin, StatesMixin
 from .programs import Programs
+from .replicas import ReplicaPrograms
 from .slicing import batch_axis, decide_slices, sliced_shape
 
 
@@ -85,12 +86,7 @@ class DataParallelExecutorGroup(GroupRunner, StatesMixin, MonitorMixin):
         self.state_names = list(state_names or [])
         self.logger = logger
         self._graph = compiled_for(symbol).graph
-        devices = [c.jax_device for c in self.contexts]
-        if len(set(devices)) != len(devices):
-            logger.warning("contexts %s share devices; running on %d device(s)",
-                           self.contexts, len(set(devices)))
-            devices = list(dict.fromkeys(devices))
-        self._devices = devices
+        self._devices = list(dict.fromkeys(c.jax_device for c in self.contexts))
         self._grad_req_arg = grad_req
         self.params: dict[str, NDArray] = {}
         self.aux: dict[str, NDArray] = {}
@@ -118,17 +114,18 @@ class DataParallelExecutorGroup(GroupRunner, StatesMixin, MonitorMixin):
         self.grad_req = _resolve_grad_req(self._grad_req_arg, self.arg_names, self.param_names,
                                           self.data_names, self.fixed_param_names,
                                           self.for_training, self.inputs_need_grad)
-        n_dev = len(self._devices)
-        sizes = {s.stop - s.start for s in self.slices}
-        if n_dev > 1 and len(sizes) > 1:
-            raise NotImplementedError(
-                f"work_load_list {self.workload} splits batch {self.batch_size} unevenly "
-                f"({[s.stop - s.start for s in self.slices]}); mxmod runs one program over all "
-                "devices and needs equal slices: use equal work loads and a batch size divisible "
-                "by the number of devices")
+        sizes = [s.stop - s.start for s in self.slices]
+        # one program over a mesh when every device gets an equal slice of distinct
+        # hardware; otherwise per-device replicas (MXNet's executor-per-device model)
+        self._replicas = len(self.contexts) > 1 and (
+            len(set(sizes)) > 1 or len(self._devices) < len(self.contexts))
+        n_dev = 1 if self._replicas else len(self._devices)
         descs = self.data_shapes + (self.label_shapes or [])
         axes = self.data_layouts + self.label_layouts
-        dev_slice = slice(0, self.batch_size // n_dev) if self.batch_size else slice(0, 0)
+        if self._replicas:
+            dev_slice = self.slices[0]
+        else:
+            dev_slice = slice(0, self.batch_size // n_dev) if self.batch_size else slice(0, 0)
         dev_shapes = {d.name: sliced_shape(d.shape, a, dev_slice) for d, a in zip(descs, axes)}
         dtypes = {d.name: np.dtype(d.dtype).name for d in descs}
         known = dict(dev_shapes)
@@ -148,8 +145,13 @@ class DataParallelExecutorGroup(GroupRunner, StatesMixin, MonitorMixin):
                                for i in range(len(self.output_names))]
         self._out_dev_shapes = out_shapes
         diff = [n for n in self.arg_names if self.grad_req[n] != "null"]
-        self._progs = Programs(self._graph, self._devices, input_axes, self.output_layouts, diff,
-                               self._graph.is_loss)
+        if self._replicas:
+            self._progs = ReplicaPrograms(self._graph, [c.jax_device for c in self.contexts],
+                                          self.slices, input_axes, self.output_layouts, diff,
+                                          self._graph.is_loss)
+        else:
+            self._progs = Programs(self._graph, self._devices, input_axes, self.output_layouts,
+                                   diff, self._graph.is_loss)
         rep = self._progs.replicated()
         if shared_group is not None:
             self.params, self.aux = shared_group.params, shared_group.aux
@@ -167,7 +169,8 @@ class DataParallelExecutorGroup(GroupRunner, StatesMixin, MonitorMixin):
         self._states = {n: self._consts.pop(n, None) for n in self.state_names}
         for n in self.state_names:
             shape = tuple(self._arg_shape[n])
-            full = (shape[0] * n_dev,) + shape[1:] if shape else shape
+            per_dev = dev_slice.stop - dev_slice.start
+            full = (self.batch_size,) + shape[1:] if shape and shape[0] == per_dev else shape
             self._states[n] = jax.device_put(jnp.zeros(full, self._arg_type[n]),
                                              self._progs.input_sharding(n))
         self.grads = {n: NDArray(jax.device_put(jnp.zeros(self._arg_shape[n], self._arg_type[n]), rep))

@@ -242,15 +242,13 @@ class GroupRunner:
         return fn(self._state["inputs"], list(self._state["outs"]))
 
     def _update_metric_host(self, eval_metric, labels) -> None:
-        n_dev = len(self._devices)
-        per = self.batch_size // n_dev if self.batch_size else 0
-        for k in range(n_dev):
+        for s in self.slices or [slice(None)]:
             label_parts = OrderedDict()
             for name, axis, lab in zip(self.label_names, self.label_layouts, labels or []):
-                label_parts[name] = _take(lab, axis, k, per, n_dev)
+                label_parts[name] = _take(lab, axis, s, len(self.slices))
             out_parts = OrderedDict()
             for name, axis, out in zip(self.output_names, self.output_layouts, self.outputs):
-                out_parts[name] = _take(out, axis, k, per, n_dev)
+                out_parts[name] = _take(out, axis, s, len(self.slices))
             eval_metric.update_dict(label_parts, out_parts)
 
     # ------------------------------------------------------------ updates
@@ -282,23 +280,13 @@ class GroupRunner:
         return opt_state
 
 
-def _take(arr, axis, k, per, n_dev):
-    if axis < 0 or n_dev == 1:
+def _take(arr, axis, s, n_dev):
+    if axis < 0 or n_dev <= 1:
         return arr
     x = arr._data if isinstance(arr, NDArray) else arr
     idx = [slice(None)] * x.ndim
-    idx[axis] = slice(k * per, (k + 1) * per)
+    idx[axis] = s
     return NDArray(x[tuple(idx)])
-
-
-_ZERO_KEY = []
-
-
-def _zero_key():
-    """A fixed key for graphs without random operators (made once: key creation syncs)."""
-    if not _ZERO_KEY:
-        _ZERO_KEY.append(jax.random.PRNGKey(0))
-    return _ZERO_KEY[0]
 
 
 class StatesMixin:
@@ -356,3 +344,13 @@ class MonitorMixin:
             args, self._aux_in(), self._state["key"], is_train=self._state["is_train"])
         names = internals.list_outputs()
         return [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args]
+
+
+_ZERO_KEY = []
+
+
+def _zero_key():
+    """A fixed key for graphs without random operators (made once: key creation syncs)."""
+    if not _ZERO_KEY:
+        _ZERO_KEY.append(jax.random.PRNGKey(0))
+    return _ZERO_KEY[0]

@@ -62,7 +62,7 @@ def join_layout(n, c, spatial, layout: str) -> tuple:
     return tuple(n if ch == "N" else c if ch == "C" else next(it) for ch in layout)
 
 
-def _check_data(op: str, data: tuple, layout: str) -> None:
+def _check_data(data: tuple, layout: str) -> None:
     if len(data) != len(layout):
         _bad(f"data {tuple(data)} must be {len(layout)}-D in layout {layout} "
              f"(batch, channel and {len(layout) - 2} spatial dims)")
@@ -93,7 +93,7 @@ def _conv_shape(a, s):
     data = s[0]
     if data is None:
         return s, [None]
-    _check_data("Convolution", data, layout)
+    _check_data(data, layout)
     if a.num_filter <= 0:
         _bad(f"num_filter {a.num_filter} must be positive")
     n, c, sp = split_layout(tuple(data), layout)
@@ -182,7 +182,7 @@ def _deconv_shape(a, s):
     data = s[0]
     if data is None:
         return s, [None]
-    _check_data("Deconvolution", data, layout)
+    _check_data(data, layout)
     if a.num_filter <= 0:
         _bad(f"num_filter {a.num_filter} must be positive")
     n, c, sp = split_layout(tuple(data), layout)

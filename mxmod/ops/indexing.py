@@ -16,6 +16,7 @@ from ._attrs import Param, choice, optional, p_bool, p_dtype, p_float, p_int, p_
 from ._def import OpDef, fail, np_dtype, register
 from .shape import _lower1, _unary, first_type, norm_axis, p_opt_ints
 
+
 # ------------------------------------------------------------------- slices
 def _slices(a, s):
     if len(a.begin) != len(a.end) or (a.step and len(a.step) != len(a.begin)):
@@ -222,7 +223,10 @@ def _flat_axis(a, x):
 
 
 def _sorted_shape(a, s):
-    return (int(np.prod(s)),) if a.axis is None else (norm_axis(a.axis, len(s)), tuple(s))[1]
+    if a.axis is None:
+        return (int(np.prod(s)),)
+    norm_axis(a.axis, len(s))  # checks the axis
+    return tuple(s)
 
 
 def _argsort(x, ax, ascend):

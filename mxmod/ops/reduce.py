@@ -345,5 +345,3 @@ register(OpDef(
     lower=lambda a, ins, aux, ctx: [jnp.broadcast_to(
         ins[0], _broadcast_like_shape(a, ins[0].shape, ins[1].shape))],
 ))
-
-

@@ -253,7 +253,7 @@ def _seq_type(a, t):
     return [t[0]] + [x if x is not None else t[0] for x in t[1:]], [t[0]]
 
 
-def _time_index(a, x, t_ax, b_ax):
+def _time_index(x, t_ax):
     """Time indices shaped to broadcast against ``x`` (time on t_ax, batch on b_ax)."""
     shape = [1] * x.ndim
     shape[t_ax] = x.shape[t_ax]
@@ -271,7 +271,7 @@ def _mask_lower(a, ins, aux, ctx):
     if not a.use_sequence_length:
         return [x]
     t_ax, b_ax = _seq_axes(a, x.ndim, "SequenceMask")
-    keep = _time_index(a, x, t_ax, b_ax) < _len_b(ins[1], x, b_ax)
+    keep = _time_index(x, t_ax) < _len_b(ins[1], x, b_ax)
     return [jnp.where(keep, x, jnp.asarray(a.value, x.dtype))]
 
 

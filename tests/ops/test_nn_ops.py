@@ -432,11 +432,12 @@ def test_rnn_sequence_length_and_dropout():
     attrs = dict(mode="gru", state_size=2, num_layers=1, state_outputs=True,
                  use_sequence_length=True, bidirectional=True)
     x, lens = R(4, 2, 3), np.array([2, 4], np.float32)
-    (y, h), _, op, a = run("RNN", attrs, x, R(param_size(a_ := get_op("RNN").parse(
-        {k: str(v) for k, v in attrs.items()}), 3)), np.zeros((2, 2, 2)), lens)
+    params = R(param_size(get_op("RNN").parse({k: str(v) for k, v in attrs.items()}), 3))
+    (y, h), _, op, a = run("RNN", attrs, x, params, np.zeros((2, 2, 2)), lens)
     assert np.all(y[2:, 0] == 0) and not np.all(y[:, 1] == 0)
+    # batch column 0 (length 2) equals running the first 2 steps alone, both directions
     (y2, _), _, _, _ = run("RNN", dict(attrs, use_sequence_length=False), x[:2, :1],
-                           R(param_size(a_, 3)), np.zeros((2, 1, 2)))
+                           params, np.zeros((2, 1, 2)))
     np.testing.assert_allclose(y[:2, :1], y2, rtol=1e-5, atol=1e-6)
     drop = dict(mode="rnn_tanh", state_size=8, num_layers=2, p=0.5)
     (yt,), _, _, _ = run("RNN", drop, R(3, 2, 3), is_train=True, key=1)
