@@ -18,9 +18,8 @@ _SUBMODULES = {
     "optimizer": "optimizer", "opt": "optimizer", "init": "initializer",
     "initializer": "initializer", "lr_scheduler": "lr_scheduler", "kv": "kvstore",
     "kvstore": "kvstore", "callback": "callback", "model": "model", "mon": "monitor",
-    "monitor": "monitor", "viz": "visualization", "visualization": "visualization",
-    "random": "random", "rnd": "random", "test_utils": "test_utils", "executor": "executor",
-    "context": "context", "name": "name", "base": "base", "ops": "ops", "rnn": "rnn",
+    "monitor": "monitor", "random": "random", "rnd": "random", "executor": "executor",
+    "context": "context", "name": "name", "base": "base", "ops": "ops",
 }
 
 

@@ -223,3 +223,27 @@ def test_monitor_reports_outputs_and_arguments():
     mod.forward(mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.ones((2, 4))]), is_train=False)
     stats = {name: float(v) for _, name, v in mon.toc()}
     assert stats["fc1_weight"] == pytest.approx(np.sqrt((w ** 2).mean()), rel=1e-5)
+
+
+def test_states_and_unmerged_outputs():
+    data = mx.sym.Variable("data")
+    state = mx.sym.Variable("state")
+    net = mx.sym.FullyConnected(data, num_hidden=3, name="fc") + state
+    net = mx.sym.MakeLoss(net, name="loss")
+    mod = mx.mod.Module(net, label_names=None, state_names=["state"],
+                        context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind([("data", (4, 2))])
+    mod.init_params(mx.init.Zero())
+    mod.set_states(value=1.5)
+    merged = mod.get_states()
+    assert merged[0].shape == (4, 3) and float(merged[0].asnumpy().mean()) == 1.5
+    per_dev = mod.get_states(merge_multi_context=False)
+    assert [p.shape for p in per_dev[0]] == [(2, 3), (2, 3)]
+    mod.set_states(states=[[mx.nd.ones((2, 3)), mx.nd.zeros((2, 3))]])
+    mod.forward(mx.io.DataBatch([mx.nd.zeros((4, 2))]), is_train=False)
+    out = mod.get_outputs()[0].asnumpy()
+    np.testing.assert_array_equal(out, np.array([[1] * 3] * 2 + [[0] * 3] * 2, "float32"))
+    parts = mod.get_outputs(merge_multi_context=False)[0]
+    assert [p.shape for p in parts] == [(2, 3), (2, 3)]
+    with pytest.raises(MXNetError, match="exactly one of"):
+        mod.set_states()

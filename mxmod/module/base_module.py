@@ -218,10 +218,8 @@ class BaseModule:
         self.set_params(arg_params, aux_params)
 
     def get_states(self, merge_multi_context=True):
+        # MXNet's base asserts on merge_multi_context=True; both forms work here
         require(self, "get_states", "binded", "params_initialized")
-        if merge_multi_context:
-            raise MXNetError("get_states(merge_multi_context=True) is not supported; "
-                             "pass merge_multi_context=False")
         return []
 
     def set_states(self, states=None, value=None):

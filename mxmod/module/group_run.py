@@ -181,12 +181,25 @@ class GroupRunner:
     def get_outputs(self, merge_multi_context=True, begin=0, end=None) -> list:
         self.ensure_outputs()
         outs = self.outputs[begin:end]
-        return outs if merge_multi_context else [[o] for o in outs]
+        if merge_multi_context:
+            return outs
+        axes = self.output_layouts[begin:end]
+        return [self._per_device(o, a) for o, a in zip(outs, axes)]
 
     def get_input_grads(self, merge_multi_context=True) -> list:
         self.ensure_grads()
-        grads = [self.input_grads[n] for n in self.data_names if n in self.input_grads]
-        return grads if merge_multi_context else [[g] for g in grads]
+        names = [n for n in self.data_names if n in self.input_grads]
+        grads = [self.input_grads[n] for n in names]
+        if merge_multi_context:
+            return grads
+        axes = dict(zip(self.data_names, self.data_layouts))
+        return [self._per_device(g, axes[n]) for g, n in zip(grads, names)]
+
+    def _per_device(self, arr, axis) -> list:
+        """MXNet's unmerged form: one array per context (its slice of the batch)."""
+        if len(self.contexts) == 1:
+            return [arr]
+        return [_take(arr, axis, s, len(self.slices)) for s in self.slices]
 
     def get_output_shapes(self) -> list:
         out = []
@@ -293,10 +306,11 @@ class StatesMixin:
     """``get_states``/``set_states`` of state inputs (e.g. RNN hidden states)."""
 
     def get_states(self, merge_multi_context=True):
+        """States merged (one array each) or per context (MXNet's only working form)."""
+        states = [NDArray(self._states[n]) for n in self.state_names]
         if merge_multi_context:
-            raise MXNetError("merge_multi_context=True is not supported for get_states yet: "
-                             "call get_states(merge_multi_context=False)")
-        return [[NDArray(self._states[n])] for n in self.state_names]
+            return states
+        return [self._per_device(s, 0) for s in states]
 
     def set_states(self, states=None, value=None):
         if (states is None) == (value is None):
