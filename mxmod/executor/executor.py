@@ -4,7 +4,6 @@ function, cached per symbol; jit's own cache keys them by shapes, dtypes and is_
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any, Optional
 
 import jax
@@ -13,9 +12,6 @@ import numpy as np
 
 from ..base import MXNetError
 from .lower import GraphFn
-
-_COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
 
 class Compiled:
     """The jitted functions of one symbol, shared by all its executors."""
@@ -27,23 +23,23 @@ class Compiled:
         def forward(args, aux, key, is_train):
             return g(args, aux, key, is_train)
 
-        def forward_backward(diff, const, aux, key, head_grads):
+        def forward_backward(diff, const, aux, key, head_grads, is_train):
             def f(d):
-                return g({**const, **d}, aux, key, True)
+                return g({**const, **d}, aux, key, is_train)
 
             outs, vjp, new_aux = jax.vjp(f, diff, has_aux=True)
             (grads,) = vjp(list(head_grads))
             return outs, new_aux, grads
 
         self.forward = jax.jit(forward, static_argnames=("is_train",))
-        self.forward_backward = jax.jit(forward_backward)
+        self.forward_backward = jax.jit(forward_backward, static_argnames=("is_train",))
 
 
 def compiled_for(sym) -> Compiled:
-    c = _COMPILED.get(sym)
-    if c is None:
-        c = _COMPILED[sym] = Compiled(sym)
-    return c
+    """The compiled functions of ``sym`` (kept on the symbol; graphs are immutable)."""
+    if sym._compiled is None:
+        sym._compiled = Compiled(sym)
+    return sym._compiled
 
 
 def _to_jax(value: Any, like: Any, what: str):
@@ -133,15 +129,14 @@ class Executor:
         """Gradients of the last forward into ``grad_arrays`` per grad_req."""
         if self._last is None:
             raise MXNetError("backward() needs a forward(is_train=True) first")
-        if not is_train:
-            raise NotImplementedError("backward(is_train=False) is not supported; "
-                                      "run forward(is_train=True) before backward")
         head_grads = self._head_grads(out_grads)
-        key, _ = self._last
+        key, fwd_train = self._last
         diff = {n: a._data for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays)
                 if g is not None and self._grad_req.get(n, "null") != "null"}
         const = {n: v for n, v in self._args().items() if n not in diff}
-        _, _, grads = self._compiled.forward_backward(diff, const, self._aux(), key, head_grads)
+        # MXNet differentiates the graph in the mode of the last forward
+        _, _, grads = self._compiled.forward_backward(diff, const, self._aux(), key, head_grads,
+                                                      is_train=fwd_train)
         self._store_grads(grads)
 
     def _head_grads(self, out_grads: Any) -> list:

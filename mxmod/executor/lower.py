@@ -10,6 +10,9 @@ from ..ops import LowerCtx
 from ..symbol.graph import aux_var_ids, topo_order
 
 
+_SHAPE_OPS = ("_zeros", "_ones", "_full")
+
+
 class GraphFn:
     """``fn(args, aux, key, is_train) -> (outputs, new_aux)`` for one symbol.
 
@@ -38,10 +41,21 @@ class GraphFn:
         self._heads = [(pos[id(n)], k) for n, k in sym._outputs]
         self.is_loss = [n.op is not None and n.op.is_loss for n, _ in sym._outputs]
         self.has_random = any(n.op is not None and n.op.random for n in order)
+        self._needs_shapes = [n for n in order if n.op is not None and
+                              (n.op.needs_out_shapes or n.op.name in _SHAPE_OPS)]
+
+    def _out_shapes(self, args: dict, aux: dict) -> dict:
+        """Inferred output shapes of the nodes that need them (trace time only)."""
+        from ..symbol.infer import propagate_shapes
+        known = {n: tuple(v.shape) for n, v in {**args, **aux}.items()}
+        _, shapes = propagate_shapes(self.symbol, known)
+        return {id(n): [shapes.get((id(n), k)) for k in range(n.num_outputs())]
+                for n in self._needs_shapes}
 
     def __call__(self, args: dict, aux: dict, key: Any, is_train: bool):
         env: dict[tuple[int, int], Any] = {}
         new_aux: dict[str, Any] = {}
+        out_shapes = self._out_shapes(args, aux) if self._needs_shapes else {}
         for i, node, refs, aux_refs, aux_vars, _ in self._steps:
             if node is None:
                 name = refs
@@ -53,7 +67,8 @@ class GraphFn:
             ins = [env[r] for r in refs]
             aux_in = [new_aux.get(v, env[r]) for v, r in zip(aux_vars, aux_refs)]
             rng = jax.random.fold_in(key, i) if (node.op.random and key is not None) else None
-            ctx = LowerCtx(is_train=is_train, node_name=node.name, rng=rng)
+            ctx = LowerCtx(is_train=is_train, node_name=node.name, rng=rng,
+                           out_shapes=out_shapes.get(id(node)))
             res = node.op.lower(node.parsed(), ins, aux_in, ctx)
             if aux_vars:
                 outs, updated = res

@@ -40,6 +40,7 @@ class LowerCtx:
     is_train: bool
     node_name: str
     rng: Any = None  # a jax PRNG key for this node (only for random ops)
+    out_shapes: Any = None  # inferred output shapes, for ops that need them (``_zeros``)
 
     def key(self):
         if self.rng is None:
@@ -65,6 +66,8 @@ class OpDef:
       variadic: name of the count attribute for ops taking any number of inputs (``num_args``).
       is_loss: a loss head whose backward ignores the head gradient.
       random: needs an RNG key when training.
+      needs_out_shapes: the lowering reads ``ctx.out_shapes`` (shapes only inference knows,
+        such as ``_zeros(shape=(0, H))`` whose 0 is filled in by its consumers).
       input_attrs: extra attributes set on auto-created/composed input variables.
       hint: prefix for automatic node names (default: lower-cased function name).
     """
@@ -81,6 +84,7 @@ class OpDef:
     variadic: Optional[str] = None
     is_loss: bool = False
     random: bool = False
+    needs_out_shapes: bool = False
     input_attrs: dict = field(default_factory=dict)
     aliases: Sequence[str] = ()
 
@@ -135,9 +139,9 @@ class OpDef:
         """Call ``infer_shape`` and check what it derived against shapes already known."""
         try:
             new_in, outs = self.infer_shape(a, list(shapes))
-        except ShapeError:
-            raise
         except MXNetError as e:
+            if str(e).startswith(f"{self.name} {node!r}"):
+                raise
             raise ShapeError(f"{self.name} {node!r}: {e}") from None
         names = self.input_names(a) + self.aux_names(a)
         for i, (old, new) in enumerate(zip(shapes, new_in)):

@@ -378,7 +378,7 @@ for _name, _fill, _extra in (("_zeros", lambda a: 0, {}), ("_ones", lambda a: 1,
         name=_name, params={**_INIT_PARAMS, **_extra}, inputs=(),
         infer_shape=lambda a, s: (s, [tuple(a.shape) if all(a.shape) else None]),
         infer_type=lambda a, t: (t, [np_dtype(a.dtype)]),
-        lower=_init_lower(_fill), aliases=(_name[1:],),
+        lower=_init_lower(_fill),
     ))
 
 

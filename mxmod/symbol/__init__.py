@@ -1,6 +1,6 @@
 """``mx.sym`` / ``mx.symbol``: symbols, their constructors (one per operator), JSON I/O."""
 from ..ops import OPS
-from .creation import Group, Variable, creator, ones, var, zeros
+from .creation import Group, Variable, creator, full, ones, var, zeros
 from .json_io import load, load_json
 from .naming import AttrScope, NameManager, Prefix
 from .symbol import Symbol
@@ -21,5 +21,5 @@ def __getattr__(name):
     raise AttributeError(f"mxmod.symbol has no attribute {name!r}")
 
 
-__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "zeros", "ones",
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "zeros", "ones", "full",
            "AttrScope", "NameManager", "Prefix"]

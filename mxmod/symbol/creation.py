@@ -157,6 +157,11 @@ def ones(shape, dtype="float32", **kwargs) -> Symbol:
     return make_op("_ones", [], dict(shape=shape, dtype=dtype, **kwargs), hint="ones")
 
 
+def full(shape, val, dtype="float32", **kwargs) -> Symbol:
+    """``mx.sym.full``: a constant array of ``shape`` filled with ``val``."""
+    return make_op("_full", [], dict(shape=shape, value=val, dtype=dtype, **kwargs), hint="full")
+
+
 def parse_init_attr(text: str) -> Any:
     """Decode a ``__init__`` attribute (``'["zero", {}]'``)."""
     try:

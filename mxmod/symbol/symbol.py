@@ -15,10 +15,11 @@ class Symbol:
     of mutating in place, and there is no C handle.
     """
 
-    __slots__ = ("_outputs", "__weakref__")
+    __slots__ = ("_outputs", "_compiled", "__weakref__")
 
     def __init__(self, outputs: list[tuple[Node, int]]):
         self._outputs = list(outputs)
+        self._compiled = None  # the executor's jitted functions, made on first bind
 
     # ------------------------------------------------------------ structure
     def _topo(self) -> list[Node]:
@@ -196,7 +197,7 @@ class Symbol:
     def __mod__(self, o): return _sugar(self, o, "_mod", "_mod", "_mod_scalar", "_modscalar")
     def __rmod__(self, o): return _scalar_op(self, o, "_rmod_scalar", "_rmodscalar")
     def __pow__(self, o): return _sugar(self, o, "_power", "_power", "_power_scalar", "_powerscalar")
-    def __rpow__(self, o): return _scalar_op(self, o, "_rpower_scalar", "_rpowerscalar")
+    def __rpow__(self, o): return _scalar_op(self, o, "_rpower_scalar", "_rpower_scalar")
     def __neg__(self): return self.__mul__(-1.0)
     def __gt__(self, o): return _sugar(self, o, "_greater", "_greater", "_greater_scalar", "_greater_scalar")
     def __ge__(self, o): return _sugar(self, o, "_greater_equal", "_greater_equal", "_greater_equal_scalar", "_greater_equal_scalar")
