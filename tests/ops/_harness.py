@@ -201,6 +201,15 @@ FD_SKIP_CASES = {
     # lhs % rhs jumps where lhs/rhs crosses an integer; with rhs ~ N(0, 1), lhs/rhs is often
     # large and a 1e-3 step crosses jumps (d/drhs = -floor(lhs/rhs) is large too).
     'broadcast_mod': 'discontinuous: steps cross the jumps of lhs % rhs',
+    # MXNet 1.9.1's selu backward for x <= 0 is lambda * (y + alpha), not the derivative
+    # y + lambda * alpha (checked against the golden); mxmod copies it.
+    'leaky_selu': "MXNet's selu gradient is not its forward's derivative for x <= 0",
+    # Backward after forward(is_train=False): MXNet applies the batch-statistics gradient
+    # formula at the moving statistics, which is not the inference forward's derivative
+    # (the golden check covers the values).
+    'bn_4d_infer': "MXNet's inference-mode BatchNorm gradient is not the forward's derivative",
+    'bn_2d_infer_fix_gamma': "MXNet's inference-mode BatchNorm gradient is not the forward's "
+                             "derivative",
 }
 # Ops whose MXNet backward uses only the head gradient of output 0 (BatchNorm's mean/var
 # outputs with output_mean_var=True are not differentiated, see MXNet's BatchNormGrad).
@@ -217,18 +226,24 @@ def fd_skip_reason(case: Case, golden: Golden) -> Optional[str]:
         return f'head gradient ignored by {sorted(ops & HEAD_GRAD_IGNORED)}'
     if ops & NON_DIFFERENTIABLE:
         return f'piecewise-constant op {sorted(ops & NON_DIFFERENTIABLE)}'
+    if 'BatchNorm' in ops and not case.is_train and not case.kwargs.get('use_global_stats'):
+        # MXNet's backward after forward(is_train=False) is the batch-statistics formula at
+        # the moving statistics (ops/norm.py reproduces it), not the affine forward's slope
+        return "MXNet's inference-mode BatchNorm gradient is not its forward's derivative"
     return FD_SKIP_CASES.get(case.id)
 
 
 def check_finite_differences(case: Case, golden: Golden, forward: Any,
                              grads: dict[str, np.ndarray]) -> None:
-    """<grad, v> vs (f(x + eps v) - f(x - eps v)) / 2eps with f = sum(out * ograd).
+    """<grad, d> vs f(x + d/2) - f(x - d/2), f = sum(out * ograd), d = the float32 step 2 eps v.
 
-    `forward(args) -> outputs` runs the graph at is_train=case.is_train. The outputs are
-    float32: their rounding errors (a few ulps, independent across elements) put noise of
-    about 1e-7 * ||out * ograd||_2 / eps on the difference quotient, which the tolerance
-    allows 25 times over. A step that crosses a kink (relu, max, abs...) breaks one attempt;
-    the check passes if any of three attempts (two step sizes, fresh directions) agrees.
+    `forward(args) -> outputs` runs the graph at is_train=case.is_train. Three directions
+    v (random plus a component along grad) must all agree. The outputs are float32: their
+    rounding (a few ulps, independent across elements) puts noise of about
+    6e-8 * ||out * ograd||_2 / eps on the difference quotient; the tolerance allows ten
+    times that (over the table, 99% of quotients are within 5 times) plus 0.5% for
+    truncation. A step of 1e-3 may cross a kink (relu, max, abs...); a direction that fails
+    is retried with a step of 1e-4. Catches a gradient scaled by 1.01 in nearly every case.
     """
     n_out = 1 if case_ops(case, golden) & FD_FIRST_OUTPUT_ONLY else len(golden.ograds)
     ograds = [g.astype(np.float64) for g in golden.ograds[:n_out]]
@@ -242,18 +257,27 @@ def check_finite_differences(case: Case, golden: Golden, forward: Any,
                 float(np.sqrt(sum(float(np.square(t).sum()) for t in terms))))
 
     _, mag = f(base)
-    seed = zlib.crc32(case.id.encode())
-    tries = []
-    for attempt, eps in enumerate((1e-3, 3e-4, 1e-3)):
-        rng = np.random.RandomState((seed + 7919 * (attempt + 1)) % 2**32)
-        v = {n: rng.standard_normal(base[n].shape) for n in sorted(grads)}
-        analytic = sum(float(np.sum(grads[n].astype(np.float64) * v[n])) for n in v)
-        plus = {**base, **{n: (base[n] + eps * v[n]).astype(np.float32) for n in v}}
-        minus = {**base, **{n: (base[n] - eps * v[n]).astype(np.float32) for n in v}}
-        numeric = (f(plus)[0] - f(minus)[0]) / (2 * eps)
-        tol = 2e-3 * max(abs(analytic), abs(numeric)) + 2.5e-6 * mag / eps + 1e-6
-        if abs(analytic - numeric) <= tol:
-            return
-        tries.append(f'eps={eps:g}: <grad,v>={analytic:.6g} vs fd={numeric:.6g} (tol {tol:.2g})')
-    raise AssertionError(f"gradient of {sorted(grads)} disagrees with finite differences: "
-                         + '; '.join(tries))
+    rng = np.random.RandomState(zlib.crc32(case.id.encode()))
+    g64 = {n: grads[n].astype(np.float64) for n in sorted(grads)}
+    size = sum(g.size for g in g64.values())
+    gnorm = float(np.sqrt(sum(float(np.square(g).sum()) for g in g64.values())))
+    along = np.sqrt(size) / gnorm if gnorm > 0 else 0.0
+    for direction in range(3):
+        # random plus a component along grad, so that <grad, v> is never accidentally ~0
+        v = {n: rng.standard_normal(g.shape) + along * g for n, g in g64.items()}
+        tries = []
+        for eps in (1e-3, 1e-4):
+            plus = {n: (base[n] + eps * v[n]).astype(np.float32) for n in v}
+            minus = {n: (base[n] - eps * v[n]).astype(np.float32) for n in v}
+            analytic = sum(float(np.sum(g64[n] * (plus[n].astype(np.float64) - minus[n])))
+                           for n in v) / (2 * eps)
+            numeric = (f({**base, **plus})[0] - f({**base, **minus})[0]) / (2 * eps)
+            tol = 5e-3 * max(abs(analytic), abs(numeric)) + 6e-7 * mag / eps + 1e-7
+            if abs(analytic - numeric) <= tol:
+                break
+            tries.append(f'eps={eps:g}: <grad,v>={analytic:.6g} vs fd={numeric:.6g} '
+                         f'(tol {tol:.2g})')
+        else:
+            raise AssertionError(f"gradient of {sorted(grads)} disagrees with finite "
+                                 f"differences along random direction {direction}: "
+                                 + '; '.join(tries))
