@@ -300,4 +300,5 @@ def _cast_type(a, dtypes):
 
 register(OpDef(name="Cast", params={"dtype": Param(p_dtype)}, infer_shape=same_shape,
                infer_type=_cast_type, aliases=("cast",),
-               lower=lambda a, ins, aux, ctx: [ins[0].astype(np_dtype(a.dtype))]))
+               lower=lambda a, ins, aux, ctx: [
+                   ins[0].astype(jax.dtypes.canonicalize_dtype(np_dtype(a.dtype)))]))
