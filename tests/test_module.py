@@ -247,3 +247,19 @@ def test_states_and_unmerged_outputs():
     assert [p.shape for p in parts] == [(2, 3), (2, 3)]
     with pytest.raises(MXNetError, match="exactly one of"):
         mod.set_states()
+
+
+def test_pre_sliced_batches_and_metric():
+    x, y = toy(8)
+    mod = bound(ctx=[mx.cpu(0), mx.cpu(1)], batch=8)
+    whole = mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)])
+    mod.forward(whole, is_train=False)
+    expect = mod.get_outputs()[0].asnumpy()
+    parts = [mx.io.DataBatch([mx.nd.array(x[i:i + 4])], [mx.nd.array(y[i:i + 4])])
+             for i in (0, 4)]
+    mod.forward(parts, is_train=False)
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), expect, rtol=1e-6)
+    m1, m2 = mx.metric.create("acc"), mx.metric.create("acc")
+    mod.update_metric(m1, [b.label for b in parts], pre_sliced=True)
+    mod.update_metric(m2, whole.label)
+    assert m1.get() == m2.get() and m1.num_inst == 8

@@ -61,7 +61,10 @@ class BaseModule:
                 break
             self.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
             self.forward(batch, is_train=False)
-            self.update_metric(eval_metric, batch.label)
+            if isinstance(batch, list):
+                self.update_metric(eval_metric, [b.label for b in batch], pre_sliced=True)
+            else:
+                self.update_metric(eval_metric, batch.label)
             _call(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
             actual += 1
         _call(score_end_callback, BatchEndParam(epoch, actual, eval_metric, locals()))
@@ -159,7 +162,10 @@ class BaseModule:
                     monitor.tic()
                 self.forward_backward(batch)
                 self.update()
-                self.update_metric(eval_metric, batch.label)
+                if isinstance(batch, list):
+                    self.update_metric(eval_metric, [b.label for b in batch], pre_sliced=True)
+                else:
+                    self.update_metric(eval_metric, batch.label)
                 try:
                     next_batch = next(data_iter)
                     self.prepare(next_batch, sparse_row_id_fn=sparse_row_id_fn)

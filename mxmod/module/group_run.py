@@ -18,8 +18,7 @@ class GroupRunner:
     def _load(self, data_batch, is_train) -> dict:
         """Device arrays for every bound input of ``data_batch``."""
         if isinstance(data_batch, (list, tuple)):
-            raise NotImplementedError("pre-sliced batches (a list of DataBatch, one per device) "
-                                      "are not supported; pass one DataBatch")
+            data_batch = self.merge_presliced(data_batch)
         inputs = {}
         data = list(data_batch.data or [])
         if len(data) != len(self.data_names):
@@ -48,6 +47,24 @@ class GroupRunner:
                         jnp.zeros(desc.shape, desc.dtype), self._progs.input_sharding(desc.name))
         inputs.update(self._states)
         return inputs
+
+    def merge_presliced(self, batches):
+        """One DataBatch from a list of per-context batches (MXNet's pre-sliced form)."""
+        from ..io import DataBatch
+        if len(batches) != len(self.contexts):
+            raise MXNetError(f"got {len(batches)} pre-sliced batches for {len(self.contexts)} "
+                             "contexts; give one DataBatch per context")
+
+        def cat(parts, axis):
+            arrays = [p._data if isinstance(p, NDArray) else jnp.asarray(np.asarray(p)) for p in parts]
+            return NDArray(arrays[0] if axis < 0 else jnp.concatenate(arrays, axis=axis))
+
+        data = [cat([b.data[i] for b in batches], ax) for i, ax in enumerate(self.data_layouts)]
+        label = None
+        if batches[0].label:
+            label = [cat([b.label[i] for b in batches], ax)
+                     for i, ax in enumerate(self.label_layouts or [0] * len(batches[0].label))]
+        return DataBatch(data, label, pad=batches[0].pad)
 
     def _put(self, desc, arr, kind):
         x = arr._data if isinstance(arr, NDArray) else jnp.asarray(np.asarray(arr))
@@ -223,8 +240,9 @@ class GroupRunner:
         """Per-device metric update (spec 2.6). Built-in metrics add their statistics on
         device, fused into the step when possible; a CustomMetric runs on the host."""
         if pre_sliced:
-            raise NotImplementedError("update_metric(pre_sliced=True): pre-sliced labels are "
-                                      "not supported; pass the batch's labels")
+            self.ensure_outputs()
+            self._update_metric_host(eval_metric, labels, pre_sliced=True)
+            return
         if not self.label_shapes and labels:
             raise MXNetError("update_metric: the module was bound without label_shapes, so it "
                              "cannot score labels; bind with label_shapes=...")
@@ -254,10 +272,13 @@ class GroupRunner:
         fn = self._progs.metric_stats(eval_metric, self._names(), tuple(self._state["inputs"]))
         return fn(self._state["inputs"], list(self._state["outs"]))
 
-    def _update_metric_host(self, eval_metric, labels) -> None:
-        for s in self.slices or [slice(None)]:
+    def _update_metric_host(self, eval_metric, labels, pre_sliced=False) -> None:
+        for k, s in enumerate(self.slices or [slice(None)]):
             label_parts = OrderedDict()
-            for name, axis, lab in zip(self.label_names, self.label_layouts, labels or []):
+            if pre_sliced:
+                label_parts.update(zip(self.label_names, labels[k]))
+            for name, axis, lab in zip(self.label_names, self.label_layouts,
+                                       [] if pre_sliced else labels or []):
                 label_parts[name] = _take(lab, axis, s, len(self.slices))
             out_parts = OrderedDict()
             for name, axis, out in zip(self.output_names, self.output_layouts, self.outputs):

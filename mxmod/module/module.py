@@ -308,6 +308,8 @@ class Module(BaseModule):
     # ------------------------------------------------------------ computation
     def forward(self, data_batch, is_train=None):
         require(self, "forward", "binded", "params_initialized")
+        if isinstance(data_batch, (list, tuple)):
+            data_batch = self._exec_group.merge_presliced(data_batch)
         cur = [tuple(d.shape) for d in self._data_shapes]
         new = [tuple(x.shape) for x in data_batch.data]
         if cur != new:
