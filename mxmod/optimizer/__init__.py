@@ -6,7 +6,9 @@ through :class:`Updater`) and a pure functional core for compiled training
 per-parameter rule, so they give the same numbers. See ``README.md``.
 """
 
-from . import sgd, testing
+from . import adaptive, sgd, sgd_family, testing
+from .adaptive import *  # noqa: F401,F403
+from .sgd_family import *  # noqa: F401,F403
 from ._fused import OptaxState
 from .optimizer import Optimizer, create, register
 from .sgd import SGD, ccSGD
@@ -24,4 +26,6 @@ __all__ = [
     "ccSGD",
     "Test",
     "sgd",
+    *sgd_family.__all__,
+    *adaptive.__all__,
 ]

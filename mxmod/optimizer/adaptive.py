@@ -1,0 +1,3 @@
+"""Adaptive optimizers (Adam, AdaGrad, RMSProp, AdaDelta, Ftrl, Adamax, Nadam, AdamW,
+GroupAdaGrad)."""
+__all__: list = []

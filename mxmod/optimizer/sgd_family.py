@@ -1,0 +1,2 @@
+"""SGD-family optimizers (NAG, Signum, FTML, LARS, LAMB, LBSGD, DCASGD, SGLD)."""
+__all__: list = []
