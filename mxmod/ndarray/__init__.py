@@ -31,3 +31,14 @@ try:  # save/load are written separately; expose them when present
 except ModuleNotFoundError as _err:  # pragma: no cover - io.py not written yet
     if _err.name != __name__ + ".io":
         raise
+
+
+def __getattr__(name):
+    """Every other operator of the table is available as ``mx.nd.<Op>``."""
+    from ..ops import OPS
+    if name in OPS:
+        from .op_table import nd_function
+        fn = nd_function(name)
+        globals()[name] = fn
+        return fn
+    raise AttributeError(f"module 'mxmod.ndarray' has no attribute {name!r}")

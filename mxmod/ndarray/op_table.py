@@ -1,0 +1,85 @@
+"""``mx.nd.<Op>`` for every operator of the table: the imperative form of each OpDef.
+
+Each call parses MXNet-style attributes, runs the operator's lowering (jitted, cached
+per operator, attributes and input shapes) in inference mode and wraps the outputs.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import MXNetError
+from ..ops import LowerCtx, get_op
+from ..ops._attrs import attr_str
+from .ndarray import NDArray
+
+
+@lru_cache(maxsize=512)
+def _compiled(op_name: str, frozen_attrs: tuple, n_data: int):
+    op = get_op(op_name)
+    attrs = op.parse(dict(frozen_attrs), op_name)
+
+    def run(ins, key):
+        ctx = LowerCtx(is_train=False, node_name=op_name, rng=key)
+        res = op.lower(attrs, list(ins[:n_data]), list(ins[n_data:]), ctx)
+        outs = res[0] if op.aux_names(attrs) else res
+        return list(outs)[: len(op.output_names(attrs))]
+
+    return jax.jit(run), attrs
+
+
+def _array(x: Any, op_name: str, slot: str):
+    if isinstance(x, NDArray):
+        return x._data
+    if isinstance(x, (np.ndarray, jax.Array)):
+        return jnp.asarray(x)
+    raise TypeError(f"mx.nd.{op_name}: input {slot!r} must be an NDArray, got {type(x).__name__}")
+
+
+def nd_function(name: str):
+    """The ``mx.nd.<name>`` function for operator ``name``."""
+    op = get_op(name)
+
+    def call(*args: Any, out: NDArray | None = None, name: str | None = None, **kwargs: Any):
+        named = {k: v for k, v in kwargs.items() if isinstance(v, (NDArray, np.ndarray, jax.Array))}
+        raw = {k: (np.dtype(v).name if k == "dtype" and not isinstance(v, str) else attr_str(v))
+               for k, v in kwargs.items() if k not in named and v is not None}
+        positional = list(args[0]) if op.variadic and len(args) == 1 and isinstance(
+            args[0], (list, tuple)) else list(args)
+        if op.variadic:
+            raw[op.variadic] = str(len(positional))
+        attrs = op.parse(raw, op.name)
+        slots = op.input_names(attrs) + op.aux_names(attrs)
+        unknown = set(named) - set(slots)
+        if unknown:
+            raise MXNetError(f"mx.nd.{op.name}: no input named {sorted(unknown)[0]!r}; its inputs "
+                             f"are {', '.join(slots)}")
+        ins = []
+        for i, slot in enumerate(slots):
+            if i < len(positional):
+                ins.append(_array(positional[i], op.name, slot))
+            elif slot in named:
+                ins.append(_array(named[slot], op.name, slot))
+            else:
+                raise MXNetError(f"mx.nd.{op.name} needs input {slot!r} (inputs: "
+                                 f"{', '.join(slots)})")
+        fn, _ = _compiled(op.name, tuple(sorted(raw.items())), len(op.input_names(attrs)))
+        key = None
+        if op.random:
+            from .. import random as mxrandom
+            key = mxrandom.next_key()
+        outs = [NDArray(o) for o in fn(ins, key)]
+        if out is not None:
+            targets = out if isinstance(out, (list, tuple)) else [out]
+            for t, o in zip(targets, outs):
+                t._set_data(o._data)
+            return out
+        return outs[0] if len(outs) == 1 else outs
+
+    call.__name__ = name
+    call.__doc__ = f"Imperative ``{op.name}`` (MXNet's ``mx.nd.{name}``), run in inference mode."
+    return call
