@@ -182,12 +182,19 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
+_OUT_OF_SCOPE = {
+    "Custom": "Python CustomOp code cannot be compiled by XLA; express the computation with "
+              "built-in operators",
+    "Correlation": "the optical-flow correlation layer is not implemented",
+}
+
+
 def get_op(name: str) -> OpDef:
     op = OPS.find(name)
     if op is None:
-        if name == "Custom":
-            raise NotImplementedError("operator 'Custom' (Python CustomOp) is not supported by mxmod; "
-                                      "express the computation with built-in operators")
+        if name in _OUT_OF_SCOPE:
+            raise NotImplementedError(f"operator {name!r} is out of scope for mxmod: "
+                                      f"{_OUT_OF_SCOPE[name]}")
         raise MXNetError(f"unknown operator {name!r}; mxmod does not implement it "
                          f"(known operators: {len(OPS.names())}, see mxmod.ops.list_ops())")
     return op

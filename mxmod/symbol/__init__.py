@@ -15,9 +15,9 @@ def __getattr__(name):
         fn = creator(name)
         globals()[name] = fn
         return fn
-    if name == "Custom":
+    if name in ("Custom", "Correlation"):
         from ..ops import get_op
-        get_op("Custom")
+        get_op(name)
     raise AttributeError(f"mxmod.symbol has no attribute {name!r}")
 
 
