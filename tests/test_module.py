@@ -263,3 +263,26 @@ def test_pre_sliced_batches_and_metric():
     mod.update_metric(m1, [b.label for b in parts], pre_sliced=True)
     mod.update_metric(m2, whole.label)
     assert m1.get() == m2.get() and m1.num_inst == 8
+
+
+def test_fit_runs_one_compiled_dispatch_per_batch():
+    x, y = toy(200)
+    it = mx.io.NDArrayIter(x, y, batch_size=20)
+    mod = mx.mod.Module(mlp())
+    mod.fit(it, num_epoch=1, optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+            initializer=mx.init.Uniform(0.1))
+    progs = mod._exec_group._progs
+    calls = {}
+
+    def counting(key, fn):
+        def wrapped(*a, **k):
+            calls[key[0]] = calls.get(key[0], 0) + 1
+            return fn(*a, **k)
+        return wrapped
+
+    for key, fn in list(progs._cache.items()):
+        progs._cache[key] = counting(key, fn)
+    metric = mx.metric.create("acc")
+    mod.fit(it, num_epoch=2, begin_epoch=1, eval_metric=metric)
+    assert calls == {"step": 10}, calls
+    assert metric.num_inst == 200

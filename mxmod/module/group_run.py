@@ -9,6 +9,7 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ndarray import NDArray
+from .programs import _metric_key
 
 
 class GroupRunner:
@@ -254,7 +255,7 @@ class GroupRunner:
                 if st["outs"] is None:
                     self.ensure_outputs(eval_metric)
                 stats = st.get("stats")
-                if stats is None or stats[0] is not eval_metric:
+                if stats is None or _metric_key(stats[0]) != _metric_key(eval_metric):
                     stats = (eval_metric, self._metric_only(eval_metric))
                 eval_metric._accumulate_device(stats[1], stacked=True)
                 st["stats"] = None

@@ -35,7 +35,9 @@ except ModuleNotFoundError as _err:  # pragma: no cover - io.py not written yet
 
 def __getattr__(name):
     """Every other operator of the table is available as ``mx.nd.<Op>``."""
-    from ..ops import OPS
+    from ..ops import OPS, get_op
+    if name in ("Custom", "Correlation"):
+        get_op(name)  # raises the out-of-scope NotImplementedError
     if name in OPS:
         from .op_table import nd_function
         fn = nd_function(name)

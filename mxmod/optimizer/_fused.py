@@ -23,10 +23,12 @@ import numpy as np
 
 
 class OptaxState(NamedTuple):
-    """State of :meth:`FusedMixin.to_optax`: MXNet's update count and the fused state."""
+    """State of :meth:`FusedMixin.to_optax`: MXNet's update count, the fused state and any
+    optimizer-wide state (``None`` except e.g. Nadam's ``m_schedule``)."""
 
     count: jax.Array
     inner: Any
+    extra: Any = None
 
 
 class FusedMixin:
@@ -129,6 +131,7 @@ class FusedMixin:
         """
         self._check_fused()
         lr, t = hyper["lr"], hyper["t"]
+        leaf_t = hyper.get("leaf_t")  # optional per-name t (an optimizer's own fused_hyper)
         mults = self._name_mults(params)
         new_p, new_s = dict(params), dict(state)
         for name, w in params.items():
@@ -138,7 +141,8 @@ class FusedMixin:
             lr_mult, wd = mults[name]
             lr_i = lr if lr_mult == 1.0 else lr * lr_mult
             new_p[name], new_s[name] = self._leaf_step(
-                w, g, state[name], lr_i, wd, t, self._use_mp(w.dtype)
+                w, g, state[name], lr_i, wd, t if leaf_t is None else leaf_t[name],
+                self._use_mp(w.dtype),
             )
         return new_p, new_s
 
@@ -150,6 +154,15 @@ class FusedMixin:
             bool(self.multi_precision),
             tuple((n, *mults[n]) for n in names),
         )
+
+    def _optax_extra_init(self) -> Any:
+        """Optimizer-wide state carried in ``OptaxState.extra`` (default none)."""
+        return None
+
+    def _optax_hyper(self, hyper: dict, names: list, extra: Any) -> tuple:
+        """Traced counterpart of an optimizer's own ``fused_hyper`` additions:
+        ``(hyper, new_extra)``. Default: unchanged."""
+        return hyper, extra
 
     def to_optax(self, learning_rate: Any = None):
         """An ``optax.GradientTransformation`` with this optimizer's exact MXNet update.
@@ -180,7 +193,7 @@ class FusedMixin:
             def init(params):
                 flat, _ = _named_leaves(params)
                 count = jnp.asarray(opt.begin_num_update, jnp.int32)
-                return OptaxState(count=count, inner=opt.fused_init(flat))
+                return OptaxState(count, opt.fused_init(flat), opt._optax_extra_init())
 
             def update(updates, state, params=None):
                 if params is None:
@@ -192,9 +205,10 @@ class FusedMixin:
                 flat_g, _ = _named_leaves(updates)
                 t = state.count + 1
                 hyper = {"lr": jnp.asarray(learning_rate, jnp.float32), "t": t}
+                hyper, extra = opt._optax_hyper(hyper, list(flat_p), state.extra)
                 new_p, inner = opt.fused_update(flat_p, flat_g, state.inner, hyper)
                 deltas = [new_p[n] - flat_p[n] for n in flat_p]
-                return treedef.unflatten(deltas), OptaxState(count=t, inner=inner)
+                return treedef.unflatten(deltas), OptaxState(t, inner, extra)
 
             return optax.GradientTransformation(init, update)
 

@@ -255,6 +255,12 @@ class Optimizer(FusedMixin):
             f"or _init_leaf/_rule (imperative + fused)"
         )
 
+    def _rule_ts(self, indices: list, ts: np.ndarray) -> Any:
+        """What ``_rule`` receives as ``t`` for each index of an imperative call (host side,
+        after counting). Default: the update counts. Optimizers with host-side scalar state
+        (Nadam's shared ``m_schedule``) return per-index coefficient rows instead."""
+        return ts
+
     def _rescale_clip(self, g):
         """``clip(rescale_grad * g, clip_gradient)`` with MXNet's truthiness rule."""
         g = g * float(self.rescale_grad)
@@ -348,6 +354,7 @@ class Optimizer(FusedMixin):
         wds = np.asarray(self._get_wds(indices), np.float32)
         counts = self._index_update_count
         ts = np.asarray([counts.get(i, self.num_update) for i in indices], np.int32)
+        ts = self._rule_ts(indices, ts)
         mps = tuple(bool(multi_precision) and self._use_mp(w.dtype) for w in weights)
         leaves, treedef = jax.tree_util.tree_flatten(states)
         s_data = treedef.unflatten([leaf._data for leaf in leaves])
