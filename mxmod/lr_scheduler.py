@@ -61,7 +61,9 @@ class LRScheduler:
                 f"warmup_begin_lr={warmup_begin_lr}"
             )
         if self.warmup_steps < 0:
-            raise ValueError(f"Warmup steps has to be positive or 0, got {warmup_steps}")
+            raise ValueError(
+                f"Warmup steps has to be positive or 0, got warmup_steps={warmup_steps}"
+            )
         if warmup_mode not in ("linear", "constant"):
             raise ValueError(
                 f"Supports only linear and constant modes of warmup, got warmup_mode="
@@ -209,9 +211,13 @@ class MultiFactorScheduler(LRScheduler):
             )
         for i, s in enumerate(step):
             if i != 0 and step[i] <= step[i - 1]:
-                raise ValueError(f"Schedule step must be an increasing integer list, got {step}")
+                raise ValueError(
+                    f"Schedule step must be an increasing integer list, got step={step}"
+                )
             if s < 1:
-                raise ValueError(f"Schedule step must be greater or equal than 1 round, got {step}")
+                raise ValueError(
+                    f"Schedule step must be greater or equal than 1 round, got step={step}"
+                )
         if factor > 1.0:
             raise ValueError(
                 f"Factor must be no more than 1 to make lr reduce, got factor={factor}"
@@ -243,7 +249,11 @@ class MultiFactorScheduler(LRScheduler):
 
 
 class _WindowScheduler(LRScheduler):
-    """Shared part of Poly/Cosine: a shape over ``[warmup_steps, max_update]``."""
+    """Shared part of Poly/Cosine: a shape over ``[warmup_steps, max_update]``.
+
+    As in MXNet, ``max_update < warmup_steps`` is accepted: after the warm-up the rate stays
+    at ``base_lr``. ``max_update == warmup_steps`` raises (MXNet divides by zero later).
+    """
 
     def __init__(self, max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
@@ -253,9 +263,10 @@ class _WindowScheduler(LRScheduler):
             raise ValueError(
                 f"maximum number of updates must be strictly positive, got max_update={max_update}"
             )
-        if max_update <= warmup_steps:
+        if max_update == warmup_steps:  # MXNet divides by zero at update max_update
             raise ValueError(
-                f"max_update={max_update} must be larger than warmup_steps={warmup_steps}"
+                f"max_update={max_update} equals warmup_steps={warmup_steps}: the decay window "
+                "max_update - warmup_steps is empty; use max_update larger than warmup_steps"
             )
         self.base_lr_orig = base_lr
         self.max_update = max_update
@@ -276,6 +287,8 @@ class _WindowScheduler(LRScheduler):
     def _jax_main(self, n):
         import jax.numpy as jnp
 
+        if self.max_steps < 0:  # max_update < warmup_steps: base_lr is never recomputed
+            return jnp.full(jnp.shape(n), self.base_lr, jnp.float32)
         m = jnp.minimum(n, self.max_update).astype(jnp.float32)
         frac = (m - self.warmup_steps) / float(self.max_steps)
         return self.final_lr + (self.base_lr_orig - self.final_lr) * self._shape(frac, jnp)
@@ -288,7 +301,7 @@ class PolyScheduler(_WindowScheduler):
     warmup_steps)) ** pwr`` for ``warmup_steps <= n <= max_update``; afterwards the last value.
 
     Raises:
-        TypeError/ValueError: ``max_update`` not an int >= 1 or not above ``warmup_steps``.
+        TypeError/ValueError: ``max_update`` not an int >= 1, or equal to ``warmup_steps``.
     """
 
     def __init__(

@@ -41,11 +41,11 @@ def test_suffix_dispatch(name, value):
     np.testing.assert_array_equal(a.asnumpy(), value)
 
 
-def test_weight_quantize_is_int8_range():
+def test_weight_quantize_is_one_int8_broadcast():
     a = arr((200,), dtype="int8")
     mx.init.Zero()(InitDesc("fc_weight_quantize"), a)
-    v = a.asnumpy()
-    assert a.dtype == np.int8 and v.min() >= -127 and v.max() <= 127 and len(set(v)) > 20
+    v = a.asnumpy()  # MXNet 1.9.1 draws a single randint(-127, 127) for the whole array
+    assert a.dtype == np.int8 and -127 <= v[0] <= 126 and len(set(v.tolist())) == 1
 
 
 def test_unknown_suffix_error_names_param_and_fix():

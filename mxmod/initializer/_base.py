@@ -128,9 +128,10 @@ class Initializer:
         ``desc.attrs['__init__']`` wins (``create(attrs['__init__'])._init_weight``, whatever
         the name); otherwise the name suffix decides: ``weight`` -> ``_init_weight``, ``bias``
         -> 0, ``gamma`` -> 1, ``beta`` -> 0, ``min`` -> 0, ``max`` -> 1, ``weight_quantize``
-        -> random int8, ``bias_quantize`` -> 0. mxmod addition: ``moving_mean``,
-        ``moving_inv_var``, ``moving_avg`` -> 0 and ``moving_var`` -> 1 where MXNet would
-        raise (it relies on the ``__init__`` attribute BatchNorm sets). Anything else raises.
+        -> one random int in [-127, 126] broadcast (as MXNet), ``bias_quantize`` -> 0.
+        mxmod addition: ``moving_mean``, ``moving_inv_var``, ``moving_avg`` -> 0 and
+        ``moving_var`` -> 1 where MXNet would raise (it relies on the ``__init__`` attribute
+        BatchNorm sets). Anything else raises.
         A plain string takes MXNet's deprecated legacy path (with a DeprecationWarning).
 
         Raises:
@@ -210,7 +211,8 @@ class Initializer:
     _init_gamma = _init_one
 
     def _init_quantized_weight(self, _: Any, arr: Any) -> None:
-        _assign(arr, _rng().integers(-127, 128, tuple(arr.shape)).astype(np.int8))
+        # As MXNet 1.9.1: ONE int drawn from [-127, 127) and broadcast to the whole array.
+        _assign(arr, np.int8(_rng().integers(-127, 127)))
 
     def _init_weight(self, name: Any, arr: Any) -> None:
         raise NotImplementedError("Must override it")

@@ -5,6 +5,8 @@ The device-side protocol used by the fused training step is documented on
 """
 from __future__ import annotations
 
+import logging
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -60,6 +62,23 @@ def _num(x: Any) -> int | float:
     return int(x) if x.dtype.kind in "iub" else float(x)
 
 
+_HOST_LOGGED: weakref.WeakSet = weakref.WeakSet()  # metrics whose host updates were logged
+
+
+def _note_host_update(metric, reason: str, logger=logging) -> None:
+    """Log once per metric object that the Module updates it on the host, and why."""
+    try:
+        if metric in _HOST_LOGGED:
+            return
+        _HOST_LOGGED.add(metric)
+    except TypeError:  # unhashable user metric: log every time rather than never
+        pass
+    logger.warning(
+        "%s '%s' is updated on the host (%s): each update waits for the step and copies outputs "
+        "and labels to the host. Built-in metrics run on device inside the training step.",
+        type(metric).__name__, metric.name, reason)
+
+
 def _defining_class(cls: type, attr: str) -> type | None:
     for klass in cls.__mro__:
         if attr in vars(klass):
@@ -112,7 +131,8 @@ class EvalMetric:
 
     * ``_supports_device() -> bool``: True when the class's ``update`` and ``_device_stats``
       come from the same class (a user subclass that overrides ``update`` falls back to the
-      host path automatically).
+      host path automatically). ``_host_reason()`` says why not; the Module logs it once per
+      metric object (``_note_host_update``) the first time it updates the metric on the host.
     * ``_device_stats(labels, preds) -> pytree``: ``labels``/``preds`` are lists of
       ``jax.Array`` (tracers inside ``jit``). Returns a small pytree of JAX arrays: the stats
       of that one ``update`` call (for most metrics ``(sum_metric, num_inst)``). Shape errors
@@ -277,6 +297,10 @@ class EvalMetric:
         cls = type(self)
         owner = _defining_class(cls, "_device_stats")
         return owner is not EvalMetric and owner is _defining_class(cls, "update")
+
+    def _host_reason(self) -> str:
+        """Why this metric has no device form (for the Module's one-time log line)."""
+        return "it has no _device_stats() matching its update(), so no device-side form"
 
     def _device_stats(self, labels, preds):
         raise NotImplementedError(

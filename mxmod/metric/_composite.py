@@ -121,6 +121,10 @@ class CompositeEvalMetric(EvalMetric):
     def _supports_device(self):
         return all(m._supports_device() for m in self.metrics)
 
+    def _host_reason(self):
+        return "; ".join(f"child {type(m).__name__} '{m.name}': {m._host_reason()}"
+                         for m in self.metrics if not m._supports_device())
+
     @property
     def _device_additive(self):
         return all(m._device_additive for m in self.metrics)
@@ -181,6 +185,9 @@ class CustomMetric(EvalMetric):
                 self._add(reval[0], reval[1])
             else:
                 self._add(reval, 1)
+
+    def _host_reason(self):
+        return "its feval is a host function"
 
     def get_config(self):
         """Not supported, as in MXNet."""

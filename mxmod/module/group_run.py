@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
+from ..metric._base import _note_host_update
 from ..ndarray import NDArray
 from .programs import _metric_key
 
@@ -242,6 +243,7 @@ class GroupRunner:
         device, fused into the step when possible; a CustomMetric runs on the host."""
         if pre_sliced:
             self.ensure_outputs()
+            _note_host_update(eval_metric, "the labels were given pre-sliced", self.logger)
             self._update_metric_host(eval_metric, labels, pre_sliced=True)
             return
         if not self.label_shapes and labels:
@@ -261,10 +263,15 @@ class GroupRunner:
                 st["stats"] = None
                 self._last_metric = eval_metric
                 return
-            except NotImplementedError:
+            except NotImplementedError as err:
                 # this metric has no device form for these outputs: host from now on
                 self._host_metrics.add(id(eval_metric))
                 self._last_metric = None
+                _note_host_update(eval_metric, str(err), self.logger)
+        else:
+            reason = (eval_metric._host_reason() if not eval_metric._supports_device()
+                      else "the labels are not the batch given to forward")
+            _note_host_update(eval_metric, reason, self.logger)
         self.ensure_outputs()
         self._update_metric_host(eval_metric, labels)
 

@@ -178,17 +178,18 @@ def loads(data: bytes) -> tuple[dict, Any]:
     """Inverse of :func:`dumps`: returns ``(states, optimizer_or_None)``.
 
     Raises:
-        NotImplementedError: ``data`` is an MXNet pickle (not read, for safety).
+        NotImplementedError: ``data`` is an MXNet pickle (read only by
+            ``Updater.set_states(..., allow_pickle=True)``, for safety).
         ValueError: ``data`` is not an mxmod optimizer-state blob.
     """
     if isinstance(data, str):
         data = data.encode("latin-1")
     data = bytes(data)
     if data[:1] == b"\x80":
+        from ._mxnet_pickle import REFUSED_HELP
+
         raise NotImplementedError(
-            "these optimizer states are a Python pickle (written by MXNet); mxmod never "
-            "unpickles state files. Re-create the optimizer states in mxmod (train one step) "
-            "or convert the file with a trusted MXNet installation"
+            f"these optimizer states are a Python pickle (written by MXNet); {REFUSED_HELP}"
         )
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise ValueError(

@@ -212,7 +212,10 @@ class FusedMixin:
 
             return optax.GradientTransformation(init, update)
 
-        return optax.inject_hyperparams(factory)(learning_rate=learning_rate)
+        # float32 rate whatever the parameters' dtype (inject_hyperparams would cast to it)
+        return optax.inject_hyperparams(factory, hyperparam_dtype=jnp.float32)(
+            learning_rate=learning_rate
+        )
 
 
 def _path_name(path: tuple) -> str:

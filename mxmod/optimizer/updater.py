@@ -2,7 +2,8 @@
 Module call as ``updater(index, grad, weight)`` (MXNet 1.9.1 semantics).
 
 States are saved with :meth:`Updater.get_states` in a pickle-free format (``_codec``,
-described in ``README.md``); MXNet's pickled ``.states`` files are refused, not unpickled.
+described in ``README.md``); MXNet's pickled ``.states`` files are refused unless the caller
+opts in with ``set_states(..., allow_pickle=True)`` (restricted unpickler, ``_mxnet_pickle``).
 """
 
 from __future__ import annotations
@@ -76,13 +77,35 @@ class Updater:
             return tuple(synced) if isinstance(state, tuple) else synced
         return state
 
-    def set_states(self, states: bytes) -> None:
+    def set_states(self, states: bytes, allow_pickle: bool = False) -> None:
         """Load states from :meth:`get_states` bytes (with the optimizer if it was dumped).
 
+        Args:
+            states: bytes from :meth:`get_states`, or MXNet's pickled states.
+            allow_pickle: mxmod addition. MXNet writes its states as a Python pickle, and
+                unpickling untrusted data can run arbitrary code, so pickles are refused
+                unless this is True. Even then a restricted unpickler accepts only numpy
+                arrays, MXNet NDArrays (loaded on cpu) and plain containers; an optimizer
+                object inside the pickle (``dump_optimizer=True``) is refused.
+
         Raises:
-            NotImplementedError: for MXNet pickle files (never unpickled).
+            NotImplementedError: for MXNet pickles without ``allow_pickle=True``.
+            MXNetError: a pickle holding anything but states (with ``allow_pickle``).
             ValueError: for anything else that is not an mxmod state blob.
         """
+        from . import _mxnet_pickle
+
+        if allow_pickle and _mxnet_pickle.is_pickle(states):
+            from ..context import cpu
+            from ..ndarray import NDArray
+
+            plain = _mxnet_pickle.loads(states, "pickled MXNet optimizer states")
+            self.states = {
+                k: jax.tree_util.tree_map(lambda a: NDArray(a, cpu()), v)
+                for k, v in plain.items()
+            }
+            self.states_synced = dict.fromkeys(self.states, False)
+            return
         loaded, opt = _codec.loads(states)
         if opt is not None:
             self.optimizer = opt

@@ -1,0 +1,235 @@
+"""Reading MXNet's pickled optimizer states (``.states`` files), behind an explicit opt-in.
+
+MXNet 1.x writes ``Updater.get_states()`` / ``Module.save_optimizer_states`` as a Python
+pickle of ``{index or name: state}`` whose arrays are ``mxnet.ndarray.ndarray.NDArray``
+objects (each pickled as one NDArray file record, spec 10.1). Unpickling an untrusted file
+can run arbitrary code, so mxmod only reads these files when the caller passes
+``allow_pickle=True``, and even then with :class:`RestrictedUnpickler`: it resolves only
+MXNet's NDArray (to :class:`PickledNDArray`, a stand-in that decodes the record bytes),
+``bytearray``, numpy arrays/dtypes/scalars and ``collections.OrderedDict``; any other
+global (an optimizer object from ``dump_optimizer=True``, ``os.system``, ...) is refused.
+
+:func:`to_fused` maps the loaded states, keyed by MXNet's index ``i*num_device+k`` or by
+parameter name (spec Appendix B #6), onto a Module's fused, name-keyed state.
+"""
+from __future__ import annotations
+
+import codecs
+import collections
+import io
+import pickle
+from typing import Any
+
+import jax
+import numpy as np
+
+from ..base import MXNetError
+
+REFUSED_HELP = (
+    "unpickling can run arbitrary code, so mxmod never unpickles state files unless asked. "
+    "If you trust the file (e.g. you wrote it with MXNet yourself), pass allow_pickle=True "
+    "(mod.load_optimizer_states(fname, allow_pickle=True), Module.load(..., "
+    "load_optimizer_states=True, allow_pickle=True) or updater.set_states(data, "
+    "allow_pickle=True)); mxmod then uses a restricted unpickler that accepts only numpy "
+    "arrays, MXNet NDArrays and plain containers")
+
+
+def is_pickle(data: bytes) -> bool:
+    """True for protocol 2+ pickles (what MXNet writes)."""
+    return bytes(data[:1]) == b"\x80"
+
+
+class PickledNDArray:
+    """Stand-in for ``mxnet.ndarray.ndarray.NDArray`` inside a pickle.
+
+    MXNet pickles an NDArray as ``NDArray(None)`` plus the state
+    ``{'handle': <one NDArray record>}``; ``array`` is the decoded numpy array (None for an
+    empty handle).
+    """
+
+    def __init__(self, handle: Any = None):
+        self.array = None
+
+    def __setstate__(self, state: Any) -> None:
+        from ..ndarray.io import _Reader, _record
+
+        raw = state.get("handle") if isinstance(state, dict) else None
+        if raw is None:
+            self.array = None
+            return
+        if not isinstance(raw, (bytes, bytearray)):
+            raise MXNetError(f"pickled MXNet NDArray has a {type(raw).__name__} handle, "
+                             f"expected bytes")
+        reader = _Reader(bytes(raw), "pickled MXNet NDArray")
+        arr = _record(reader, "record")
+        if not isinstance(arr, np.ndarray):
+            raise NotImplementedError(f"pickled MXNet NDArray {arr.what}; {arr.fix}")
+        self.array = arr
+
+
+def _latin1_encode(text: str, encoding: str = "latin1") -> bytes:
+    """``_codecs.encode`` as protocol-2 pickles use it for bytes; nothing else allowed."""
+    if not isinstance(text, str) or codecs.lookup(encoding).name != "iso8859-1":
+        raise pickle.UnpicklingError("_codecs.encode is only allowed for latin-1 bytes")
+    return text.encode("latin1")
+
+
+def _dtype(*args: Any) -> np.dtype:
+    dt = np.dtype(*args)
+    if dt.hasobject:
+        raise pickle.UnpicklingError("numpy object arrays are not allowed in optimizer states")
+    return dt
+
+
+try:
+    from numpy._core import multiarray as _multiarray
+except ImportError:  # numpy 1.x
+    from numpy.core import multiarray as _multiarray
+
+_ALLOWED = {
+    ("mxnet.ndarray.ndarray", "NDArray"): PickledNDArray,
+    ("mxnet.ndarray", "NDArray"): PickledNDArray,
+    ("builtins", "bytearray"): bytearray,
+    ("_codecs", "encode"): _latin1_encode,
+    ("collections", "OrderedDict"): collections.OrderedDict,
+    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "dtype"): _dtype,
+}
+for _mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
+    _ALLOWED[(_mod, "_reconstruct")] = _multiarray._reconstruct
+    _ALLOWED[(_mod, "scalar")] = _multiarray.scalar
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """A pickle reader that resolves only the globals MXNet optimizer states use."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = _ALLOWED.get((module, name))
+        if found is None:
+            hint = ""
+            if module.startswith("mxnet.optimizer") or module.startswith("mxnet.lr_scheduler"):
+                hint = (" (the file holds an optimizer object: it was saved with "
+                        "dump_optimizer=True; re-save the states without it)")
+            raise pickle.UnpicklingError(
+                f"refusing to load global {module}.{name}: only numpy arrays, MXNet NDArrays "
+                f"and plain containers are allowed in optimizer states{hint}")
+        return found
+
+
+def _plain(obj: Any) -> Any:
+    """Replace stand-ins by numpy arrays; check the tree holds only what states hold."""
+    if isinstance(obj, PickledNDArray):
+        return obj.array
+    if obj is None or isinstance(obj, (np.ndarray, bool, int, float, str)):
+        return obj
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, tuple):
+        return tuple(_plain(v) for v in obj)
+    if isinstance(obj, list):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {_key(k): _plain(v) for k, v in obj.items()}
+    raise MXNetError(f"unexpected {type(obj).__name__} inside pickled optimizer states")
+
+
+def _key(k: Any) -> Any:
+    return k.decode("utf-8") if isinstance(k, (bytes, bytearray)) else k
+
+
+def loads(data: bytes, source: str = "optimizer states") -> dict:
+    """Decode MXNet's pickled ``{index or name: state}`` with numpy arrays as leaves.
+
+    Raises:
+        MXNetError: the pickle is refused (a disallowed global) or malformed, or it is not a
+            states dict.
+    """
+    try:
+        obj = RestrictedUnpickler(io.BytesIO(bytes(data))).load()
+    except pickle.UnpicklingError as e:
+        raise MXNetError(f"{source}: {e}") from None
+    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as e:
+        raise MXNetError(f"{source}: not a valid MXNet optimizer-state pickle "
+                         f"({type(e).__name__}: {e})") from None
+    if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], dict):
+        obj = obj[0]  # (states, optimizer) cannot get here: optimizers are refused above
+    if not isinstance(obj, dict):
+        raise MXNetError(f"{source}: expected a pickled dict of optimizer states, got "
+                         f"{type(obj).__name__}")
+    return _plain(obj)
+
+
+def _shapes(leaf: Any) -> list:
+    return [np.shape(x) for x in jax.tree_util.tree_leaves(leaf)]
+
+
+def _pick_num_device(keys: list, param_names: list, fused: dict, first: int) -> int:
+    """The ``num_device`` D for which index keys ``i*D+k`` fit the module's parameters."""
+    top = max(keys) + 1
+
+    def fits(d: int) -> bool:
+        covered = set()
+        for key in keys:
+            i = key // d
+            if i >= len(param_names) or param_names[i] not in fused:
+                return False
+            covered.add(param_names[i])
+        return covered == set(fused)
+
+    for d in dict.fromkeys([first, *range(1, top + 1)]):
+        if d >= 1 and fits(d):
+            return d
+    raise MXNetError(
+        f"the states are keyed by indices {sorted(keys)[:12]}, which do not map onto this "
+        f"module's trained parameters {list(fused)} as index*num_device+device for any "
+        f"num_device; load them into a Module with the same symbol and fixed_param_names")
+
+
+def to_fused(states: dict, param_names: list, fused: dict, num_device: int,
+             source: str = "optimizer states") -> dict:
+    """Map MXNet states onto a fused state ``{name: leaf}`` shaped like ``fused``.
+
+    Args:
+        states: from :func:`loads`: ``{int index or str name: leaf}``.
+        param_names: the module's ``_param_names`` (MXNet's index ``i`` is a position here).
+        fused: the module's current fused state (gives names, structures, shapes).
+        num_device: the module's number of contexts (tried first for index keys).
+
+    Returns:
+        ``{name: leaf}`` with numpy leaves (device copy 0 for per-device index states).
+
+    Raises:
+        MXNetError: keys, structures or shapes do not fit, naming the parameter.
+    """
+    keys = list(states)
+    if not keys:
+        raise MXNetError(f"{source} holds no states")
+    if all(isinstance(k, str) for k in keys):
+        by_name = dict(states)
+    elif all(isinstance(k, int) and k >= 0 for k in keys):
+        d = _pick_num_device(keys, param_names, fused, num_device)
+        by_name = {}
+        for key in sorted(keys):
+            by_name.setdefault(param_names[key // d], states[key])
+    else:
+        raise MXNetError(f"{source} mixes key types ({sorted(map(repr, keys))[:6]}); expected "
+                         f"all parameter indices or all parameter names")
+    missing = [n for n in fused if n not in by_name]
+    extra = [n for n in by_name if n not in fused]
+    if missing or extra:
+        raise MXNetError(f"{source} does not match this module's trained parameters: "
+                         f"missing {missing}, unknown {extra}")
+    out = {}
+    for name, cur in fused.items():
+        got = by_name[name]
+        if jax.tree_util.tree_structure(got) != jax.tree_util.tree_structure(cur):
+            raise MXNetError(
+                f"{source}: the state of {name!r} is "
+                f"{jax.tree_util.tree_structure(got)} but this optimizer keeps "
+                f"{jax.tree_util.tree_structure(cur)}; use the optimizer (and momentum / "
+                f"multi_precision settings) the states were saved with")
+        if _shapes(got) != _shapes(cur):
+            raise MXNetError(f"{source}: the state of {name!r} has shapes {_shapes(got)} but "
+                             f"this module needs {_shapes(cur)}")
+        out[name] = got
+    return out
