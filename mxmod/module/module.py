@@ -290,7 +290,8 @@ class Module(BaseModule):
         self._opt_state = optimizer.fused_init(trained)
         self.optimizer_initialized = True
         if self._preload_opt_states is not None:
-            self.load_optimizer_states(self._preload_opt_states)
+            self.load_optimizer_states(self._preload_opt_states,
+                                       allow_pickle=getattr(self, "_preload_allow_pickle", False))
             self._preload_opt_states = None
 
     def borrow_optimizer(self, shared_module):
@@ -383,7 +384,9 @@ class Module(BaseModule):
             logging.info('Saved optimizer state to "%s"', state_name)
 
     @staticmethod
-    def load(prefix, epoch, load_optimizer_states=False, **kwargs):
+    def load(prefix, epoch, load_optimizer_states=False, allow_pickle=False, **kwargs):
+        """As ``mx.mod.Module.load``; ``allow_pickle`` (mxmod addition) lets the preloaded
+        ``.states`` file be an MXNet pickle (see :meth:`load_optimizer_states`)."""
         from ..model import load_checkpoint
         sym, args, auxs = load_checkpoint(prefix, epoch)
         mod = Module(symbol=sym, **kwargs)
@@ -392,6 +395,7 @@ class Module(BaseModule):
         mod.params_initialized = True
         if load_optimizer_states:
             mod._preload_opt_states = "%s-%04d.states" % (prefix, epoch)
+            mod._preload_allow_pickle = allow_pickle
         return mod
 
     def save_optimizer_states(self, fname):
@@ -399,10 +403,13 @@ class Module(BaseModule):
         require(self, "save_optimizer_states", "optimizer_initialized")
         save_states(self, fname)
 
-    def load_optimizer_states(self, fname):
+    def load_optimizer_states(self, fname, allow_pickle=False):
+        """Load a ``.states`` file: mxmod's own (pickle-free) format, or, only with
+        ``allow_pickle=True`` (mxmod addition: unpickling can run code), an MXNet pickle,
+        read by a restricted unpickler and mapped onto this module's parameters."""
         from .opt_states import load_states
         require(self, "load_optimizer_states", "optimizer_initialized")
-        load_states(self, fname)
+        load_states(self, fname, allow_pickle=allow_pickle)
 
 
 def _copy_param(name: str, src: Any, dst) -> None:

@@ -6,8 +6,9 @@ objects (each pickled as one NDArray file record, spec 10.1). Unpickling an untr
 can run arbitrary code, so mxmod only reads these files when the caller passes
 ``allow_pickle=True``, and even then with :class:`RestrictedUnpickler`: it resolves only
 MXNet's NDArray (to :class:`PickledNDArray`, a stand-in that decodes the record bytes),
-``bytearray``, numpy arrays/dtypes/scalars and ``collections.OrderedDict``; any other
-global (an optimizer object from ``dump_optimizer=True``, ``os.system``, ...) is refused.
+``bytearray``, numpy arrays/dtypes/scalars (numeric only, through checked wrappers) and
+``collections.OrderedDict``; any other global (an optimizer object from
+``dump_optimizer=True``, ``os.system``, ...) is refused.
 
 :func:`to_fused` maps the loaded states, keyed by MXNet's index ``i*num_device+k`` or by
 parameter name (spec Appendix B #6), onto a Module's fused, name-keyed state.
@@ -67,17 +68,21 @@ class PickledNDArray:
         self.array = arr
 
 
+class _Refused(pickle.UnpicklingError):
+    """Something the restricted unpickler does not allow."""
+
+
 def _latin1_encode(text: str, encoding: str = "latin1") -> bytes:
     """``_codecs.encode`` as protocol-2 pickles use it for bytes; nothing else allowed."""
     if not isinstance(text, str) or codecs.lookup(encoding).name != "iso8859-1":
-        raise pickle.UnpicklingError("_codecs.encode is only allowed for latin-1 bytes")
+        raise _Refused("_codecs.encode is only allowed for latin-1 bytes")
     return text.encode("latin1")
 
 
 def _dtype(*args: Any) -> np.dtype:
     dt = np.dtype(*args)
     if dt.hasobject:
-        raise pickle.UnpicklingError("numpy object arrays are not allowed in optimizer states")
+        raise _Refused("numpy object arrays are not allowed in optimizer states")
     return dt
 
 
@@ -86,18 +91,45 @@ try:
 except ImportError:  # numpy 1.x
     from numpy.core import multiarray as _multiarray
 
+
+class _NdarrayClass:
+    """What ``numpy.ndarray`` resolves to: usable only as ``_reconstruct``'s first argument
+    (so a pickle cannot call ``ndarray(shape, 'O')`` directly)."""
+
+
+def _reconstruct(subtype: Any, shape: Any, dtype: Any) -> np.ndarray:
+    if subtype is not _NdarrayClass:
+        raise _Refused("numpy _reconstruct is only allowed for plain numpy arrays")
+    return _multiarray._reconstruct(np.ndarray, shape, dtype)
+
+
+def _scalar(dtype: Any, *args: Any) -> Any:
+    if not isinstance(dtype, np.dtype) or dtype.hasobject:
+        raise _Refused("numpy scalars must have a numeric dtype")
+    return _multiarray.scalar(dtype, *args)
+
+
+def _frombuffer(buf: Any, dtype: Any, shape: Any, order: str) -> np.ndarray:
+    """numpy's protocol-5 array constructor, numeric dtypes only."""
+    if not isinstance(dtype, np.dtype) or dtype.hasobject or order not in ("C", "F"):
+        raise _Refused("numpy _frombuffer is only allowed for numeric arrays")
+    return np.frombuffer(buf, dtype).reshape(shape, order=order).copy()
+
+
 _ALLOWED = {
     ("mxnet.ndarray.ndarray", "NDArray"): PickledNDArray,
     ("mxnet.ndarray", "NDArray"): PickledNDArray,
     ("builtins", "bytearray"): bytearray,
     ("_codecs", "encode"): _latin1_encode,
     ("collections", "OrderedDict"): collections.OrderedDict,
-    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "ndarray"): _NdarrayClass,
     ("numpy", "dtype"): _dtype,
 }
 for _mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
-    _ALLOWED[(_mod, "_reconstruct")] = _multiarray._reconstruct
-    _ALLOWED[(_mod, "scalar")] = _multiarray.scalar
+    _ALLOWED[(_mod, "_reconstruct")] = _reconstruct
+    _ALLOWED[(_mod, "scalar")] = _scalar
+for _mod in ("numpy.core.numeric", "numpy._core.numeric"):
+    _ALLOWED[(_mod, "_frombuffer")] = _frombuffer
 
 
 class RestrictedUnpickler(pickle.Unpickler):
@@ -110,7 +142,7 @@ class RestrictedUnpickler(pickle.Unpickler):
             if module.startswith("mxnet.optimizer") or module.startswith("mxnet.lr_scheduler"):
                 hint = (" (the file holds an optimizer object: it was saved with "
                         "dump_optimizer=True; re-save the states without it)")
-            raise pickle.UnpicklingError(
+            raise _Refused(
                 f"refusing to load global {module}.{name}: only numpy arrays, MXNet NDArrays "
                 f"and plain containers are allowed in optimizer states{hint}")
         return found
@@ -120,7 +152,11 @@ def _plain(obj: Any) -> Any:
     """Replace stand-ins by numpy arrays; check the tree holds only what states hold."""
     if isinstance(obj, PickledNDArray):
         return obj.array
-    if obj is None or isinstance(obj, (np.ndarray, bool, int, float, str)):
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind not in "biufc":
+            raise MXNetError(f"arrays of dtype {obj.dtype} are not allowed in optimizer states")
+        return obj
+    if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, np.generic):
         return obj.item()
@@ -146,9 +182,10 @@ def loads(data: bytes, source: str = "optimizer states") -> dict:
     """
     try:
         obj = RestrictedUnpickler(io.BytesIO(bytes(data))).load()
-    except pickle.UnpicklingError as e:
+    except _Refused as e:
         raise MXNetError(f"{source}: {e}") from None
-    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as e:
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
+            IndexError, KeyError) as e:
         raise MXNetError(f"{source}: not a valid MXNet optimizer-state pickle "
                          f"({type(e).__name__}: {e})") from None
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], dict):
@@ -163,9 +200,11 @@ def _shapes(leaf: Any) -> list:
     return [np.shape(x) for x in jax.tree_util.tree_leaves(leaf)]
 
 
-def _pick_num_device(keys: list, param_names: list, fused: dict, first: int) -> int:
-    """The ``num_device`` D for which index keys ``i*D+k`` fit the module's parameters."""
-    top = max(keys) + 1
+def _pick_num_device(states: dict, param_names: list, fused: dict, param_shapes: dict,
+                     first: int) -> int:
+    """The ``num_device`` D for which index keys ``i*D+k`` fit the module's parameters
+    (every trained parameter covered, every state array shaped like its parameter)."""
+    keys = list(states)
 
     def fits(d: int) -> bool:
         covered = set()
@@ -173,26 +212,31 @@ def _pick_num_device(keys: list, param_names: list, fused: dict, first: int) -> 
             i = key // d
             if i >= len(param_names) or param_names[i] not in fused:
                 return False
+            want = tuple(param_shapes[param_names[i]])
+            if any(shape != want for shape in _shapes(states[key])):
+                return False
             covered.add(param_names[i])
         return covered == set(fused)
 
-    for d in dict.fromkeys([first, *range(1, top + 1)]):
+    for d in dict.fromkeys([first, *range(1, max(keys) + 2)]):
         if d >= 1 and fits(d):
             return d
     raise MXNetError(
         f"the states are keyed by indices {sorted(keys)[:12]}, which do not map onto this "
         f"module's trained parameters {list(fused)} as index*num_device+device for any "
-        f"num_device; load them into a Module with the same symbol and fixed_param_names")
+        f"num_device (or their shapes differ); load them into a Module with the same symbol, "
+        f"input shapes and fixed_param_names, and the optimizer they were saved with")
 
 
-def to_fused(states: dict, param_names: list, fused: dict, num_device: int,
-             source: str = "optimizer states") -> dict:
+def to_fused(states: dict, param_names: list, fused: dict, param_shapes: dict,
+             num_device: int, source: str = "optimizer states") -> dict:
     """Map MXNet states onto a fused state ``{name: leaf}`` shaped like ``fused``.
 
     Args:
         states: from :func:`loads`: ``{int index or str name: leaf}``.
         param_names: the module's ``_param_names`` (MXNet's index ``i`` is a position here).
         fused: the module's current fused state (gives names, structures, shapes).
+        param_shapes: ``{name: shape}`` of the trained parameters.
         num_device: the module's number of contexts (tried first for index keys).
 
     Returns:
@@ -207,7 +251,7 @@ def to_fused(states: dict, param_names: list, fused: dict, num_device: int,
     if all(isinstance(k, str) for k in keys):
         by_name = dict(states)
     elif all(isinstance(k, int) and k >= 0 for k in keys):
-        d = _pick_num_device(keys, param_names, fused, num_device)
+        d = _pick_num_device(states, param_names, fused, param_shapes, num_device)
         by_name = {}
         for key in sorted(keys):
             by_name.setdefault(param_names[key // d], states[key])

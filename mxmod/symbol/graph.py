@@ -11,7 +11,7 @@ from ..ops._attrs import Attrs
 class Node:
     """One graph node: an operator application, or a variable when ``op`` is None."""
 
-    __slots__ = ("op", "name", "attrs", "inputs", "_parsed")
+    __slots__ = ("op", "name", "attrs", "inputs", "_parsed", "versions")
 
     def __init__(self, op: Optional[OpDef], name: str, attrs: Optional[dict] = None,
                  inputs: Optional[list] = None):
@@ -20,6 +20,9 @@ class Node:
         self.attrs: dict[str, str] = dict(attrs or {})
         self.inputs: list[tuple[Node, int]] = list(inputs or [])
         self._parsed: Optional[Attrs] = None
+        # Input-entry versions read from a JSON file (kept so load -> save is byte-exact);
+        # None for nodes built in Python, whose versions the writer counts.
+        self.versions: Optional[list[int]] = None
 
     @property
     def is_var(self) -> bool:
@@ -104,6 +107,7 @@ def copy_graph(heads: list[tuple[Node, int]], replace: dict[int, tuple[Node, int
                 ins.append((new[id(child)], idx))
         n = Node(node.op, node.name, node.attrs, ins)
         n._parsed = node._parsed
+        n.versions = node.versions
         new[id(node)] = n
 
     def remap(entry):

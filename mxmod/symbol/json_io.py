@@ -56,7 +56,9 @@ def graph_dict(sym: Symbol, remove_amp_cast: bool = True) -> dict:
             n_data = node.n_data_inputs()
             for k, (child, idx) in enumerate(node.inputs):
                 version = 0
-                if k >= n_data:
+                if node.versions is not None and k < len(node.versions):
+                    version = node.versions[k]  # as loaded (MXNet keeps them too)
+                elif k >= n_data:
                     versions[id(child)] = versions.get(id(child), 0) + 1
                     version = versions[id(child)]
                 inputs.append((index[id(child)], idx, version))
@@ -160,6 +162,7 @@ def _node(raw: dict, built: list, version: int) -> Node:
     if version < 905 and op.name in ("argmax", "argmin") and attrs.get("axis") == "-1":
         attrs.pop("axis")
     node = Node(op, raw["name"], attrs, inputs)
+    node.versions = [int(e[2]) if len(e) > 2 else 0 for e in raw.get("inputs", [])]
     slots = node.input_slot_names() if moves else []
     for (slot, hk), value in moves.items():
         if slot in slots and slots.index(slot) < len(inputs):
