@@ -1,7 +1,7 @@
 """``simple_bind`` / ``bind`` / ``Executor.reshape``: allocating and checking arrays."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import jax
 import jax.numpy as jnp

@@ -12,10 +12,11 @@ from ..context import Context, cpu
 from ..io import DataDesc
 from .base_module import BaseModule, _as_list
 from .executor_group import DataParallelExecutorGroup
+from .module_files import ModuleFiles
 from .stages import require
 
 
-class Module(BaseModule):
+class Module(ModuleFiles, BaseModule):
     """MXNet's ``mx.mod.Module`` on JAX.
 
     One compiled program per input-shape signature runs over all bound devices;
@@ -371,45 +372,6 @@ class Module(BaseModule):
         if sparse_row_id_fn is not None:
             warnings.warn(UserWarning("Parameters are not updated in the KVStore. "
                                       "No need to call sparse_row_id_fn."))
-
-    # ------------------------------------------------------------ files
-    def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
-        self._symbol.save(f"{prefix}-symbol.json", remove_amp_cast=remove_amp_cast)
-        param_name = "%s-%04d.params" % (prefix, epoch)
-        self.save_params(param_name)
-        logging.info('Saved checkpoint to "%s"', param_name)
-        if save_optimizer_states:
-            state_name = "%s-%04d.states" % (prefix, epoch)
-            self.save_optimizer_states(state_name)
-            logging.info('Saved optimizer state to "%s"', state_name)
-
-    @staticmethod
-    def load(prefix, epoch, load_optimizer_states=False, allow_pickle=False, **kwargs):
-        """As ``mx.mod.Module.load``; ``allow_pickle`` (mxmod addition) lets the preloaded
-        ``.states`` file be an MXNet pickle (see :meth:`load_optimizer_states`)."""
-        from ..model import load_checkpoint
-        sym, args, auxs = load_checkpoint(prefix, epoch)
-        mod = Module(symbol=sym, **kwargs)
-        mod._arg_params = args
-        mod._aux_params = auxs
-        mod.params_initialized = True
-        if load_optimizer_states:
-            mod._preload_opt_states = "%s-%04d.states" % (prefix, epoch)
-            mod._preload_allow_pickle = allow_pickle
-        return mod
-
-    def save_optimizer_states(self, fname):
-        from .opt_states import save_states
-        require(self, "save_optimizer_states", "optimizer_initialized")
-        save_states(self, fname)
-
-    def load_optimizer_states(self, fname, allow_pickle=False):
-        """Load a ``.states`` file: mxmod's own (pickle-free) format, or, only with
-        ``allow_pickle=True`` (mxmod addition: unpickling can run code), an MXNet pickle,
-        read by a restricted unpickler and mapped onto this module's parameters."""
-        from .opt_states import load_states
-        require(self, "load_optimizer_states", "optimizer_initialized")
-        load_states(self, fname, allow_pickle=allow_pickle)
 
 
 def _copy_param(name: str, src: Any, dst) -> None:

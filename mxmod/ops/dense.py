@@ -17,7 +17,6 @@ def _fc_inputs(a):
 def _fc_shape(a, s):
     data = s[0]
     if data is None:
-        w = s[1]
         return s, [None]
     if a.flatten:
         if len(data) < 1:

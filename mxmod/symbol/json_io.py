@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from ..base import MXNetError
 from ..ops import get_op
