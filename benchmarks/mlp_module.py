@@ -21,6 +21,7 @@ import mxmod as mx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_REF = os.path.join(HERE, "..", "..", "shared", "bench", "mlp_jax.py")
+MXNET_PYTHON = "/opt/mxnet-venv/bin/python"  # real MXNet 1.9.1 (tests/fixtures/README.md)
 
 
 def data(n):
@@ -85,12 +86,23 @@ def bench_ref(path, n, epochs):
     return float(re.search(r"samples/s=(\d+)", out.stdout).group(1))
 
 
+def bench_mxnet(ref_path, python):
+    """Real MXNet 1.9.1's Module.fit on the same task (../shared/bench/mlp_mxnet.py)."""
+    script = os.path.join(os.path.dirname(ref_path), "mlp_mxnet.py")
+    if not (os.path.exists(python) and os.path.exists(script)):
+        return None
+    out = subprocess.run([python, script], capture_output=True, text=True, check=True)
+    return float(re.search(r"samples/s=(\d+)", out.stdout).group(1))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--n", type=int, default=60000)
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--ref", default=DEFAULT_REF)
+    p.add_argument("--mxnet-python", default=MXNET_PYTHON,
+                   help="python with mxnet 1.9.1; skipped when absent")
     a = p.parse_args()
     if not os.path.exists(a.ref):
         raise SystemExit(f"reference script {a.ref} not found; pass --ref path/to/mlp_jax.py")
@@ -101,6 +113,12 @@ def main():
     print(f"jax+optax reference : {ref:10.0f} samples/s")
     print(f"Module.fit          : {fit:10.0f} samples/s  ratio {fit / ref:.2f} (target >= 0.90)")
     print(f"hand-written loop   : {loop:10.0f} samples/s  ratio {loop / ref:.2f} (target >= 0.75)")
+    mxnet = bench_mxnet(a.ref, a.mxnet_python)
+    if mxnet is None:
+        print(f"real MXNet 1.9.1    : skipped ({a.mxnet_python} not found)")
+    else:
+        print(f"real MXNet 1.9.1    : {mxnet:10.0f} samples/s  ratio {mxnet / ref:.2f}; "
+              f"Module.fit is {fit / mxnet:.2f}x MXNet")
 
 
 if __name__ == "__main__":
