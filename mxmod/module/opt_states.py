@@ -63,7 +63,7 @@ def _load_mxnet_pickle(module, fname: str, blob: bytes) -> None:
     fused state. MXNet does not save update counts, so (as in MXNet) they are not restored."""
     from ..optimizer import _mxnet_pickle
     source = f"optimizer states {fname!r}"
-    states = _mxnet_pickle.loads(blob, source)
+    states = _mxnet_pickle.restricted_loads(blob, source)
     shapes = {n: tuple(module._exec_group.params[n].shape) for n in module._opt_state}
     loaded = _mxnet_pickle.to_fused(states, module._param_names, module._opt_state, shapes,
                                     len(module._context), source)

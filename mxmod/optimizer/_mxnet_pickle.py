@@ -173,7 +173,7 @@ def _key(k: Any) -> Any:
     return k.decode("utf-8") if isinstance(k, (bytes, bytearray)) else k
 
 
-def loads(data: bytes, source: str = "optimizer states") -> dict:
+def restricted_loads(data: bytes, source: str = "optimizer states") -> dict:
     """Decode MXNet's pickled ``{index or name: state}`` with numpy arrays as leaves.
 
     Raises:

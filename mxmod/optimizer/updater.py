@@ -99,7 +99,7 @@ class Updater:
             from ..context import cpu
             from ..ndarray import NDArray
 
-            plain = _mxnet_pickle.loads(states, "pickled MXNet optimizer states")
+            plain = _mxnet_pickle.restricted_loads(states, "pickled MXNet optimizer states")
             self.states = {
                 k: jax.tree_util.tree_map(lambda a: NDArray(a, cpu()), v)
                 for k, v in plain.items()
