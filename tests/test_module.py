@@ -286,3 +286,17 @@ def test_fit_runs_one_compiled_dispatch_per_batch():
     mod.fit(it, num_epoch=2, begin_epoch=1, eval_metric=metric)
     assert calls == {"step": 10}, calls
     assert metric.num_inst == 200
+
+
+def test_switching_batch_shapes_does_not_recompile():
+    x, y = toy(120)
+    train = mx.io.NDArrayIter(x[:80], y[:80], batch_size=20)
+    val = mx.io.NDArrayIter(x[80:], y[80:], batch_size=8)
+    mod = mx.mod.Module(mlp())
+    mod.fit(train, eval_data=val, num_epoch=2, initializer=mx.init.Uniform(0.1))
+    progs = mod._exec_group._progs
+    sizes = [f._cache_size() for f in progs._cache.values() if hasattr(f, "_cache_size")]
+    mod.fit(train, eval_data=val, num_epoch=4, begin_epoch=2)
+    assert mod._exec_group._progs is progs
+    after = [f._cache_size() for f in progs._cache.values() if hasattr(f, "_cache_size")]
+    assert after[:len(sizes)] == sizes, (sizes, after)

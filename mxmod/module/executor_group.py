@@ -96,6 +96,7 @@ class DataParallelExecutorGroup(GroupRunner, StatesMixin, MonitorMixin):
         self.outputs: list[NDArray] = []
         self._state: Optional[dict] = None
         self._host_metrics: set = set()
+        self._progs_cache: dict = {}
         self._last_metric = None
         self.bind_exec(data_shapes, label_shapes, shared_group)
 
@@ -145,13 +146,19 @@ class DataParallelExecutorGroup(GroupRunner, StatesMixin, MonitorMixin):
                                for i in range(len(self.output_names))]
         self._out_dev_shapes = out_shapes
         diff = [n for n in self.arg_names if self.grad_req[n] != "null"]
-        if self._replicas:
+        # programs are kept per layout: jit caches each input shape, so switching between
+        # batch shapes (training vs validation, buckets) never recompiles a seen shape
+        key = (self._replicas, tuple(sorted(input_axes.items())), tuple(self.output_layouts),
+               tuple(diff), tuple((s.start, s.stop) for s in self.slices) if self._replicas else ())
+        self._progs = self._progs_cache.get(key)
+        if self._progs is None and self._replicas:
             self._progs = ReplicaPrograms(self._graph, [c.jax_device for c in self.contexts],
                                           self.slices, input_axes, self.output_layouts, diff,
                                           self._graph.is_loss)
-        else:
+        elif self._progs is None:
             self._progs = Programs(self._graph, self._devices, input_axes, self.output_layouts,
                                    diff, self._graph.is_loss)
+        self._progs_cache[key] = self._progs
         rep = self._progs.replicated()
         if shared_group is not None:
             self.params, self.aux = shared_group.params, shared_group.aux
