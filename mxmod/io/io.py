@@ -152,7 +152,28 @@ class DataIter:
         """Number of padding samples in the current batch."""
 
 
-class ResizeIter(DataIter):
+class _BatchHolder(DataIter):
+    """Iterators whose ``iter_next`` stores ``current_batch``: the accessors read it."""
+
+    def next(self):
+        if self.iter_next():
+            return self.current_batch
+        raise StopIteration
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+class ResizeIter(_BatchHolder):
     """Give exactly ``size`` batches per epoch, as ``mxnet.io.ResizeIter``: the wrapped
     iterator is reset and continued when it runs out.
 
@@ -199,22 +220,6 @@ class ResizeIter(DataIter):
         self.cur += 1
         return True
 
-    def next(self):
-        if self.iter_next():
-            return self.current_batch
-        raise StopIteration
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
 
 
 def _renamed(descs, mapping):
@@ -229,7 +234,7 @@ def _renamed(descs, mapping):
     return out
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_BatchHolder):
     """Combine one or more iterators batch by batch, as ``mxnet.io.PrefetchingIter``.
 
     mxmod fetches synchronously (JAX dispatch is already asynchronous, so host work
@@ -312,22 +317,6 @@ class PrefetchingIter(DataIter):
         )
         return True
 
-    def next(self):
-        if self.iter_next():
-            return self.current_batch
-        raise StopIteration
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
 
 
 from ._ndarray_iter import NDArrayIter  # noqa: E402  (it builds on the classes above)

@@ -57,6 +57,7 @@ class Optimizer(FusedMixin):
 
     opt_registry = _REGISTRY._items
     _rule_attrs: tuple = ()
+    _wd_suffixes: tuple = ("_weight", "_gamma")  # names that keep weight decay
     _mp_master_first = True  # multi-precision state layout: (w32, inner) vs (inner, w32)
     _counts_updates = True
 
@@ -185,12 +186,12 @@ class Optimizer(FusedMixin):
     def set_wd_mult(self, args_wd_mult: dict) -> None:
         """Per-parameter wd multipliers.
 
-        Names in ``idx2name`` not ending in ``_weight`` or ``_gamma`` get 0; then symbol
-        ``__wd_mult__`` attributes; then ``args_wd_mult``.
+        Names in ``idx2name`` not ending in one of ``_wd_suffixes`` (``_weight``, ``_gamma``)
+        get 0; then symbol ``__wd_mult__`` attributes; then ``args_wd_mult``.
         """
         self.wd_mult = {}
         for n in self.idx2name.values():
-            if not (n.endswith("_weight") or n.endswith("_gamma")):
+            if not n.endswith(self._wd_suffixes):
                 self.wd_mult[n] = 0.0
         if self.sym_info:
             attr, arg_names = self.sym_info

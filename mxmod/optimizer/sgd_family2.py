@@ -64,6 +64,7 @@ class LARS(LeafContextMixin, Optimizer):
     _mp_master_first = False
     _extra_keys = ("momentum",)
     _ctx_names = True
+    _wd_suffixes = ("_weight",)  # LARS also exempts gamma from weight decay
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, eta: float = 0.001,
                  eps: float = 0, momentum_correction: bool = True, **kwargs):
@@ -80,19 +81,6 @@ class LARS(LeafContextMixin, Optimizer):
         self.skip = 0
         self.last_lr = None
         self.cur_lr = None
-
-    def set_wd_mult(self, args_wd_mult: dict) -> None:
-        """Like :meth:`Optimizer.set_wd_mult`, but only ``*_weight`` names keep wd."""
-        self.wd_mult = {}
-        for n in self.idx2name.values():
-            if not n.endswith("_weight"):
-                self.wd_mult[n] = 0.0
-        if self.sym_info:
-            attr, arg_names = self.sym_info
-            for name in arg_names:
-                if name in attr and "__wd_mult__" in attr[name]:
-                    self.wd_mult[name] = float(attr[name]["__wd_mult__"])
-        self.wd_mult.update(args_wd_mult)
 
     def _track_lr(self) -> float:
         """MXNet's ``_get_lrs`` bookkeeping of ``cur_lr``/``last_lr``; returns the base rate."""
