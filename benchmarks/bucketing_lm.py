@@ -19,6 +19,7 @@ MXNet runs in a child process when a Python with mxnet 1.9.1 is given
 
 Run:  MXNET_PYTHON=... python3 benchmarks/bucketing_lm.py [--epochs 1] [--sentences 4000]
 """
+
 import argparse
 import json
 import os
@@ -44,8 +45,7 @@ def make_iter(mx, n):
     random.seed(0)
     np.random.seed(0)
     sent, vocab = sentences(mx, n)
-    return mx.rnn.BucketSentenceIter(sent, BATCH, buckets=BUCKETS, invalid_label=0), \
-        len(vocab) + 1
+    return mx.rnn.BucketSentenceIter(sent, BATCH, buckets=BUCKETS, invalid_label=0), len(vocab) + 1
 
 
 def run_module(mx, n, epochs):
@@ -61,17 +61,25 @@ def run_module(mx, n, epochs):
         embed = mx.sym.Embedding(data, input_dim=vocab, output_dim=HIDDEN, name="embed")
         stack.reset()
         outputs, _ = stack.unroll(seq_len, inputs=embed, merge_outputs=True)
-        pred = mx.sym.FullyConnected(mx.sym.Reshape(outputs, shape=(-1, HIDDEN)),
-                                     num_hidden=vocab, name="pred")
+        pred = mx.sym.FullyConnected(
+            mx.sym.Reshape(outputs, shape=(-1, HIDDEN)), num_hidden=vocab, name="pred"
+        )
         pred = mx.sym.SoftmaxOutput(pred, mx.sym.Reshape(label, shape=(-1,)), name="softmax")
         return pred, ("data",), ("softmax_label",)
 
-    model = mx.mod.BucketingModule(sym_gen, default_bucket_key=it.default_bucket_key,
-                                   context=mx.cpu())
+    model = mx.mod.BucketingModule(
+        sym_gen, default_bucket_key=it.default_bucket_key, context=mx.cpu()
+    )
     metric = mx.metric.Perplexity(0)
     opt = {"learning_rate": 0.01, "momentum": 0.9}
-    model.fit(it, eval_metric=metric, num_epoch=1, optimizer="sgd", optimizer_params=opt,
-              initializer=mx.init.Xavier(factor_type="in", magnitude=2.34))
+    model.fit(
+        it,
+        eval_metric=metric,
+        num_epoch=1,
+        optimizer="sgd",
+        optimizer_params=opt,
+        initializer=mx.init.Xavier(factor_type="in", magnitude=2.34),
+    )
     mx.nd.waitall()
     batches = sum(1 for _ in it)
     it.reset()
@@ -90,18 +98,22 @@ def run_jax(n, epochs, unroll=1):
     import optax
 
     import mxmod as mx
+
     it, vocab = make_iter(mx, n)
-    batches = [(b.data[0].asnumpy().astype(np.int32), b.label[0].asnumpy().astype(np.int32))
-               for b in it]
+    batches = [
+        (b.data[0].asnumpy().astype(np.int32), b.label[0].asnumpy().astype(np.int32)) for b in it
+    ]
     it.reset()
     rng = np.random.RandomState(0)
 
     def xavier(shape):
-        return jnp.asarray(rng.uniform(-1, 1, shape) * np.sqrt(3 * 2.34 / shape[-1]),
-                           jnp.float32)
+        return jnp.asarray(rng.uniform(-1, 1, shape) * np.sqrt(3 * 2.34 / shape[-1]), jnp.float32)
 
-    params = {"embed": xavier((vocab, HIDDEN)), "pred_w": xavier((HIDDEN, vocab)),
-              "pred_b": jnp.zeros(vocab)}
+    params = {
+        "embed": xavier((vocab, HIDDEN)),
+        "pred_w": xavier((HIDDEN, vocab)),
+        "pred_b": jnp.zeros(vocab),
+    }
     for i in range(LAYERS):
         params[f"l{i}_wx"] = xavier((HIDDEN, 4 * HIDDEN))
         params[f"l{i}_wh"] = xavier((HIDDEN, 4 * HIDDEN))
@@ -157,29 +169,45 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--sentences", type=int, default=4000)
-    p.add_argument("--mxnet-python", default=os.environ.get("MXNET_PYTHON", ""),
-                   help="a python with mxnet 1.9.1; the comparison is skipped without one")
+    p.add_argument(
+        "--mxnet-python",
+        default=os.environ.get("MXNET_PYTHON", ""),
+        help="a python with mxnet 1.9.1; the comparison is skipped without one",
+    )
     p.add_argument("--worker", choices=("mxnet",), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker == "mxnet":
         import mxnet
+
         print(json.dumps(run_module(mxnet, a.sentences, a.epochs)))
         return
     sys.path.insert(0, os.path.join(HERE, ".."))
     import mxmod
+
     ours, ppl = run_module(mxmod, a.sentences, a.epochs)
     print(f"mxmod BucketingModule : {ours:9.1f} samples/s (train perplexity {ppl:.1f})")
     for name, unroll in (("scan", 1), ("unrolled scan", True)):
         ref, ref_ppl = run_jax(a.sentences, a.epochs, unroll)
-        print(f"JAX+optax ({name:13s}): {ref:9.1f} samples/s "
-              f"(train perplexity {ref_ppl:.1f})")
+        print(f"JAX+optax ({name:13s}): {ref:9.1f} samples/s (train perplexity {ref_ppl:.1f})")
         print(f"mxmod / JAX+optax ({name}): {ours / ref:.2f}x (target >= 0.8)")
     if not (a.mxnet_python and os.path.exists(a.mxnet_python)):
         print("real MXNet 1.9.1      : skipped (give --mxnet-python or set MXNET_PYTHON)")
         return
-    out = subprocess.run([a.mxnet_python, os.path.abspath(__file__), "--worker", "mxnet",
-                          "--sentences", str(a.sentences), "--epochs", str(a.epochs)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            a.mxnet_python,
+            os.path.abspath(__file__),
+            "--worker",
+            "mxnet",
+            "--sentences",
+            str(a.sentences),
+            "--epochs",
+            str(a.epochs),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     mx_sps, mx_ppl = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"real MXNet 1.9.1      : {mx_sps:9.1f} samples/s (train perplexity {mx_ppl:.1f})")
     print(f"mxmod / MXNet         : {ours / mx_sps:.2f}x (target >= 1.0)")

@@ -10,6 +10,7 @@ the cross-process all-reduce and the per-batch step agreement, not as scaling.
 
 Run:  python3 benchmarks/dist_throughput.py [--n 16384] [--epochs 3]
 """
+
 import argparse
 import os
 import re
@@ -35,6 +36,7 @@ def mlp(mx):
 
 def worker(n: int, epochs: int, devices: int) -> None:
     import mxmod as mx
+
     kv = mx.kv.create("dist_sync") if "DMLC_ROLE" in os.environ else "device"
     rank, workers = (kv.rank, kv.num_workers) if not isinstance(kv, str) else (0, 1)
     rng = np.random.RandomState(0)
@@ -44,19 +46,27 @@ def worker(n: int, epochs: int, devices: int) -> None:
     it = mx.io.NDArrayIter(x[part], y[part], batch_size=GLOBAL_BATCH // workers)
     times = []
     mod = mx.mod.Module(mlp(mx), context=[mx.cpu(i) for i in range(devices)])
-    mod.fit(it, num_epoch=epochs, kvstore=kv, optimizer="sgd",
-            optimizer_params={"learning_rate": 0.05, "momentum": 0.9},
-            epoch_end_callback=lambda *a: times.append(time.perf_counter()))
+    mod.fit(
+        it,
+        num_epoch=epochs,
+        kvstore=kv,
+        optimizer="sgd",
+        optimizer_params={"learning_rate": 0.05, "momentum": 0.9},
+        epoch_end_callback=lambda *a: times.append(time.perf_counter()),
+    )
     rate = (epochs - 1) * n / (times[-1] - times[0])
     if rank == 0:
         print(f"SAMPLES_PER_S={rate:.1f}", flush=True)
 
 
 def run(cmd, devices):
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT,
-               XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200,
-                         check=False)
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=ROOT,
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+    )
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200, check=False)
     found = re.search(r"SAMPLES_PER_S=([\d.]+)", out.stdout)
     if out.returncode != 0 or not found:
         sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
@@ -74,13 +84,25 @@ def main() -> None:
     if args.worker is not None:
         worker(args.n, args.epochs, args.worker)
         return
-    me = [sys.executable, os.path.abspath(__file__), "--n", str(args.n), "--epochs",
-          str(args.epochs)]
+    me = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--n",
+        str(args.n),
+        "--epochs",
+        str(args.epochs),
+    ]
     one = run(me + ["--worker", "4"], 4)
-    two = run([sys.executable, "-m", "mxmod.launch", "-n", "2", "--cpu-devices", "2"]
-              + me + ["--worker", "2"], 2)
-    print(f"MLP 784-512-512-10, global batch {GLOBAL_BATCH}, {args.n} samples, "
-          f"{args.epochs - 1} timed epochs, {os.cpu_count()} CPU cores")
+    two = run(
+        [sys.executable, "-m", "mxmod.launch", "-n", "2", "--cpu-devices", "2"]
+        + me
+        + ["--worker", "2"],
+        2,
+    )
+    print(
+        f"MLP 784-512-512-10, global batch {GLOBAL_BATCH}, {args.n} samples, "
+        f"{args.epochs - 1} timed epochs, {os.cpu_count()} CPU cores"
+    )
     print(f"1 process  x 4 devices: {one:10.1f} samples/s")
     print(f"2 processes x 2 devices: {two:10.1f} samples/s  (ratio {two / one:.2f})")
 

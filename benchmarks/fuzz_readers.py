@@ -21,6 +21,7 @@ other/raw/oversized/deferred/slow; the exit status is 1 otherwise.
 
 Run:  python3 benchmarks/fuzz_readers.py [--n 10000] [--seed 0] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,15 @@ OWN = ("nd", "symbol", "checkpoint")
 OPTIMIZER = ("updater_npz", "updater_pickle", "module_states")
 OTHERS = ("recordio",)
 # share of --n per reader
-SHARES = {"nd": 0.27, "symbol": 0.3, "checkpoint": 0.06, "updater_npz": 0.13,
-          "updater_pickle": 0.1, "module_states": 0.1, "recordio": 0.04}
+SHARES = {
+    "nd": 0.27,
+    "symbol": 0.3,
+    "checkpoint": 0.06,
+    "updater_npz": 0.13,
+    "updater_pickle": 0.1,
+    "module_states": 0.1,
+    "recordio": 0.04,
+}
 
 
 class Deferred(Exception):
@@ -58,10 +66,18 @@ class Deferred(Exception):
 # ----------------------------------------------------------------------------- bases
 def _mxmod_nd_bases() -> list[bytes]:
     from mxmod.ndarray.io import to_bytes
+
     rng = np.random.RandomState(0)
-    return [to_bytes({"arg:w": rng.randn(3, 4).astype(np.float32),
-                      "aux:m": np.arange(5, dtype=np.int64), "s": np.array(2.5)}),
-            to_bytes([rng.randn(2, 2).astype(np.float16), np.zeros((0, 3), np.int8)])]
+    return [
+        to_bytes(
+            {
+                "arg:w": rng.randn(3, 4).astype(np.float32),
+                "aux:m": np.arange(5, dtype=np.int64),
+                "s": np.array(2.5),
+            }
+        ),
+        to_bytes([rng.randn(2, 2).astype(np.float16), np.zeros((0, 3), np.int8)]),
+    ]
 
 
 def _net():
@@ -72,8 +88,9 @@ def _net():
 
 
 def _updater_blob(kind: str) -> bytes:
-    opt = mx.optimizer.create(kind, learning_rate=0.1, **({"momentum": 0.9}
-                                                          if kind == "sgd" else {}))
+    opt = mx.optimizer.create(
+        kind, learning_rate=0.1, **({"momentum": 0.9} if kind == "sgd" else {})
+    )
     upd = mx.optimizer.get_updater(opt)
     for i in range(2):
         w = mx.nd.ones((3, 2)) * (i + 1)
@@ -85,14 +102,14 @@ def _bound_module():
     mod = mx.mod.Module(_net(), context=mx.cpu())
     mod.bind(data_shapes=[("data", (4, 3))], label_shapes=[("softmax_label", (4,))])
     mod.init_params(mx.init.Uniform(0.1))
-    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
-                                                          "momentum": 0.9})
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
     return mod
 
 
 # ----------------------------------------------------------------------------- follow-ups
 def _use_nd(out):
     from mxmod.ndarray.io import load_frombuffer, to_bytes
+
     values = out.values() if isinstance(out, dict) else out
     hosts = [v.asnumpy() for v in values]
     again = load_frombuffer(to_bytes(out))
@@ -194,8 +211,11 @@ class Fuzzer:
                 mine = "A" if loaded else "R"
                 mxnet = "R" if verdict[seed] in "RC" else "A"
                 if mine != mxnet:
-                    key = ("mxnet_refused_mxmod_loaded" if mxnet == "R"
-                           else "mxnet_loaded_mxmod_refused")
+                    key = (
+                        "mxnet_refused_mxmod_loaded"
+                        if mxnet == "R"
+                        else "mxnet_loaded_mxmod_refused"
+                    )
                     self._record("symbol", key, detail or "(loaded)", f"{rel} seed {seed}")
 
     def checkpoint(self, n):
@@ -206,8 +226,7 @@ class Fuzzer:
             seed = self.seed * 1_000_003 + k
             sym = fm.mutate_symbol(sym_base, seed) if k % 2 else sym_base
             par = fm.mutate_nd(par_base, seed) if k % 2 == 0 or k % 3 == 0 else par_base
-            with open(prefix + "-symbol.json", "w", encoding="utf-8",
-                      errors="surrogatepass") as f:
+            with open(prefix + "-symbol.json", "w", encoding="utf-8", errors="surrogatepass") as f:
                 f.write(sym)
             with open(prefix + "-0000.params", "wb") as f:
                 f.write(par)
@@ -230,8 +249,9 @@ class Fuzzer:
                 for idx in list(upd.states)[:2]:
                     upd(idx, mx.nd.ones((3, 2)), mx.nd.ones((3, 2)))
 
-            self._record("updater_npz", *_classify(fn, ["optimizer", "states"], self.limit),
-                         f"seed {k}")
+            self._record(
+                "updater_npz", *_classify(fn, ["optimizer", "states"], self.limit), f"seed {k}"
+            )
 
     def updater_pickle(self, n):
         bases = [fm.read_base(rel) for rel in fm.PICKLE_BASES]
@@ -239,16 +259,19 @@ class Fuzzer:
             blob = fm.mutate_pickle(bases[k % 2], self.seed * 1_000_003 + k)
             upd = mx.optimizer.get_updater(mx.optimizer.create("sgd", momentum=0.9))
             fn = lambda: upd.set_states(blob, allow_pickle=True)  # noqa: E731
-            self._record("updater_pickle",
-                         *_classify(fn, ["optimizer", "states"], self.limit), f"seed {k}")
+            self._record(
+                "updater_pickle", *_classify(fn, ["optimizer", "states"], self.limit), f"seed {k}"
+            )
 
     def module_states(self, n):
         mod = _bound_module()
         path = os.path.join(self.tmp, "m.states")
         mod.save_optimizer_states(path)
         base = open(path, "rb").read()
-        want = [(tuple(x.shape), x.dtype) for x in
-                __import__("jax").tree_util.tree_leaves(mod._opt_state)]
+        want = [
+            (tuple(x.shape), x.dtype)
+            for x in __import__("jax").tree_util.tree_leaves(mod._opt_state)
+        ]
         batch = mx.io.DataBatch([mx.nd.ones((4, 3))], [mx.nd.zeros((4,))])
         for k in range(n):
             with open(path, "wb") as f:
@@ -256,8 +279,10 @@ class Fuzzer:
 
             def fn():
                 mod.load_optimizer_states(path)
-                got = [(tuple(x.shape), x.dtype) for x in
-                       __import__("jax").tree_util.tree_leaves(mod._opt_state)]
+                got = [
+                    (tuple(x.shape), x.dtype)
+                    for x in __import__("jax").tree_util.tree_leaves(mod._opt_state)
+                ]
                 if got != want:
                     raise Deferred(f"states loaded with shapes/dtypes {got[:3]}")
                 mod.forward_backward(batch)
@@ -270,6 +295,7 @@ class Fuzzer:
 
     def recordio(self, n):
         from mxmod import recordio as rio
+
         path = os.path.join(self.tmp, "f.rec")
         writer = rio.MXRecordIO(path, "w")
         for i in range(5):
@@ -288,8 +314,9 @@ class Fuzzer:
                         try:
                             rio.unpack(rec)
                         except MXNetFileError as e:  # unpack sees bytes: name their file
-                            raise MXNetFileError(f"{path}: record {i}: {e}", path,
-                                                 f"record {i}", e.expected) from None
+                            raise MXNetFileError(
+                                f"{path}: record {i}: {e}", path, f"record {i}", e.expected
+                            ) from None
                         i += 1
                 finally:
                     reader.close()
@@ -300,9 +327,11 @@ class Fuzzer:
         t0 = time.perf_counter()
         for reader in readers:
             getattr(self, reader)(max(1, int(round(n_total * SHARES[reader]))))
-        return {"seconds": round(time.perf_counter() - t0, 1),
-                "counts": {r: dict(c) for r, c in self.counts.items()},
-                "examples": {f"{r}/{o}": v for (r, o), v in self.examples.items()}}
+        return {
+            "seconds": round(time.perf_counter() - t0, 1),
+            "counts": {r: dict(c) for r, c in self.counts.items()},
+            "examples": {f"{r}/{o}": v for (r, o), v in self.examples.items()},
+        }
 
 
 BAD = ("other", "raw", "oversized", "deferred", "slow", "mxnet_refused_mxmod_loaded")

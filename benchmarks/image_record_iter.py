@@ -11,6 +11,7 @@ exists, with MXNet in its own venv (the MXNet venv of tests/fixtures/README.md; 
 
     python3 benchmarks/image_record_iter.py [--images 640] [--epochs 2] [--repeats 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,9 +26,21 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PARAMS = dict(data_shape=(3, 224, 224), batch_size=64, rand_crop=True, rand_mirror=True,
-              mean_r=123.68, mean_g=116.28, mean_b=103.53, std_r=58.395, std_g=57.12,
-              std_b=57.375, preprocess_threads=4, prefetch_buffer=4, shuffle=False)
+PARAMS = dict(
+    data_shape=(3, 224, 224),
+    batch_size=64,
+    rand_crop=True,
+    rand_mirror=True,
+    mean_r=123.68,
+    mean_g=116.28,
+    mean_b=103.53,
+    std_r=58.395,
+    std_g=57.12,
+    std_b=57.375,
+    preprocess_threads=4,
+    prefetch_buffer=4,
+    shuffle=False,
+)
 
 
 def mxnet_python(arg):
@@ -50,6 +63,7 @@ def make_rec(path, n, seed=0):
     import cv2
 
     from mxmod import recordio
+
     rng = np.random.RandomState(seed)
     w = recordio.MXIndexedRecordIO(path[:-4] + ".idx", path, "w")
     total = 0
@@ -59,8 +73,9 @@ def make_rec(path, n, seed=0):
         low = rng.randint(0, 256, (h // 16 + 1, wd // 16 + 1, 3)).astype(np.uint8)
         img = cv2.resize(low, (wd, h), interpolation=cv2.INTER_CUBIC)
         img = np.clip(img.astype(np.int16) + rng.randint(-20, 20, img.shape), 0, 255)
-        s = recordio.pack_img(recordio.IRHeader(0, float(i % 10), i, 0), img.astype(np.uint8),
-                              quality=90)
+        s = recordio.pack_img(
+            recordio.IRHeader(0, float(i % 10), i, 0), img.astype(np.uint8), quality=90
+        )
         total += len(s)
         w.write_idx(i, s)
     w.close()
@@ -79,6 +94,7 @@ def run(framework, rec, epochs, threads=None):
 
         def ready(batch):
             batch.data[0]._data.block_until_ready()
+
     params = dict(PARAMS, preprocess_threads=threads or PARAMS["preprocess_threads"])
     it = mx.io.ImageRecordIter(path_imgrec=rec, **params)
     for batch in it:  # warm-up epoch
@@ -104,28 +120,41 @@ def main():
     ap.add_argument("--rec", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps({"images_per_s": run(args.worker, args.rec, args.epochs,
-                                              args.threads)}))
+        print(json.dumps({"images_per_s": run(args.worker, args.rec, args.epochs, args.threads)}))
         return
     sys.path.insert(0, os.path.join(HERE, ".."))
     with tempfile.TemporaryDirectory() as tmp:
         rec = os.path.join(tmp, "bench.rec")
         size = make_rec(rec, args.images)
-        print(f"{args.images} JPEGs, {size / args.images / 1024:.1f} KB each; params {PARAMS}; "
-              f"{os.cpu_count()} CPU cores")
+        print(
+            f"{args.images} JPEGs, {size / args.images / 1024:.1f} KB each; params {PARAMS}; "
+            f"{os.cpu_count()} CPU cores"
+        )
         results = {}
         py = mxnet_python(args.mxnet_python)
         # MXNet 1.9.1 decodes on max(cores / 2 - 1, 1) threads whatever preprocess_threads
         # asks (it logs the number); "mxmod-1t" runs mxmod on one thread for a like-for-like
-        order = [("mxmod", sys.executable, None), ("mxmod-1t", sys.executable, 1)] + \
-            ([("mxnet", py, None)] if py and os.path.exists(py) else [])
+        order = [("mxmod", sys.executable, None), ("mxmod-1t", sys.executable, 1)] + (
+            [("mxnet", py, None)] if py and os.path.exists(py) else []
+        )
         for rep in range(args.repeats):  # alternate, keep each side's best (shared CPUs)
             for name, exe, threads in order:
-                cmd = [exe, os.path.abspath(__file__), "--worker", name.split("-")[0], "--rec",
-                       rec, "--epochs", str(args.epochs)]
-                out = subprocess.run(cmd + (["--threads", str(threads)] if threads else []),
-                                     capture_output=True, text=True,
-                                     cwd=os.path.join(HERE, ".."))
+                cmd = [
+                    exe,
+                    os.path.abspath(__file__),
+                    "--worker",
+                    name.split("-")[0],
+                    "--rec",
+                    rec,
+                    "--epochs",
+                    str(args.epochs),
+                ]
+                out = subprocess.run(
+                    cmd + (["--threads", str(threads)] if threads else []),
+                    capture_output=True,
+                    text=True,
+                    cwd=os.path.join(HERE, ".."),
+                )
                 used = re.search(r"use (\d+) threads for decoding", out.stderr)
                 if used:
                     name_shown = f"{name} ({used.group(1)} decode thread(s) reported)"
@@ -138,10 +167,12 @@ def main():
                 results[name] = max(results.get(name, 0.0), ips)
                 print(f"run {rep}: {name_shown:40s} {ips:8.1f} images/s")
         if "mxnet" in results and "mxmod" in results:
-            print(f"best: mxmod {results['mxmod']:.1f} ({results['mxmod-1t']:.1f} on one thread), "
-                  f"mxnet {results['mxnet']:.1f} images/s; ratio mxmod/mxnet: "
-                  f"{results['mxmod'] / results['mxnet']:.2f}x (one thread each: "
-                  f"{results['mxmod-1t'] / results['mxnet']:.2f}x)")
+            print(
+                f"best: mxmod {results['mxmod']:.1f} ({results['mxmod-1t']:.1f} on one thread), "
+                f"mxnet {results['mxnet']:.1f} images/s; ratio mxmod/mxnet: "
+                f"{results['mxmod'] / results['mxnet']:.2f}x (one thread each: "
+                f"{results['mxmod-1t'] / results['mxnet']:.2f}x)"
+            )
         elif "mxnet" not in results:
             print("MXNet venv not found: pass --mxnet-python or set MXNET_PYTHON")
 

@@ -11,6 +11,7 @@ counted every batch, on the CPU. Measured side by side in one run:
 
 Run:  python3 benchmarks/mlp_dispatch.py [--n 32768] [--epochs 3]
 """
+
 import argparse
 import os
 import time
@@ -53,13 +54,14 @@ def bench_jax(x, y, batch, epochs):
         def loss(ps):
             lo = apply(ps, x)
             return optax.softmax_cross_entropy_with_integer_labels(lo, y).mean(), lo
+
         (_, lo), g = jax.value_and_grad(loss, has_aux=True)(ps)
         up, st = tx.update(g, st, ps)
         return optax.apply_updates(ps, up), st, correct + (lo.argmax(1) == y).sum()
 
     nb = len(x) // batch
-    xs = [jax.device_put(x[i * batch:(i + 1) * batch]) for i in range(nb)]
-    ys = [jax.device_put(y[i * batch:(i + 1) * batch].astype("int32")) for i in range(nb)]
+    xs = [jax.device_put(x[i * batch : (i + 1) * batch]) for i in range(nb)]
+    ys = [jax.device_put(y[i * batch : (i + 1) * batch].astype("int32")) for i in range(nb)]
     times = []
     for _ in range(epochs):
         correct = jnp.zeros((), jnp.int32)
@@ -74,26 +76,34 @@ def bench_jax(x, y, batch, epochs):
 def mlp(mx):
     net = mx.sym.Variable("data")
     for i in (1, 2):
-        net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=H, name=f"fc{i}"),
-                                act_type="relu")
+        net = mx.sym.Activation(
+            mx.sym.FullyConnected(net, num_hidden=H, name=f"fc{i}"), act_type="relu"
+        )
     net = mx.sym.FullyConnected(net, num_hidden=C, name="fc3")
     return mx.sym.SoftmaxOutput(net, name="softmax")
 
 
 def bench_fit(x, y, batch, epochs, steps=1):
     import mxmod as mx
+
     it = mx.io.NDArrayIter(x, y, batch_size=batch, last_batch_handle="discard")
     mod = mx.mod.Module(mlp(mx), context=mx.cpu())
     stamps = []
-    mod.fit(it, num_epoch=epochs, eval_metric="acc", initializer=mx.init.Xavier(),
-            optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
-            epoch_end_callback=lambda *a: stamps.append(time.perf_counter()),
-            steps_per_dispatch=steps)
+    mod.fit(
+        it,
+        num_epoch=epochs,
+        eval_metric="acc",
+        initializer=mx.init.Xavier(),
+        optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+        epoch_end_callback=lambda *a: stamps.append(time.perf_counter()),
+        steps_per_dispatch=steps,
+    )
     return (len(x) // batch) * batch / min(b - a for a, b in zip(stamps, stamps[1:]))
 
 
 def bench_loop(x, y, batch, epochs):
     import mxmod as mx
+
     it = mx.io.NDArrayIter(x, y, batch_size=batch, last_batch_handle="discard")
     mod = mx.mod.Module(mlp(mx), context=mx.cpu())
     mod.bind(it.provide_data, it.provide_label)
@@ -121,14 +131,30 @@ def bench_keras(x, y, batch, epochs):
         import keras
     except ImportError:
         return None
-    model = keras.Sequential([keras.Input((D,)), keras.layers.Dense(H, activation="relu"),
-                              keras.layers.Dense(H, activation="relu"), keras.layers.Dense(C)])
-    model.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), metrics=["accuracy"],
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model = keras.Sequential(
+        [
+            keras.Input((D,)),
+            keras.layers.Dense(H, activation="relu"),
+            keras.layers.Dense(H, activation="relu"),
+            keras.layers.Dense(C),
+        ]
+    )
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1, momentum=0.9),
+        metrics=["accuracy"],
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     stamps = []
     cb = keras.callbacks.LambdaCallback(on_epoch_end=lambda *a: stamps.append(time.perf_counter()))
-    model.fit(x, y.astype("int32"), batch_size=batch, epochs=epochs, verbose=0, shuffle=False,
-              callbacks=[cb])
+    model.fit(
+        x,
+        y.astype("int32"),
+        batch_size=batch,
+        epochs=epochs,
+        verbose=0,
+        shuffle=False,
+        callbacks=[cb],
+    )
     return (len(x) // batch) * batch / min(b - a for a, b in zip(stamps, stamps[1:]))
 
 
@@ -137,8 +163,12 @@ def main():
     p.add_argument("--n", type=int, default=32768)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--steps-per-dispatch", type=int, default=16,
-                   help="the fit(steps_per_dispatch=...) line (lax.scan blocks)")
+    p.add_argument(
+        "--steps-per-dispatch",
+        type=int,
+        default=16,
+        help="the fit(steps_per_dispatch=...) line (lax.scan blocks)",
+    )
     a = p.parse_args()
     x, y = data(a.n)
     ref = bench_jax(x, y, a.batch, a.epochs)
@@ -148,8 +178,10 @@ def main():
     print(f"jax+optax jitted loop: {ref:10.0f} samples/s")
     print(f"Module.fit           : {fit:10.0f} samples/s  ratio {fit / ref:.2f} (target >= 0.40)")
     print(f"Module loop          : {loop:10.0f} samples/s  ratio {loop / ref:.2f}")
-    print(f"Module.fit steps_per_dispatch={a.steps_per_dispatch}: {multi:10.0f} samples/s  ratio "
-          f"{multi / ref:.2f} (target >= 0.90)")
+    print(
+        f"Module.fit steps_per_dispatch={a.steps_per_dispatch}: {multi:10.0f} samples/s  ratio "
+        f"{multi / ref:.2f} (target >= 0.90)"
+    )
     keras = bench_keras(x, y, a.batch, a.epochs)
     if keras is None:
         print("keras 3 fit          : skipped (keras not installed)")

@@ -10,6 +10,7 @@ do, against plain ``fit`` on the same devices (target >= 0.5).
 
 Run:  python3 benchmarks/mlp_module.py [--n 60000] [--epochs 3] [--ref PATH]
 """
+
 import argparse
 import os
 import re
@@ -21,8 +22,9 @@ import numpy as np
 
 # two host devices for the per-device (_update_params) subclass case
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + " --xla_force_host_platform_device_count=2").strip()
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
+    ).strip()
 
 import mxmod as mx  # noqa: E402
 
@@ -54,20 +56,25 @@ class UpdateParamsModule(mx.mod.Module):
         self._params_dirty = True
         g = self._exec_group
         if self._update_on_kvstore:
-            mx.model._update_params_on_kvstore(g.param_arrays, g.grad_arrays, self._kvstore,
-                                               g.param_names)
+            mx.model._update_params_on_kvstore(
+                g.param_arrays, g.grad_arrays, self._kvstore, g.param_names
+            )
         else:
-            mx.model._update_params(g.param_arrays, g.grad_arrays, updater=self._updater,
-                                    num_device=len(self._context), kvstore=self._kvstore,
-                                    param_names=g.param_names)
+            mx.model._update_params(
+                g.param_arrays,
+                g.grad_arrays,
+                updater=self._updater,
+                num_device=len(self._context),
+                kvstore=self._kvstore,
+                param_names=g.param_names,
+            )
 
 
 def module(it, cls=None, ctx=None):
     mod = (cls or mx.mod.Module)(mlp(), context=ctx or mx.cpu())
     mod.bind(it.provide_data, it.provide_label)
     mod.init_params(mx.init.Xavier())
-    mod.init_optimizer(optimizer="sgd",
-                       optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
     return mod
 
 
@@ -75,9 +82,13 @@ def bench_fit(x, y, batch, epochs, cls=None, ctx=None):
     it = mx.io.NDArrayIter(x, y, batch_size=batch, last_batch_handle="discard")
     mod = module(it, cls, ctx)
     stamps = []
-    mod.fit(it, num_epoch=epochs, eval_metric="acc",
-            optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
-            epoch_end_callback=lambda *a: stamps.append(time.perf_counter()))
+    mod.fit(
+        it,
+        num_epoch=epochs,
+        eval_metric="acc",
+        optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+        epoch_end_callback=lambda *a: stamps.append(time.perf_counter()),
+    )
     n = (len(x) // batch) * batch
     return n / min(b - a for a, b in zip(stamps, stamps[1:]))
 
@@ -103,8 +114,10 @@ def bench_loop(x, y, batch, epochs):
 
 
 def bench_ref(path, n, epochs):
-    code = (f"import runpy,sys; sys.argv=['x']; m=runpy.run_path({path!r}); "
-            f"m['main'](n={n}, epochs={epochs})")
+    code = (
+        f"import runpy,sys; sys.argv=['x']; m=runpy.run_path({path!r}); "
+        f"m['main'](n={n}, epochs={epochs})"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(re.search(r"samples/s=(\d+)", out.stdout).group(1))
 
@@ -124,8 +137,9 @@ def main():
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--ref", default=DEFAULT_REF)
-    p.add_argument("--mxnet-python", default=MXNET_PYTHON,
-                   help="python with mxnet 1.9.1; skipped when absent")
+    p.add_argument(
+        "--mxnet-python", default=MXNET_PYTHON, help="python with mxnet 1.9.1; skipped when absent"
+    )
     a = p.parse_args()
     if not os.path.exists(a.ref):
         raise SystemExit(f"reference script {a.ref} not found; pass --ref path/to/mlp_jax.py")
@@ -140,14 +154,18 @@ def main():
     fit2 = bench_fit(x, y, a.batch, a.epochs, ctx=two)
     sub2 = bench_fit(x, y, a.batch, a.epochs, cls=UpdateParamsModule, ctx=two)
     print(f"fit on 2 devices     : {fit2:10.0f} samples/s")
-    print(f"_update_params subclass, 2 devices: {sub2:10.0f} samples/s  ratio to fit "
-          f"{sub2 / fit2:.2f} (target >= 0.50)")
+    print(
+        f"_update_params subclass, 2 devices: {sub2:10.0f} samples/s  ratio to fit "
+        f"{sub2 / fit2:.2f} (target >= 0.50)"
+    )
     mxnet = bench_mxnet(a.ref, a.mxnet_python)
     if mxnet is None:
         print("real MXNet 1.9.1    : skipped (set MXNET_PYTHON or pass --mxnet-python)")
     else:
-        print(f"real MXNet 1.9.1    : {mxnet:10.0f} samples/s  ratio {mxnet / ref:.2f}; "
-              f"Module.fit is {fit / mxnet:.2f}x MXNet")
+        print(
+            f"real MXNet 1.9.1    : {mxnet:10.0f} samples/s  ratio {mxnet / ref:.2f}; "
+            f"Module.fit is {fit / mxnet:.2f}x MXNet"
+        )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ the tolerance. By default ``XLA_FLAGS`` gets a flag that keeps jax 0.10's CPU ba
 fusing dot chains into one slow YNNPACK kernel (VGG: 40 s -> 0.6 s per forward); pass
 ``--xla-default`` to measure without it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,13 +44,40 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GEN = os.path.join(HERE, "..", "tests", "fixtures", "gen_model_zoo.py")
 MXNET_PY = os.environ.get("MXNET_PYTHON", "")
 MODELS = [
-    "resnet18_v1", "resnet34_v1", "resnet50_v1", "resnet101_v1", "resnet152_v1",
-    "resnet18_v2", "resnet34_v2", "resnet50_v2", "resnet101_v2", "resnet152_v2",
-    "vgg11", "vgg13", "vgg16", "vgg19", "vgg11_bn", "vgg13_bn", "vgg16_bn", "vgg19_bn",
-    "alexnet", "squeezenet1.0", "squeezenet1.1",
-    "densenet121", "densenet161", "densenet169", "densenet201", "inceptionv3",
-    "mobilenet1.0", "mobilenet0.75", "mobilenet0.5", "mobilenet0.25",
-    "mobilenetv2_1.0", "mobilenetv2_0.75", "mobilenetv2_0.5", "mobilenetv2_0.25",
+    "resnet18_v1",
+    "resnet34_v1",
+    "resnet50_v1",
+    "resnet101_v1",
+    "resnet152_v1",
+    "resnet18_v2",
+    "resnet34_v2",
+    "resnet50_v2",
+    "resnet101_v2",
+    "resnet152_v2",
+    "vgg11",
+    "vgg13",
+    "vgg16",
+    "vgg19",
+    "vgg11_bn",
+    "vgg13_bn",
+    "vgg16_bn",
+    "vgg19_bn",
+    "alexnet",
+    "squeezenet1.0",
+    "squeezenet1.1",
+    "densenet121",
+    "densenet161",
+    "densenet169",
+    "densenet201",
+    "inceptionv3",
+    "mobilenet1.0",
+    "mobilenet0.75",
+    "mobilenet0.5",
+    "mobilenet0.25",
+    "mobilenetv2_1.0",
+    "mobilenetv2_0.75",
+    "mobilenetv2_0.5",
+    "mobilenetv2_0.25",
 ]
 
 
@@ -75,14 +103,23 @@ def check_model(prefix: str) -> dict:
     if out.shape != ref.shape:
         raise AssertionError(f"output shape {out.shape} != MXNet's {ref.shape}")
     scale = float(np.abs(ref).max())
-    return {"rel_err": float(np.abs(out - ref).max()) / max(scale, 1e-30), "scale": scale,
-            "json_same": json_same, "seconds": time.time() - tic}
+    return {
+        "rel_err": float(np.abs(out - ref).max()) / max(scale, 1e-30),
+        "scale": scale,
+        "json_same": json_same,
+        "seconds": time.time() - tic,
+    }
 
 
 def generate(out_dir: str, models: list[str], mxnet_py: str = MXNET_PY) -> subprocess.Popen:
     """Start the MXNet exporter; it prints ``ok <name> <s>`` / ``FAIL <name> ...`` lines."""
-    return subprocess.Popen([mxnet_py, GEN, out_dir, *models], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+    return subprocess.Popen(
+        [mxnet_py, GEN, out_dir, *models],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    )
 
 
 def _remove(prefix: str) -> None:
@@ -114,15 +151,21 @@ def run(models: list[str], tol: float, keep: str | None, mxnet_py: str) -> int:
             except Exception as e:  # report every model, keep going
                 bad += 1
                 rows[name] = None
-                print(f"{name:<18} {'-':>12} {'-':>9} {'-':>6} {'-':>8}  ERROR "
-                      f"{type(e).__name__}: {str(e)[:300]}", flush=True)
+                print(
+                    f"{name:<18} {'-':>12} {'-':>9} {'-':>6} {'-':>8}  ERROR "
+                    f"{type(e).__name__}: {str(e)[:300]}",
+                    flush=True,
+                )
             else:
                 rows[name] = r
                 ok = r["rel_err"] <= tol
                 bad += not ok
-                print(f"{name:<18} {r['rel_err']:>12.2e} {r['scale']:>9.3g} "
-                      f"{str(r['json_same']):>6} {r['seconds']:>8.1f}  "
-                      f"{'ok' if ok else 'OVER TOLERANCE'}", flush=True)
+                print(
+                    f"{name:<18} {r['rel_err']:>12.2e} {r['scale']:>9.3g} "
+                    f"{str(r['json_same']):>6} {r['seconds']:>8.1f}  "
+                    f"{'ok' if ok else 'OVER TOLERANCE'}",
+                    flush=True,
+                )
             if not keep:
                 _remove(prefix)
     finally:
@@ -154,8 +197,12 @@ def _use_individual_ynn_fusions() -> str:
     if "ynn_fusion_type" in flags or "jax" in sys.modules:
         return "XLA_FLAGS left as given"
     env = dict(os.environ, XLA_FLAGS=f"{flags} {YNN_FLAG}".strip())
-    probe = subprocess.run([sys.executable, "-c", "import jax; jax.devices()"], env=env,
-                           capture_output=True, timeout=120)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import jax; jax.devices()"],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
     if probe.returncode != 0:
         return "XLA_FLAGS unchanged (this jaxlib does not know the YNNPACK flag)"
     os.environ["XLA_FLAGS"] = env["XLA_FLAGS"]
@@ -169,8 +216,11 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", metavar="DIR", help="export into DIR and keep the files")
     ap.add_argument("--mxnet-python", default=MXNET_PY, help=f"MXNet's python ({MXNET_PY})")
     ap.add_argument("--list", action="store_true", help="print the model names and exit")
-    ap.add_argument("--xla-default", action="store_true",
-                    help="keep XLA's default CPU fusions (VGG then takes ~90 s per model)")
+    ap.add_argument(
+        "--xla-default",
+        action="store_true",
+        help="keep XLA's default CPU fusions (VGG then takes ~90 s per model)",
+    )
     args = ap.parse_args(argv)
     if args.list:
         print("\n".join(MODELS))

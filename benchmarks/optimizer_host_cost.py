@@ -22,8 +22,9 @@ def measure(name: str, n: int, steps: int, **kwargs) -> float:
     import mxmod as mx
 
     names = [f"layer{i // 2}_{'weight' if i % 2 == 0 else 'bias'}" for i in range(n)]
-    opt = mx.optimizer.create(name, param_idx2name=dict(enumerate(names)),
-                              rescale_grad=1 / 32, **kwargs)
+    opt = mx.optimizer.create(
+        name, param_idx2name=dict(enumerate(names)), rescale_grad=1 / 32, **kwargs
+    )
     opt.fused_init({k: jnp.zeros((2,)) for k in names})
     for _ in range(10):  # warm the caches
         opt.fused_hyper()
@@ -50,8 +51,10 @@ def main() -> None:
              ("nadam", {})]  # fmt: skip
     for name, kw in cases:
         row = [f"{measure(name, n, args.steps, **kw):9.1f}" for n in args.params]
-        print(f"{name:6s} fused_hyper()+fused_signature(), us/step (best of 5) at "
-              f"{'/'.join(map(str, args.params))} params: {' '.join(row)}")
+        print(
+            f"{name:6s} fused_hyper()+fused_signature(), us/step (best of 5) at "
+            f"{'/'.join(map(str, args.params))} params: {' '.join(row)}"
+        )
 
 
 if __name__ == "__main__":

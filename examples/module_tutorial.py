@@ -12,6 +12,7 @@ same shape: 26 clusters of 16 features in 0..15. ``--fast`` shrinks the data and
 epochs (the test suite runs it that way). With Graphviz's ``dot`` installed the
 network picture is written to ``<out>/module_tutorial_net.png``.
 """
+
 import argparse
 import logging
 import os
@@ -60,31 +61,37 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
 
     # Preliminary: the data, 80% for training.
-    data, label = load_letters(args.data) if args.data else \
-        synthetic_letters(2000 if args.fast else 20000)
+    data, label = (
+        load_letters(args.data) if args.data else synthetic_letters(2000 if args.fast else 20000)
+    )
     batch_size = 32
     ntrain = int(data.shape[0] * 0.8)
     train_iter = mx.io.NDArrayIter(data[:ntrain, :], label[:ntrain], batch_size, shuffle=True)
     val_iter = mx.io.NDArrayIter(data[ntrain:, :], label[ntrain:], batch_size)
-    epochs = {"loop": 2, "fit": 3, "ckpt": 4, "resume": 6} if args.fast else \
-        {"loop": 5, "fit": 7, "ckpt": 5, "resume": 21}
+    epochs = (
+        {"loop": 2, "fit": 3, "ckpt": 4, "resume": 6}
+        if args.fast
+        else {"loop": 5, "fit": 7, "ckpt": 5, "resume": 21}
+    )
 
     # The network, drawn and summarised.
     net = build_net()
     mx.viz.print_summary(net, shape={"data": (batch_size, 16)})
-    dot = mx.viz.plot_network(net, node_attrs={"shape": "oval", "fixedsize": "false"},
-                              save_format="png")
+    dot = mx.viz.plot_network(
+        net, node_attrs={"shape": "oval", "fixedsize": "false"}, save_format="png"
+    )
     if shutil.which("dot"):
         path = dot.render(filename="module_tutorial_net", directory=args.out, cleanup=True)
         print("network picture:", path)
 
     # Creating a module.
-    mod = mx.mod.Module(symbol=net, context=mx.cpu(), data_names=["data"],
-                        label_names=["softmax_label"])
+    mod = mx.mod.Module(
+        symbol=net, context=mx.cpu(), data_names=["data"], label_names=["softmax_label"]
+    )
 
     # Intermediate-level interface.
     mod.bind(data_shapes=train_iter.provide_data, label_shapes=train_iter.provide_label)
-    mod.init_params(initializer=mx.init.Uniform(scale=.1))
+    mod.init_params(initializer=mx.init.Uniform(scale=0.1))
     mod.init_optimizer(optimizer="sgd", optimizer_params=(("learning_rate", 0.1),))
     metric = mx.metric.create("acc")
     for epoch in range(epochs["loop"]):
@@ -99,10 +106,17 @@ def main(argv=None):
 
     # High-level interface: fit, predict, score.
     train_iter.reset()
-    mod = mx.mod.Module(symbol=net, context=mx.cpu(), data_names=["data"],
-                        label_names=["softmax_label"])
-    mod.fit(train_iter, eval_data=val_iter, optimizer="sgd",
-            optimizer_params={"learning_rate": 0.1}, eval_metric="acc", num_epoch=epochs["fit"])
+    mod = mx.mod.Module(
+        symbol=net, context=mx.cpu(), data_names=["data"], label_names=["softmax_label"]
+    )
+    mod.fit(
+        train_iter,
+        eval_data=val_iter,
+        optimizer="sgd",
+        optimizer_params={"learning_rate": 0.1},
+        eval_metric="acc",
+        num_epoch=epochs["fit"],
+    )
     y = mod.predict(val_iter)
     assert y.shape == (data.shape[0] - ntrain, 26), y.shape
     score = mod.score(val_iter, ["acc"])
@@ -117,8 +131,13 @@ def main(argv=None):
     assert sym.tojson() == net.tojson()
     mod.set_params(arg_params, aux_params)
     mod = mx.mod.Module(symbol=sym)
-    mod.fit(train_iter, num_epoch=epochs["resume"], arg_params=arg_params,
-            aux_params=aux_params, begin_epoch=3)
+    mod.fit(
+        train_iter,
+        num_epoch=epochs["resume"],
+        arg_params=arg_params,
+        aux_params=aux_params,
+        begin_epoch=3,
+    )
     final = mod.score(val_iter, ["acc"])[0][1]
     print("Accuracy after resuming from epoch 3: %f" % final)
     return {"fit_accuracy": score[0][1], "resumed_accuracy": final}

@@ -4,6 +4,7 @@ Run:  python examples/train_digits.py [--epochs 20] [--devices 1]
 Writes checkpoints to ./out/digits-symbol.json and ./out/digits-NNNN.params and
 prints a Speedometer log and the validation accuracy.
 """
+
 import argparse
 import logging
 import os
@@ -52,11 +53,17 @@ def main():
     ctx = [mx.cpu(i) for i in range(args.devices)]
     mod = mx.mod.Module(mlp(), context=ctx)
     os.makedirs(args.out, exist_ok=True)
-    mod.fit(train, eval_data=val, eval_metric="acc", num_epoch=args.epochs,
-            optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
-            initializer=mx.init.Xavier(),
-            batch_end_callback=mx.callback.Speedometer(args.batch_size, 10),
-            epoch_end_callback=mx.callback.do_checkpoint(os.path.join(args.out, "digits"), 5))
+    mod.fit(
+        train,
+        eval_data=val,
+        eval_metric="acc",
+        num_epoch=args.epochs,
+        optimizer="sgd",
+        optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+        initializer=mx.init.Xavier(),
+        batch_end_callback=mx.callback.Speedometer(args.batch_size, 10),
+        epoch_end_callback=mx.callback.do_checkpoint(os.path.join(args.out, "digits"), 5),
+    )
     acc = dict(mod.score(val, "acc"))["accuracy"]
     print(f"validation accuracy: {acc:.4f}")
     if acc < 0.9:

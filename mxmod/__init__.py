@@ -4,6 +4,7 @@
 iterators, metrics, optimizers, initializers, callbacks, checkpoints) run compiled
 by XLA on CPU, GPU or TPU.
 """
+
 import importlib as _importlib
 
 import numpy as _np
@@ -38,19 +39,45 @@ __mxmod_version__ = "0.1.0"
 
 # Public submodules, loaded on first use (MXNet's names and aliases).
 _SUBMODULES = {
-    "sym": "symbol", "symbol": "symbol", "nd": "ndarray", "ndarray": "ndarray",
-    "mod": "module", "module": "module", "io": "io", "metric": "metric",
-    "optimizer": "optimizer", "opt": "optimizer", "init": "initializer",
-    "initializer": "initializer", "lr_scheduler": "lr_scheduler", "kv": "kvstore",
-    "kvstore": "kvstore", "callback": "callback", "model": "model", "mon": "monitor",
-    "monitor": "monitor", "random": "random", "rnd": "random", "executor": "executor",
-    "context": "context", "name": "name", "base": "base", "ops": "ops",
+    "sym": "symbol",
+    "symbol": "symbol",
+    "nd": "ndarray",
+    "ndarray": "ndarray",
+    "mod": "module",
+    "module": "module",
+    "io": "io",
+    "metric": "metric",
+    "optimizer": "optimizer",
+    "opt": "optimizer",
+    "init": "initializer",
+    "initializer": "initializer",
+    "lr_scheduler": "lr_scheduler",
+    "kv": "kvstore",
+    "kvstore": "kvstore",
+    "callback": "callback",
+    "model": "model",
+    "mon": "monitor",
+    "monitor": "monitor",
+    "random": "random",
+    "rnd": "random",
+    "executor": "executor",
+    "context": "context",
+    "name": "name",
+    "base": "base",
+    "ops": "ops",
     "operator": "operator",
     "rnn": "rnn",
     "contrib": "contrib",
-    "recordio": "recordio", "image": "image", "img": "image",
-    "viz": "visualization", "visualization": "visualization", "test_utils": "test_utils",
-    "profiler": "profiler", "gluon": "gluon", "runtime": "runtime", "util": "util",
+    "recordio": "recordio",
+    "image": "image",
+    "img": "image",
+    "viz": "visualization",
+    "visualization": "visualization",
+    "test_utils": "test_utils",
+    "profiler": "profiler",
+    "gluon": "gluon",
+    "runtime": "runtime",
+    "util": "util",
 }
 
 
@@ -61,6 +88,7 @@ def __getattr__(name):
         return module
     if name == "AttrScope":
         from .symbol.naming import AttrScope
+
         return AttrScope
     raise AttributeError(f"module 'mxmod' has no attribute {name!r}")
 
@@ -69,5 +97,13 @@ def __dir__():
     return sorted(set(globals()) | set(_SUBMODULES) | {"AttrScope"})
 
 
-__all__ = ["MXNetError", "Context", "cpu", "gpu", "tpu", "current_context", "AttrScope",
-           *sorted(_SUBMODULES)]
+__all__ = [
+    "MXNetError",
+    "Context",
+    "cpu",
+    "gpu",
+    "tpu",
+    "current_context",
+    "AttrScope",
+    *sorted(_SUBMODULES),
+]

@@ -33,14 +33,18 @@ def _default_initializer():
 
 
 def _check_unique_names(symbol: Any) -> None:
-    for kind, names in (("argument", symbol.list_arguments()),
-                        ("auxiliary state", symbol.list_auxiliary_states())):
+    for kind, names in (
+        ("argument", symbol.list_arguments()),
+        ("auxiliary state", symbol.list_auxiliary_states()),
+    ):
         seen = set()
         for name in names:
             if name in seen:
-                raise ValueError(f"Find duplicated {kind} name \"{name}\": please make the "
-                                 f"weight name non-duplicated (using name arguments), "
-                                 f"arguments are {names}")
+                raise ValueError(
+                    f"Find duplicated {kind} name \"{name}\": please make the "
+                    f"weight name non-duplicated (using name arguments), "
+                    f"arguments are {names}"
+                )
             seen.add(name)
 
 
@@ -68,26 +72,43 @@ class FeedForward:
         ValueError: the symbol repeats an argument name.
     """
 
-    def __init__(self, symbol: Any, ctx: Any = None, num_epoch: int | None = None,
-                 epoch_size: int | None = None, optimizer: Any = "sgd",
-                 initializer: Any = None, numpy_batch_size: int = 128,
-                 arg_params: dict | None = None, aux_params: dict | None = None,
-                 allow_extra_params: bool = False, begin_epoch: int = 0, **kwargs: Any):
+    def __init__(
+        self,
+        symbol: Any,
+        ctx: Any = None,
+        num_epoch: int | None = None,
+        epoch_size: int | None = None,
+        optimizer: Any = "sgd",
+        initializer: Any = None,
+        numpy_batch_size: int = 128,
+        arg_params: dict | None = None,
+        aux_params: dict | None = None,
+        allow_extra_params: bool = False,
+        begin_epoch: int = 0,
+        **kwargs: Any,
+    ):
         from .context import Context, cpu
         from .symbol import Symbol
 
-        warnings.warn("mxnet.model.FeedForward has been deprecated. Please use "
-                      "mxnet.mod.Module instead.", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "mxnet.model.FeedForward has been deprecated. Please use mxnet.mod.Module instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         if epoch_size is not None:
-            raise NotImplementedError("FeedForward(epoch_size=...) is not supported by mxmod: "
-                                      "give the iterator the epoch length you want")
+            raise NotImplementedError(
+                "FeedForward(epoch_size=...) is not supported by mxmod: "
+                "give the iterator the epoch length you want"
+            )
         if isinstance(symbol, Symbol):
             self.symbol, self.sym_gen = symbol, None
         elif callable(symbol):
             self.symbol, self.sym_gen = None, symbol
         else:
-            raise TypeError(f"FeedForward symbol must be a Symbol or a function returning one, "
-                            f"got {type(symbol).__name__}")
+            raise TypeError(
+                f"FeedForward symbol must be a Symbol or a function returning one, "
+                f"got {type(symbol).__name__}"
+            )
         self.arg_params, self.aux_params = arg_params, aux_params
         self.allow_extra_params = allow_extra_params
         if self.symbol is not None:
@@ -155,8 +176,10 @@ class FeedForward:
             data, label = (np.array(x) if isinstance(x, list) else x for x in eval_data)
             return self._init_iter(data, label, is_train=True)
         if not isinstance(eval_data, DataIter):
-            raise TypeError("Eval data must be DataIter, or NDArray/numpy.ndarray/list pair "
-                            "(i.e. tuple/list of length 2)")
+            raise TypeError(
+                "Eval data must be DataIter, or NDArray/numpy.ndarray/list pair "
+                "(i.e. tuple/list of length 2)"
+            )
         return eval_data
 
     def _init_params(self, inputs: list) -> None:
@@ -168,14 +191,18 @@ class FeedForward:
         shapes = {x.name: x.shape for x in inputs}
         arg_shapes, _, aux_shapes = self.symbol.infer_shape(**shapes)
         if arg_shapes is None:
-            raise MXNetError(f"FeedForward: cannot infer the parameter shapes from the inputs "
-                             f"{shapes}")
+            raise MXNetError(
+                f"FeedForward: cannot infer the parameter shapes from the inputs {shapes}"
+            )
         arg_types, _, aux_types = self.symbol.infer_type(**{x.name: x.dtype for x in inputs})
         names = self.symbol.list_arguments()
-        params = {n: zeros(s, dtype=t) for n, s, t in zip(names, arg_shapes, arg_types)
-                  if n not in shapes}
-        auxs = {n: zeros(s, dtype=t) for n, s, t in
-                zip(self.symbol.list_auxiliary_states(), aux_shapes, aux_types)}
+        params = {
+            n: zeros(s, dtype=t) for n, s, t in zip(names, arg_shapes, arg_types) if n not in shapes
+        }
+        auxs = {
+            n: zeros(s, dtype=t)
+            for n, s, t in zip(self.symbol.list_auxiliary_states(), aux_shapes, aux_types)
+        }
         for given, created in ((self.arg_params, params), (self.aux_params, auxs)):
             for name, arr in created.items():
                 if given and name in given:
@@ -187,11 +214,21 @@ class FeedForward:
         self.arg_params, self.aux_params = params, auxs
 
     # ----------------------------------------------------------------- train
-    def fit(self, X: Any, y: Any = None, eval_data: Any = None, eval_metric: Any = "acc",
-            epoch_end_callback: Any = None, batch_end_callback: Any = None,
-            kvstore: Any = "local", logger: Any = None, work_load_list: Any = None,
-            monitor: Any = None, eval_end_callback: Any = None,
-            eval_batch_end_callback: Any = None) -> None:
+    def fit(
+        self,
+        X: Any,
+        y: Any = None,
+        eval_data: Any = None,
+        eval_metric: Any = "acc",
+        epoch_end_callback: Any = None,
+        batch_end_callback: Any = None,
+        kvstore: Any = "local",
+        logger: Any = None,
+        work_load_list: Any = None,
+        monitor: Any = None,
+        eval_end_callback: Any = None,
+        eval_batch_end_callback: Any = None,
+    ) -> None:
         """Train for ``num_epoch`` epochs on ``X`` (a DataIter, or arrays with labels ``y``).
 
         ``eval_data`` is a DataIter or a ``(data, label)`` pair. Callbacks have
@@ -204,9 +241,11 @@ class FeedForward:
         eval_data = self._init_eval_iter(eval_data)
         if self.sym_gen is not None:
             if not hasattr(data, "default_bucket_key"):
-                raise TypeError("FeedForward with a symbol generator needs a training iterator "
-                                "with default_bucket_key (a bucketing iterator); pass a Symbol "
-                                "for plain iterators")
+                raise TypeError(
+                    "FeedForward with a symbol generator needs a training iterator "
+                    "with default_bucket_key (a bucketing iterator); pass a Symbol "
+                    "for plain iterators"
+                )
             self.symbol = self.sym_gen(data.default_bucket_key)
             self._check_arguments()
         self._init_params(list(data.provide_data) + list(data.provide_label))
@@ -215,18 +254,36 @@ class FeedForward:
         elif isinstance(self.optimizer, str):
             optimizer, opt_params = self.optimizer, dict(self.kwargs)
         else:
-            raise TypeError(f"optimizer must be a name or an mx.optimizer.Optimizer, got "
-                            f"{type(self.optimizer).__name__}")
-        mod = Module(self.symbol, data_names=[d[0] for d in data.provide_data],
-                     label_names=[d[0] for d in data.provide_label], context=self.ctx,
-                     work_load_list=work_load_list, logger=logger or logging)
-        mod.fit(data, eval_data=eval_data, eval_metric=eval_metric,
-                epoch_end_callback=epoch_end_callback, batch_end_callback=batch_end_callback,
-                kvstore=kvstore, optimizer=optimizer, optimizer_params=opt_params,
-                eval_end_callback=eval_end_callback,
-                eval_batch_end_callback=eval_batch_end_callback, arg_params=self.arg_params,
-                aux_params=self.aux_params, force_init=True, begin_epoch=self.begin_epoch,
-                num_epoch=self.num_epoch, monitor=monitor)
+            raise TypeError(
+                f"optimizer must be a name or an mx.optimizer.Optimizer, got "
+                f"{type(self.optimizer).__name__}"
+            )
+        mod = Module(
+            self.symbol,
+            data_names=[d[0] for d in data.provide_data],
+            label_names=[d[0] for d in data.provide_label],
+            context=self.ctx,
+            work_load_list=work_load_list,
+            logger=logger or logging,
+        )
+        mod.fit(
+            data,
+            eval_data=eval_data,
+            eval_metric=eval_metric,
+            epoch_end_callback=epoch_end_callback,
+            batch_end_callback=batch_end_callback,
+            kvstore=kvstore,
+            optimizer=optimizer,
+            optimizer_params=opt_params,
+            eval_end_callback=eval_end_callback,
+            eval_batch_end_callback=eval_batch_end_callback,
+            arg_params=self.arg_params,
+            aux_params=self.aux_params,
+            force_init=True,
+            begin_epoch=self.begin_epoch,
+            num_epoch=self.num_epoch,
+            monitor=monitor,
+        )
         self.arg_params, self.aux_params = mod.get_params()
         self._pred_mod = None
 
@@ -235,23 +292,31 @@ class FeedForward:
         from .module import Module
 
         if self.arg_params is None:
-            raise MXNetError("FeedForward has no parameters: call fit() first or pass "
-                             "arg_params (e.g. FeedForward.load(prefix, epoch))")
+            raise MXNetError(
+                "FeedForward has no parameters: call fit() first or pass "
+                "arg_params (e.g. FeedForward.load(prefix, epoch))"
+            )
         shapes = [tuple(d[1]) for d in data.provide_data]
         if self._pred_mod is not None and self._pred_mod[1] == shapes:
             return self._pred_mod[0]
         inputs = {d[0] for d in data.provide_data}
-        labels = [n for n in self.symbol.list_arguments()
-                  if n not in inputs and n not in self.arg_params]
-        mod = Module(self.symbol, data_names=[d[0] for d in data.provide_data],
-                     label_names=labels, context=self.ctx[0])
+        labels = [
+            n for n in self.symbol.list_arguments() if n not in inputs and n not in self.arg_params
+        ]
+        mod = Module(
+            self.symbol,
+            data_names=[d[0] for d in data.provide_data],
+            label_names=labels,
+            context=self.ctx[0],
+        )
         mod.bind(data_shapes=data.provide_data, for_training=False)
         mod.set_params(self.arg_params, self.aux_params or {}, allow_extra=True)
         self._pred_mod = (mod, shapes)
         return mod
 
-    def predict(self, X: Any, num_batch: int | None = None, return_data: bool = False,
-                reset: bool = True) -> Any:
+    def predict(
+        self, X: Any, num_batch: int | None = None, return_data: bool = False, reset: bool = True
+    ) -> Any:
         """Run inference on ``X`` (one device); returns numpy output(s).
 
         With ``return_data`` also returns the data and labels seen, as MXNet.
@@ -281,11 +346,16 @@ class FeedForward:
             return result
         data = [np.concatenate(parts) for parts in zip(*datas)]
         label = [np.concatenate(parts) for parts in zip(*labels)]
-        return (result, data[0] if len(data) == 1 else data,
-                label[0] if len(label) == 1 else label)
+        return (result, data[0] if len(data) == 1 else data, label[0] if len(label) == 1 else label)
 
-    def score(self, X: Any, eval_metric: Any = "acc", num_batch: int | None = None,
-              batch_end_callback: Any = None, reset: bool = True) -> float:
+    def score(
+        self,
+        X: Any,
+        eval_metric: Any = "acc",
+        num_batch: int | None = None,
+        batch_end_callback: Any = None,
+        reset: bool = True,
+    ) -> float:
         """Evaluate ``eval_metric`` over ``X``; returns the metric value."""
         from . import metric as _metric
         from .io import DataBatch
@@ -303,10 +373,12 @@ class FeedForward:
             mod.forward(DataBatch(batch.data), is_train=False)
             eval_metric.update(batch.label, mod.get_outputs())
             if batch_end_callback is not None:
-                params = BatchEndParam(epoch=0, nbatch=i, eval_metric=eval_metric,
-                                       locals=locals())
-                for cb in (batch_end_callback if isinstance(batch_end_callback, list)
-                           else [batch_end_callback]):
+                params = BatchEndParam(epoch=0, nbatch=i, eval_metric=eval_metric, locals=locals())
+                for cb in (
+                    batch_end_callback
+                    if isinstance(batch_end_callback, list)
+                    else [batch_end_callback]
+                ):
                     cb(params)
         return eval_metric.get()[1]
 
@@ -322,8 +394,14 @@ class FeedForward:
         epoch = self.num_epoch if epoch is None else epoch
         if epoch is None:
             raise ValueError("FeedForward.save needs an epoch: pass save(prefix, epoch)")
-        save_checkpoint(prefix, epoch, self.symbol, self.arg_params, self.aux_params,
-                        remove_amp_cast=remove_amp_cast)
+        save_checkpoint(
+            prefix,
+            epoch,
+            self.symbol,
+            self.arg_params,
+            self.aux_params,
+            remove_amp_cast=remove_amp_cast,
+        )
 
     @staticmethod
     def load(prefix: str, epoch: int, ctx: Any = None, **kwargs: Any) -> "FeedForward":
@@ -331,22 +409,57 @@ class FeedForward:
         from .model import load_checkpoint
 
         symbol, arg_params, aux_params = load_checkpoint(prefix, epoch)
-        return FeedForward(symbol, ctx=ctx, arg_params=arg_params, aux_params=aux_params,
-                           begin_epoch=epoch, **kwargs)
+        return FeedForward(
+            symbol,
+            ctx=ctx,
+            arg_params=arg_params,
+            aux_params=aux_params,
+            begin_epoch=epoch,
+            **kwargs,
+        )
 
     @staticmethod
-    def create(symbol: Any, X: Any, y: Any = None, ctx: Any = None, num_epoch: int | None = None,
-               epoch_size: int | None = None, optimizer: Any = "sgd", initializer: Any = None,
-               eval_data: Any = None, eval_metric: Any = "acc", epoch_end_callback: Any = None,
-               batch_end_callback: Any = None, kvstore: Any = "local", logger: Any = None,
-               work_load_list: Any = None, eval_end_callback: Any = None,
-               eval_batch_end_callback: Any = None, **kwargs: Any) -> "FeedForward":
+    def create(
+        symbol: Any,
+        X: Any,
+        y: Any = None,
+        ctx: Any = None,
+        num_epoch: int | None = None,
+        epoch_size: int | None = None,
+        optimizer: Any = "sgd",
+        initializer: Any = None,
+        eval_data: Any = None,
+        eval_metric: Any = "acc",
+        epoch_end_callback: Any = None,
+        batch_end_callback: Any = None,
+        kvstore: Any = "local",
+        logger: Any = None,
+        work_load_list: Any = None,
+        eval_end_callback: Any = None,
+        eval_batch_end_callback: Any = None,
+        **kwargs: Any,
+    ) -> "FeedForward":
         """Build a FeedForward and ``fit`` it in one call (MXNet's functional form)."""
-        model = FeedForward(symbol, ctx=ctx, num_epoch=num_epoch, epoch_size=epoch_size,
-                            optimizer=optimizer, initializer=initializer, **kwargs)
-        model.fit(X, y, eval_data=eval_data, eval_metric=eval_metric,
-                  epoch_end_callback=epoch_end_callback, batch_end_callback=batch_end_callback,
-                  kvstore=kvstore, logger=logger, work_load_list=work_load_list,
-                  eval_end_callback=eval_end_callback,
-                  eval_batch_end_callback=eval_batch_end_callback)
+        model = FeedForward(
+            symbol,
+            ctx=ctx,
+            num_epoch=num_epoch,
+            epoch_size=epoch_size,
+            optimizer=optimizer,
+            initializer=initializer,
+            **kwargs,
+        )
+        model.fit(
+            X,
+            y,
+            eval_data=eval_data,
+            eval_metric=eval_metric,
+            epoch_end_callback=epoch_end_callback,
+            batch_end_callback=batch_end_callback,
+            kvstore=kvstore,
+            logger=logger,
+            work_load_list=work_load_list,
+            eval_end_callback=eval_end_callback,
+            eval_batch_end_callback=eval_batch_end_callback,
+        )
         return model

@@ -106,7 +106,7 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if not fullname.startswith(self.package + "."):
             return None
-        first = fullname[len(self.package) + 1:].split(".")[0]
+        first = fullname[len(self.package) + 1 :].split(".")[0]
         if self.known and first not in self.known:
             return None
         return importlib.util.spec_from_loader(fullname, self, is_package=True)
@@ -115,10 +115,13 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None  # the default module object
 
     def exec_module(self, module: Any) -> None:
-        first = module.__name__[len(self.package) + 1:].split(".")[0]
-        text = self.advice if isinstance(self.advice, str) else \
-            self.advice.get(first, self.advice.get("*", ""))
-        public = self.public + module.__name__[len(self.package):]
+        first = module.__name__[len(self.package) + 1 :].split(".")[0]
+        text = (
+            self.advice
+            if isinstance(self.advice, str)
+            else self.advice.get(first, self.advice.get("*", ""))
+        )
+        public = self.public + module.__name__[len(self.package) :]
 
         def __getattr__(name: str) -> Any:
             if name.startswith("__"):
@@ -129,8 +132,7 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__doc__ = f"Stand-in for {public}: {text}"
 
 
-def install_stub_modules(package: str, public: str, advice: dict | str,
-                         known: tuple = ()) -> None:
+def install_stub_modules(package: str, public: str, advice: dict | str, known: tuple = ()) -> None:
     """Let ``import <package>.<missing part>...`` succeed with stand-in modules.
 
     Args:

@@ -28,7 +28,8 @@ class Stats:
     def add(self, category: str, name: str, ms: float) -> None:
         """Record one occurrence of ``name`` lasting ``ms`` milliseconds."""
         entry = self.data.setdefault(category, {}).setdefault(
-            name, {"Count": 0, "Total": 0.0, "Min": float("inf"), "Max": 0.0})
+            name, {"Count": 0, "Total": 0.0, "Min": float("inf"), "Max": 0.0}
+        )
         entry["Count"] += 1
         entry["Total"] += ms
         entry["Min"] = min(entry["Min"], ms)
@@ -54,25 +55,46 @@ class Stats:
         """MXNet's text table: one block per category, times in ms."""
         out = ["", "Profile Statistics:", "\tNote the difference in units for different entries."]
         for category in sorted(self.data):
-            out += [category, "=================",
-                    "%-30s%11s%17s%17s%17s%17s" % ("Name", "Total Count", "Time (ms)",
-                                                   "Min Time (ms)", "Max Time (ms)",
-                                                   "Avg Time (ms)"),
-                    "%-30s%11s%17s%17s%17s%17s" % ("----", "-----------", "---------",
-                                                   "-------------", "-------------",
-                                                   "-------------")]
+            out += [
+                category,
+                "=================",
+                "%-30s%11s%17s%17s%17s%17s"
+                % (
+                    "Name",
+                    "Total Count",
+                    "Time (ms)",
+                    "Min Time (ms)",
+                    "Max Time (ms)",
+                    "Avg Time (ms)",
+                ),
+                "%-30s%11s%17s%17s%17s%17s"
+                % (
+                    "----",
+                    "-----------",
+                    "---------",
+                    "-------------",
+                    "-------------",
+                    "-------------",
+                ),
+            ]
             for name, e in self._rows(category, sort_by, ascending):
-                out.append("%-30s%11d%17.4f%17.4f%17.4f%17.4f" % (
-                    name, e["Count"], e["Total"], e["Min"], e["Max"], e["Avg"]))
+                out.append(
+                    "%-30s%11d%17.4f%17.4f%17.4f%17.4f"
+                    % (name, e["Count"], e["Total"], e["Min"], e["Max"], e["Avg"])
+                )
             out.append("")
         return "\n".join(out) + "\n"
 
     def json(self, sort_by: str, ascending: bool) -> str:
         """MXNet's JSON form: ``{"Time": {category: {name: {Count, Total, Min, Max, Avg}}},
         "Unit": {"Time": "ms"}}``."""
-        time = {c: {name: {k: e[k] for k in ("Count", "Total", "Min", "Max", "Avg")}
-                    for name, e in self._rows(c, sort_by, ascending)}
-                for c in sorted(self.data)}
+        time = {
+            c: {
+                name: {k: e[k] for k in ("Count", "Total", "Min", "Max", "Avg")}
+                for name, e in self._rows(c, sort_by, ascending)
+            }
+            for c in sorted(self.data)
+        }
         return json.dumps({"Time": time, "Unit": {"Time": "ms"}}, indent=4)
 
 
@@ -94,8 +116,11 @@ def run_dirs(log_dir: str) -> set:
 
 def operator_events(events: list) -> list:
     """``(name, ms)`` of compiled executions: ``PjitFunction(...)`` calls and device ops."""
-    processes = {e["pid"]: e.get("args", {}).get("name", "") for e in events
-                 if e.get("ph") == "M" and e.get("name") == "process_name"}
+    processes = {
+        e["pid"]: e.get("args", {}).get("name", "")
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
     out, open_until = [], {}
     for e in sorted((e for e in events if e.get("ph") == "X"), key=lambda e: float(e["ts"])):
         on_device = processes.get(e.get("pid"), "").startswith("/device:")
@@ -178,8 +203,10 @@ class Session:
         try:
             jax.profiler.start_trace(log_dir, **kwargs)
         except RuntimeError as err:
-            raise MXNetError(f"cannot start profiling: {err}; stop the other JAX trace "
-                             f"(jax.profiler.stop_trace()) first") from err
+            raise MXNetError(
+                f"cannot start profiling: {err}; stop the other JAX trace "
+                f"(jax.profiler.stop_trace()) first"
+            ) from err
         self.tracing = True
 
     def end_segment(self) -> None:

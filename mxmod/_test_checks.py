@@ -15,22 +15,35 @@ import numpy as np
 
 from .context import Context
 from .ndarray import array, empty
-from .test_utils import assert_almost_equal, default_context, default_dtype, \
-    default_numeric_eps, get_tolerance
+from .test_utils import (
+    assert_almost_equal,
+    default_context,
+    default_dtype,
+    default_numeric_eps,
+    get_tolerance,
+)
 
-__all__ = ["simple_forward", "numeric_grad", "check_numeric_gradient", "check_symbolic_forward",
-           "check_symbolic_backward", "compare_optimizer"]
+__all__ = [
+    "simple_forward",
+    "numeric_grad",
+    "check_numeric_gradient",
+    "check_symbolic_forward",
+    "check_symbolic_backward",
+    "compare_optimizer",
+]
 
 _FLOATS = (np.float16, np.float32, np.float64)
 
 
 def _check_dtype(dtype: Any, allow_asnumpy: bool = True) -> None:
-    ok = (allow_asnumpy and isinstance(dtype, str) and dtype == "asnumpy") or \
-        (not isinstance(dtype, str) and np.dtype(dtype) in [np.dtype(t) for t in _FLOATS])
+    ok = (allow_asnumpy and isinstance(dtype, str) and dtype == "asnumpy") or (
+        not isinstance(dtype, str) and np.dtype(dtype) in [np.dtype(t) for t in _FLOATS]
+    )
     if not ok:
         allowed = "'asnumpy', " if allow_asnumpy else ""
-        raise TypeError(f"dtype must be {allowed}np.float16, np.float32 or np.float64, "
-                        f"got {dtype!r}")
+        raise TypeError(
+            f"dtype must be {allowed}np.float16, np.float32 or np.float64, got {dtype!r}"
+        )
 
 
 def _to_nd(value: Any, ctx: Context, dtype: Any) -> Any:
@@ -45,13 +58,17 @@ def _is_asnumpy(dtype: Any) -> bool:
 
 def _parse_location(sym: Any, location: Any, ctx: Context, dtype: Any) -> dict:
     if not isinstance(location, (dict, list, tuple)):
-        raise TypeError(f"location must be a dict name -> array or a list in "
-                        f"list_arguments() order, got {type(location).__name__}")
+        raise TypeError(
+            f"location must be a dict name -> array or a list in "
+            f"list_arguments() order, got {type(location).__name__}"
+        )
     names = sym.list_arguments()
     if isinstance(location, dict):
         if set(location) != set(names):
-            raise ValueError("Symbol arguments and keys of the given location do not match."
-                             f"symbol args:{set(names)}, location.keys():{set(location)}")
+            raise ValueError(
+                "Symbol arguments and keys of the given location do not match."
+                f"symbol args:{set(names)}, location.keys():{set(location)}"
+            )
     else:
         location = dict(zip(names, location))
     return {k: _to_nd(location[k], ctx, dtype) for k in sorted(location)}
@@ -63,16 +80,21 @@ def _parse_aux_states(sym: Any, aux_states: Any, ctx: Context, dtype: Any) -> di
     names = sym.list_auxiliary_states()
     if isinstance(aux_states, dict):
         if set(aux_states) != set(names):
-            raise ValueError("Symbol aux_states names and given aux_states do not match."
-                             f"symbol aux_names:{set(names)}, aux_states.keys:{set(aux_states)}")
+            raise ValueError(
+                "Symbol aux_states names and given aux_states do not match."
+                f"symbol aux_names:{set(names)}, aux_states.keys:{set(aux_states)}"
+            )
     else:
         aux_states = dict(zip(names, aux_states))
-    return {k: array(v, ctx=ctx, dtype=v.dtype if _is_asnumpy(dtype) else dtype)
-            for k, v in aux_states.items()}
+    return {
+        k: array(v, ctx=ctx, dtype=v.dtype if _is_asnumpy(dtype) else dtype)
+        for k, v in aux_states.items()
+    }
 
 
-def simple_forward(sym: Any, ctx: Context | None = None, is_train: bool = False,
-                   **inputs: Any) -> Any:
+def simple_forward(
+    sym: Any, ctx: Context | None = None, is_train: bool = False, **inputs: Any
+) -> Any:
     """Bind ``sym`` to the numpy ``inputs``, run forward, return numpy output(s)."""
     ctx = ctx or default_context()
     exe = sym.bind(ctx, args={k: array(v) for k, v in inputs.items()})
@@ -81,9 +103,14 @@ def simple_forward(sym: Any, ctx: Context | None = None, is_train: bool = False,
     return outputs[0] if len(outputs) == 1 else outputs
 
 
-def numeric_grad(executor: Any, location: dict, aux_states: dict | None = None,
-                 eps: float = 1e-4, use_forward_train: bool = True,
-                 dtype: Any = default_dtype()) -> dict:
+def numeric_grad(
+    executor: Any,
+    location: dict,
+    aux_states: dict | None = None,
+    eps: float = 1e-4,
+    use_forward_train: bool = True,
+    dtype: Any = default_dtype(),
+) -> dict:
     """Central finite differences of ``sum(outputs[0])`` for each floating argument."""
     _check_dtype(dtype, allow_asnumpy=False)
     grads = {k: np.zeros(v.shape, dtype=dtype) for k, v in location.items()}
@@ -121,15 +148,25 @@ def _grad_requests(grad_nodes: Any, names: list) -> dict:
         return {k: "write" for k in grad_nodes}
     if isinstance(grad_nodes, dict):
         return dict(grad_nodes)
-    raise TypeError(f"grad_nodes must be None, a list of names or a dict name -> grad_req, "
-                    f"got {type(grad_nodes).__name__}")
+    raise TypeError(
+        f"grad_nodes must be None, a list of names or a dict name -> grad_req, "
+        f"got {type(grad_nodes).__name__}"
+    )
 
 
-def check_numeric_gradient(sym: Any, location: Any, aux_states: Any = None,
-                           numeric_eps: Any = None, rtol: Any = None, atol: Any = None,
-                           grad_nodes: Any = None, use_forward_train: bool = True,
-                           ctx: Context | None = None, grad_stype_dict: Any = None,
-                           dtype: Any = default_dtype()) -> None:
+def check_numeric_gradient(
+    sym: Any,
+    location: Any,
+    aux_states: Any = None,
+    numeric_eps: Any = None,
+    rtol: Any = None,
+    atol: Any = None,
+    grad_nodes: Any = None,
+    use_forward_train: bool = True,
+    ctx: Context | None = None,
+    grad_stype_dict: Any = None,
+    dtype: Any = default_dtype(),
+) -> None:
     """Check ``sym``'s backward against finite differences of ``sum(sym * random_proj)``.
 
     Raises:
@@ -140,8 +177,10 @@ def check_numeric_gradient(sym: Any, location: Any, aux_states: Any = None,
 
     _check_dtype(dtype, allow_asnumpy=False)
     if grad_stype_dict and any(v != "default" for v in grad_stype_dict.values()):
-        raise NotImplementedError("check_numeric_gradient(grad_stype_dict=...): sparse "
-                                  "gradients are not supported by mxmod")
+        raise NotImplementedError(
+            "check_numeric_gradient(grad_stype_dict=...): sparse "
+            "gradients are not supported by mxmod"
+        )
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     location_np = {k: v.asnumpy() for k, v in location.items()}
@@ -160,8 +199,9 @@ def check_numeric_gradient(sym: Any, location: Any, aux_states: Any = None,
     exe.forward(is_train=True)
     eps = get_tolerance(exe.outputs[0], numeric_eps, default_numeric_eps())
     exe.backward()
-    numeric = numeric_grad(exe, location_np, aux_np, eps=eps,
-                           use_forward_train=use_forward_train, dtype=dtype)
+    numeric = numeric_grad(
+        exe, location_np, aux_np, eps=eps, use_forward_train=use_forward_train, dtype=dtype
+    )
     for name, req in grad_req.items():
         labels = ("NUMERICAL_%s" % name, "BACKWARD_%s" % name)
         got = exe.grad_dict[name]
@@ -172,13 +212,22 @@ def check_numeric_gradient(sym: Any, location: Any, aux_states: Any = None,
         elif req == "null":
             assert_almost_equal(grads_np[name], got, rtol, atol, labels)
         else:
-            raise ValueError(f"Invalid grad_req {req} for argument {name}: use 'write', "
-                             f"'add' or 'null'")
+            raise ValueError(
+                f"Invalid grad_req {req} for argument {name}: use 'write', 'add' or 'null'"
+            )
 
 
-def check_symbolic_forward(sym: Any, location: Any, expected: Any, rtol: Any = None,
-                           atol: Any = None, aux_states: Any = None, ctx: Context | None = None,
-                           equal_nan: bool = False, dtype: Any = default_dtype()) -> list:
+def check_symbolic_forward(
+    sym: Any,
+    location: Any,
+    expected: Any,
+    rtol: Any = None,
+    atol: Any = None,
+    aux_states: Any = None,
+    ctx: Context | None = None,
+    equal_nan: bool = False,
+    dtype: Any = default_dtype(),
+) -> list:
     """Run ``sym`` forward (``is_train=False``) at ``location`` and compare to ``expected``.
 
     Returns:
@@ -190,21 +239,38 @@ def check_symbolic_forward(sym: Any, location: Any, expected: Any, rtol: Any = N
     aux = _parse_aux_states(sym, aux_states, ctx, dtype)
     if isinstance(expected, dict):
         expected = [expected[k] for k in sym.list_outputs()]
-    grads = {k: empty(v.shape, ctx=ctx, dtype=v.dtype if _is_asnumpy(dtype) else dtype)
-             for k, v in location.items()}
+    grads = {
+        k: empty(v.shape, ctx=ctx, dtype=v.dtype if _is_asnumpy(dtype) else dtype)
+        for k, v in location.items()
+    }
     exe = sym.bind(ctx=ctx, args=location, args_grad=grads, aux_states=aux)
     exe.forward(is_train=False)
     for name, expect, got in zip(sym.list_outputs(), expected, exe.outputs):
-        assert_almost_equal(expect, got, rtol, atol, ("EXPECTED_%s" % name, "FORWARD_%s" % name),
-                            equal_nan=equal_nan)
+        assert_almost_equal(
+            expect,
+            got,
+            rtol,
+            atol,
+            ("EXPECTED_%s" % name, "FORWARD_%s" % name),
+            equal_nan=equal_nan,
+        )
     return exe.outputs
 
 
-def check_symbolic_backward(sym: Any, location: Any, out_grads: Any, expected: Any,
-                            rtol: Any = None, atol: Any = None, aux_states: Any = None,
-                            grad_req: Any = "write", ctx: Context | None = None,
-                            grad_stypes: Any = None, equal_nan: bool = False,
-                            dtype: Any = default_dtype()) -> dict:
+def check_symbolic_backward(
+    sym: Any,
+    location: Any,
+    out_grads: Any,
+    expected: Any,
+    rtol: Any = None,
+    atol: Any = None,
+    aux_states: Any = None,
+    grad_req: Any = "write",
+    ctx: Context | None = None,
+    grad_stypes: Any = None,
+    equal_nan: bool = False,
+    dtype: Any = default_dtype(),
+) -> dict:
     """Run forward (``is_train=True``) and backward with ``out_grads``; compare gradients.
 
     ``'add'`` gradients start from random values and are compared after subtracting
@@ -215,16 +281,19 @@ def check_symbolic_backward(sym: Any, location: Any, out_grads: Any, expected: A
     """
     _check_dtype(dtype)
     if grad_stypes and any(v not in (None, "default") for v in grad_stypes.values()):
-        raise NotImplementedError("check_symbolic_backward(grad_stypes=...): sparse gradients "
-                                  "are not supported by mxmod")
+        raise NotImplementedError(
+            "check_symbolic_backward(grad_stypes=...): sparse gradients are not supported by mxmod"
+        )
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     aux = _parse_aux_states(sym, aux_states, ctx, dtype)
     if isinstance(expected, (list, tuple)):
         expected = dict(zip(sym.list_arguments(), expected))
     start = {k: np.random.normal(size=np.shape(v)) for k, v in sorted(expected.items())}
-    grads = {k: array(v, ctx=ctx, dtype=np.asarray(expected[k]).dtype if _is_asnumpy(dtype)
-                      else dtype) for k, v in start.items()}
+    grads = {
+        k: array(v, ctx=ctx, dtype=np.asarray(expected[k]).dtype if _is_asnumpy(dtype) else dtype)
+        for k, v in start.items()
+    }
     if isinstance(grad_req, str):
         grad_req = {k: grad_req for k in sym.list_arguments()}
     elif isinstance(grad_req, (list, tuple)):
@@ -242,23 +311,39 @@ def check_symbolic_backward(sym: Any, location: Any, out_grads: Any, expected: A
         labels = ("EXPECTED_%s" % name, "BACKWARD_%s" % name)
         req = grad_req[name]
         if req == "write":
-            assert_almost_equal(expected[name], grads[name], rtol, atol, labels,
-                                equal_nan=equal_nan)
+            assert_almost_equal(
+                expected[name], grads[name], rtol, atol, labels, equal_nan=equal_nan
+            )
         elif req == "add":
-            assert_almost_equal(expected[name], grads[name].asnumpy() - start[name], rtol, atol,
-                                labels, equal_nan=equal_nan)
+            assert_almost_equal(
+                expected[name],
+                grads[name].asnumpy() - start[name],
+                rtol,
+                atol,
+                labels,
+                equal_nan=equal_nan,
+            )
         elif req == "null":
-            assert_almost_equal(start[name], grads[name], rtol, atol, labels,
-                                equal_nan=equal_nan)
+            assert_almost_equal(start[name], grads[name], rtol, atol, labels, equal_nan=equal_nan)
         else:
-            raise ValueError(f"Invalid grad_req {req} for argument {name}: use 'write', "
-                             f"'add' or 'null'")
+            raise ValueError(
+                f"Invalid grad_req {req} for argument {name}: use 'write', 'add' or 'null'"
+            )
     return grads
 
 
-def compare_optimizer(opt1: Any, opt2: Any, shape: Any, dtype: Any, w_stype: str = "default",
-                      g_stype: str = "default", rtol: float = 1e-4, atol: float = 1e-5,
-                      compare_states: bool = True, ntensors: int = 1) -> None:
+def compare_optimizer(
+    opt1: Any,
+    opt2: Any,
+    shape: Any,
+    dtype: Any,
+    w_stype: str = "default",
+    g_stype: str = "default",
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    compare_states: bool = True,
+    ntensors: int = 1,
+) -> None:
     """Apply one update of ``opt1`` and ``opt2`` to the same random weight and gradient and
     check states and weights agree (``shape`` a list: ``opt2`` updates ``ntensors`` at once).
 
@@ -269,8 +354,10 @@ def compare_optimizer(opt1: Any, opt2: Any, shape: Any, dtype: Any, w_stype: str
     from .test_utils import compare_ndarray_tuple
 
     if w_stype != "default" or g_stype != "default":
-        raise NotImplementedError("compare_optimizer: sparse weights/gradients are not "
-                                  "supported by mxmod; use stype 'default'")
+        raise NotImplementedError(
+            "compare_optimizer: sparse weights/gradients are not "
+            "supported by mxmod; use stype 'default'"
+        )
     ctx = default_context()
     if not isinstance(shape, list):
         if ntensors != 1:
@@ -301,4 +388,3 @@ def compare_optimizer(opt1: Any, opt2: Any, shape: Any, dtype: Any, w_stype: str
         if compare_states:
             compare_ndarray_tuple(state1, state2[i], rtol, atol)
         compare_ndarray_tuple(w1[i], w2[i], rtol, atol)
-

@@ -23,11 +23,21 @@ def _smaller(dt1: Any, dt2: Any) -> Any:
     return dt1 if dt2 is None or np.dtype(dt1).itemsize < np.dtype(dt2).itemsize else dt2
 
 
-def check_consistency(sym: Any, ctx_list: list, scale: float = 1.0, grad_req: Any = "write",
-                      arg_params: dict | None = None, aux_params: dict | None = None,
-                      rtol: Any = None, atol: Any = None, raise_on_err: bool = True,
-                      ground_truth: dict | None = None, equal_nan: bool = False,
-                      use_uniform: bool = False, rand_type: Any = np.float64) -> dict:
+def check_consistency(
+    sym: Any,
+    ctx_list: list,
+    scale: float = 1.0,
+    grad_req: Any = "write",
+    arg_params: dict | None = None,
+    aux_params: dict | None = None,
+    rtol: Any = None,
+    atol: Any = None,
+    raise_on_err: bool = True,
+    ground_truth: dict | None = None,
+    equal_nan: bool = False,
+    use_uniform: bool = False,
+    rand_type: Any = np.float64,
+) -> dict:
     """Check that ``sym`` gives the same outputs and gradients on every entry of ``ctx_list``.
 
     Each entry is ``{'ctx': ..., '<input>': shape, ..., 'type_dict': {...}}`` (the
@@ -46,16 +56,19 @@ def check_consistency(sym: Any, ctx_list: list, scale: float = 1.0, grad_req: An
     exes = []
     for s, spec in zip(syms, ctx_list):
         if s.list_arguments() != arg_names or s.list_outputs() != output_names:
-            raise ValueError("check_consistency: every symbol must have the same arguments "
-                             "and outputs")
+            raise ValueError(
+                "check_consistency: every symbol must have the same arguments and outputs"
+            )
         exes.append(s.simple_bind(grad_req=grad_req, **spec))
     arg_params = {} if arg_params is None else arg_params
     aux_params = {} if aux_params is None else aux_params
     for name, arr in sorted(exes[0].arg_dict.items()):
         if name not in arg_params:
-            arg_params[name] = (np.random.uniform(-0.92 * scale, 0.92 * scale, size=arr.shape)
-                                if use_uniform else
-                                np.random.normal(size=arr.shape, scale=scale)).astype(rand_type)
+            arg_params[name] = (
+                np.random.uniform(-0.92 * scale, 0.92 * scale, size=arr.shape)
+                if use_uniform
+                else np.random.normal(size=arr.shape, scale=scale)
+            ).astype(rand_type)
     for name in exes[0].aux_dict:
         aux_params.setdefault(name, 0)
     for exe in exes:
@@ -104,8 +117,9 @@ def check_consistency(sym: Any, ctx_list: list, scale: float = 1.0, grad_req: An
         least = [_smaller(out.dtype, dt) for out, dt in zip(exe.outputs, least)]
     golden = [out.astype(dt).asnumpy() for out, dt in zip(exes[0].outputs, least)]
     for exe in exes:
-        exe.backward([array(g, ctx=out.context, dtype=out.dtype)
-                      for g, out in zip(golden, exe.outputs)])
+        exe.backward(
+            [array(g, ctx=out.context, dtype=out.dtype) for g, out in zip(golden, exe.outputs)]
+        )
     if own_truth:
         gt = truth()
     for i, exe in enumerate(exes):
@@ -118,8 +132,10 @@ def check_consistency(sym: Any, ctx_list: list, scale: float = 1.0, grad_req: An
                 continue
             ref = gt[name]
             rt, at = rtol, atol
-            small_arr, small_ref = _smaller(arr.dtype, dtypes[i]), _smaller(ref.dtype,
-                                                                            dtypes[gt_idx])
+            small_arr, small_ref = (
+                _smaller(arr.dtype, dtypes[i]),
+                _smaller(ref.dtype, dtypes[gt_idx]),
+            )
             if small_arr != arr.dtype or small_ref != ref.dtype:
                 rt, at = get_tols(arr.astype(small_arr), ref.astype(small_ref), rtol, atol)
             compare(arr, ref, f"Train ({name})", i, rt, at)

@@ -15,8 +15,14 @@ import numpy as np
 
 from .io import DataIter
 
-__all__ = ["DummyIter", "download", "get_mnist", "get_mnist_ubyte", "get_cifar10",
-           "get_mnist_iterator"]
+__all__ = [
+    "DummyIter",
+    "download",
+    "get_mnist",
+    "get_mnist_ubyte",
+    "get_cifar10",
+    "get_mnist_iterator",
+]
 
 
 class DummyIter(DataIter):
@@ -40,9 +46,11 @@ class DummyIter(DataIter):
     __next__ = next
 
 
-_NOT_BUNDLED = ("{what} is not bundled with mxmod and mxmod never downloads: put {files} "
-                "under {where} (MXNet's download location, relative to the working directory) "
-                "and call again")
+_NOT_BUNDLED = (
+    "{what} is not bundled with mxmod and mxmod never downloads: put {files} "
+    "under {where} (MXNet's download location, relative to the working directory) "
+    "and call again"
+)
 
 
 def _find(names: list, dirs: tuple) -> dict | None:
@@ -61,12 +69,16 @@ def _find(names: list, dirs: tuple) -> dict | None:
     return found
 
 
-_MNIST = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-          "t10k-labels-idx1-ubyte"]
+_MNIST = [
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+]
 
 
 def _read_idx(path: str, image: bool) -> np.ndarray:
-    with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
+    with gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
         if image:
             _, count, rows, cols = struct.unpack(">IIII", f.read(16))
             data = np.frombuffer(f.read(), dtype=np.uint8).reshape(count, 1, rows, cols)
@@ -86,12 +98,17 @@ def get_mnist() -> dict:
     """
     found = _find(_MNIST, (".", "data"))
     if found is None:
-        raise FileNotFoundError(_NOT_BUNDLED.format(
-            what="MNIST", files=", ".join(n + "[.gz]" for n in _MNIST), where="./ or data/"))
-    return {"train_data": _read_idx(found[_MNIST[0]], True),
-            "train_label": _read_idx(found[_MNIST[1]], False),
-            "test_data": _read_idx(found[_MNIST[2]], True),
-            "test_label": _read_idx(found[_MNIST[3]], False)}
+        raise FileNotFoundError(
+            _NOT_BUNDLED.format(
+                what="MNIST", files=", ".join(n + "[.gz]" for n in _MNIST), where="./ or data/"
+            )
+        )
+    return {
+        "train_data": _read_idx(found[_MNIST[0]], True),
+        "train_label": _read_idx(found[_MNIST[1]], False),
+        "test_data": _read_idx(found[_MNIST[2]], True),
+        "test_label": _read_idx(found[_MNIST[3]], False),
+    }
 
 
 def get_mnist_ubyte() -> None:
@@ -102,8 +119,9 @@ def get_mnist_ubyte() -> None:
     """
     missing = [n for n in _MNIST if not os.path.exists(os.path.join("data", n))]
     if missing:
-        raise FileNotFoundError(_NOT_BUNDLED.format(
-            what="MNIST (ubyte)", files=", ".join(missing), where="data/"))
+        raise FileNotFoundError(
+            _NOT_BUNDLED.format(what="MNIST (ubyte)", files=", ".join(missing), where="data/")
+        )
 
 
 def get_cifar10() -> None:
@@ -115,12 +133,18 @@ def get_cifar10() -> None:
     names = ["train.rec", "test.rec", "train.lst", "test.lst"]
     missing = [n for n in names if not os.path.exists(os.path.join("data", "cifar", n))]
     if missing:
-        raise FileNotFoundError(_NOT_BUNDLED.format(
-            what="CIFAR-10", files=", ".join(missing), where="data/cifar/"))
+        raise FileNotFoundError(
+            _NOT_BUNDLED.format(what="CIFAR-10", files=", ".join(missing), where="data/cifar/")
+        )
 
 
-def download(url: str, fname: str | None = None, dirname: str | None = None,
-             overwrite: bool = False, retries: int = 5) -> str:
+def download(
+    url: str,
+    fname: str | None = None,
+    dirname: str | None = None,
+    overwrite: bool = False,
+    retries: int = 5,
+) -> str:
     """Return the local path MXNet's ``download`` would have written; never downloads.
 
     The path is ``fname`` (or the URL's last part) inside ``dirname``, as in MXNet.
@@ -136,16 +160,20 @@ def download(url: str, fname: str | None = None, dirname: str | None = None,
     if dirname is not None:
         fname = os.path.join(dirname, fname)
     if overwrite:
-        raise NotImplementedError("download(overwrite=True): mxmod never downloads; put a fresh "
-                                  f"copy of {url} at {fname} yourself")
+        raise NotImplementedError(
+            "download(overwrite=True): mxmod never downloads; put a fresh "
+            f"copy of {url} at {fname} yourself"
+        )
     if not os.path.exists(fname):
-        raise FileNotFoundError(f"{fname} is not there and mxmod never downloads: fetch {url} "
-                                f"and save it as {fname}")
+        raise FileNotFoundError(
+            f"{fname} is not there and mxmod never downloads: fetch {url} and save it as {fname}"
+        )
     return fname
 
 
-def get_mnist_iterator(batch_size: int, input_shape: tuple, num_parts: int = 1,
-                       part_index: int = 0) -> tuple:
+def get_mnist_iterator(
+    batch_size: int, input_shape: tuple, num_parts: int = 1, part_index: int = 0
+) -> tuple:
     """``(train, val)`` MNIST iterators, as MXNet's helper (which uses ``MNISTIter``).
 
     Built on :func:`get_mnist` and ``NDArrayIter``: images flattened to 784 unless
@@ -165,13 +193,18 @@ def get_mnist_iterator(batch_size: int, input_shape: tuple, num_parts: int = 1,
 
     def part(x):
         size = len(x) // num_parts
-        return x[part_index * size:(part_index + 1) * size]
+        return x[part_index * size : (part_index + 1) * size]
 
     def images(x):
         return part(x.reshape(len(x), -1) if flat else x)
 
-    train = NDArrayIter(images(mnist["train_data"]), part(mnist["train_label"]).astype("float32"),
-                        batch_size, shuffle=True)
-    val = NDArrayIter(images(mnist["test_data"]), part(mnist["test_label"]).astype("float32"),
-                      batch_size)
+    train = NDArrayIter(
+        images(mnist["train_data"]),
+        part(mnist["train_label"]).astype("float32"),
+        batch_size,
+        shuffle=True,
+    )
+    val = NDArrayIter(
+        images(mnist["test_data"]), part(mnist["test_label"]).astype("float32"), batch_size
+    )
     return train, val

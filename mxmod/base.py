@@ -116,8 +116,7 @@ def np_dtype(dtype: Any) -> np.dtype:
         out = np.dtype(dtype)
     except TypeError as err:
         raise TypeError(
-            f"{dtype!r} is not a dtype: use a name such as 'float32' or a type such as "
-            f"np.float32"
+            f"{dtype!r} is not a dtype: use a name such as 'float32' or a type such as np.float32"
         ) from err
     if out.kind not in "biufc" and out.name != "bfloat16":
         raise TypeError(f"{dtype!r} is not a numeric dtype: use e.g. 'float32' or 'int32'")

@@ -4,6 +4,7 @@ Batch-end callbacks take a :class:`mxmod.model.BatchEndParam`; epoch-end callbac
 called as ``cb(epoch, symbol, arg_params, aux_params)``. Logging goes through the root
 ``logging`` module, as in MXNet.
 """
+
 from __future__ import annotations
 
 import logging
@@ -11,8 +12,13 @@ import math
 import time
 
 __all__ = [
-    "module_checkpoint", "do_checkpoint", "log_train_metric", "Speedometer", "ProgressBar",
-    "TqdmProgressBar", "LogValidationMetricsCallback",
+    "module_checkpoint",
+    "do_checkpoint",
+    "log_train_metric",
+    "Speedometer",
+    "ProgressBar",
+    "TqdmProgressBar",
+    "LogValidationMetricsCallback",
 ]
 
 
@@ -24,6 +30,7 @@ def _writer() -> bool:
     """Whether this process writes checkpoints: rank 0 of a multi-worker ``dist_sync`` job
     (the workers hold equal weights), or the only process."""
     from .kvstore import dist
+
     return dist.rank() == 0
 
 
@@ -79,8 +86,9 @@ def log_train_metric(period, auto_reset=False):
     def _callback(param):
         if param.nbatch % period == 0 and param.eval_metric is not None:
             for name, value in param.eval_metric.get_name_value():
-                logging.info("Iter[%d] Batch[%d] Train-%s=%f", param.epoch, param.nbatch,
-                             name, value)
+                logging.info(
+                    "Iter[%d] Batch[%d] Train-%s=%f", param.epoch, param.nbatch, name, value
+                )
             if auto_reset:
                 param.eval_metric.reset_local()
 
@@ -193,14 +201,19 @@ class TqdmProgressBar:
         ImportError: tqdm is not installed (``pip install tqdm``).
     """
 
-    def __init__(self, total=None, refresh_secs=0.5, desc="Epoch[{epoch}]", leave=True,
-                 **tqdm_kwargs):
+    def __init__(
+        self, total=None, refresh_secs=0.5, desc="Epoch[{epoch}]", leave=True, **tqdm_kwargs
+    ):
         if total is not None and (not isinstance(total, int) or total <= 0):
-            raise ValueError(f"TqdmProgressBar total must be a positive int number of "
-                             f"batches or None (learn it from the first epoch), got {total!r}")
+            raise ValueError(
+                f"TqdmProgressBar total must be a positive int number of "
+                f"batches or None (learn it from the first epoch), got {total!r}"
+            )
         if not isinstance(refresh_secs, (int, float)) or refresh_secs < 0:
-            raise ValueError(f"TqdmProgressBar refresh_secs must be a number of seconds >= 0, "
-                             f"got {refresh_secs!r}")
+            raise ValueError(
+                f"TqdmProgressBar refresh_secs must be a number of seconds >= 0, "
+                f"got {refresh_secs!r}"
+            )
         try:
             from tqdm.auto import tqdm
         except ImportError as err:
@@ -218,8 +231,9 @@ class TqdmProgressBar:
             self._open(param.epoch)
         self.bar.update(done - self.bar.n)
         now = time.monotonic()
-        end = (self.total is not None and done >= self.total) or \
-            bool((param.locals or {}).get("end_of_batch"))  # fit's last batch of the epoch
+        end = (self.total is not None and done >= self.total) or bool(
+            (param.locals or {}).get("end_of_batch")
+        )  # fit's last batch of the epoch
         if param.eval_metric is not None and (end or now - self._read_at >= self.refresh_secs):
             self.bar.set_postfix(dict(param.eval_metric.get_name_value()), refresh=False)
             self._read_at = now
@@ -234,8 +248,13 @@ class TqdmProgressBar:
                 self.total = self.bar.n  # the epoch just finished tells the size
             self.close()
         self._epoch = epoch
-        self.bar = self._tqdm(total=self.total, desc=self.desc.format(epoch=epoch),
-                              leave=self.leave, unit="batch", **self.tqdm_kwargs)
+        self.bar = self._tqdm(
+            total=self.total,
+            desc=self.desc.format(epoch=epoch),
+            leave=self.leave,
+            unit="batch",
+            **self.tqdm_kwargs,
+        )
         self._read_at = time.monotonic()
 
     def close(self):

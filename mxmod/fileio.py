@@ -19,6 +19,7 @@ Reading: :func:`read_npz` and :func:`check_pickle_stream` check every size a con
 claims against the bytes present before anything is allocated, and raise
 ``MXNetFileError`` naming the file and the place for any malformed input.
 """
+
 from __future__ import annotations
 
 import io
@@ -33,8 +34,15 @@ import zipfile
 import zlib
 from struct import error as struct_error
 
-__all__ = ["atomic_write", "write_checkpoint", "remove_stale_temps", "latest_checkpoint",
-           "checkpoint_paths", "read_npz", "check_pickle_stream"]
+__all__ = [
+    "atomic_write",
+    "write_checkpoint",
+    "remove_stale_temps",
+    "latest_checkpoint",
+    "checkpoint_paths",
+    "read_npz",
+    "check_pickle_stream",
+]
 
 _HOST_TAG = "%06x" % (zlib.crc32(socket.gethostname().encode("utf-8")) & 0xFFFFFF)
 _TEMP_RE = re.compile(r"^\.tmp-(\d+)-([0-9a-f]{6})-[0-9a-f]{8}-(.+)$")
@@ -129,8 +137,9 @@ def _fsync_dir(folder: str) -> None:
 def _write_temp(fname: str, data: bytes) -> str:
     """Write ``data`` to a fresh temp file beside ``fname`` (fsynced); returns its path."""
     folder = os.path.dirname(os.path.abspath(fname))
-    tmp = os.path.join(folder, f".tmp-{os.getpid()}-{_HOST_TAG}-{secrets.token_hex(4)}-"
-                               f"{os.path.basename(fname)}")
+    tmp = os.path.join(
+        folder, f".tmp-{os.getpid()}-{_HOST_TAG}-{secrets.token_hex(4)}-{os.path.basename(fname)}"
+    )
     with _lock:
         _active.add(tmp)
     try:
@@ -187,12 +196,16 @@ def atomic_write(fname: str, data: bytes) -> None:
 
 def checkpoint_paths(prefix: str, epoch: int) -> dict[str, str]:
     """MXNet's checkpoint file names: ``symbol``, ``params`` and ``states`` paths."""
-    return {"symbol": "%s-symbol.json" % prefix, "params": "%s-%04d.params" % (prefix, epoch),
-            "states": "%s-%04d.states" % (prefix, epoch)}
+    return {
+        "symbol": "%s-symbol.json" % prefix,
+        "params": "%s-%04d.params" % (prefix, epoch),
+        "states": "%s-%04d.states" % (prefix, epoch),
+    }
 
 
-def write_checkpoint(prefix: str, epoch: int, symbol_json: bytes | None, params: bytes,
-                     states: bytes | None = None) -> dict[str, str]:
+def write_checkpoint(
+    prefix: str, epoch: int, symbol_json: bytes | None, params: bytes, states: bytes | None = None
+) -> dict[str, str]:
     """Commit a checkpoint's files as one unit (mxmod's form of MXNet's checkpoint writes).
 
     Writes ``<prefix>-symbol.json`` (when ``symbol_json`` is given),
@@ -272,8 +285,13 @@ _NPZ_MAX_RATIO = 1024  # a deflated member may expand this much (zip bombs beyon
 
 def _npz_fail(source: str, where: str, problem: str, expected: str) -> Exception:
     from .base import MXNetFileError
-    return MXNetFileError(f"{source}: {where}: {problem} (expected {expected}); the file is "
-                          f"truncated or corrupted", source, where, expected)
+
+    return MXNetFileError(
+        f"{source}: {where}: {problem} (expected {expected}); the file is truncated or corrupted",
+        source,
+        where,
+        expected,
+    )
 
 
 def read_npz(data: bytes, source: str) -> dict:
@@ -300,13 +318,25 @@ def read_npz(data: bytes, source: str) -> dict:
     try:
         archive = zipfile.ZipFile(io.BytesIO(bytes(data)))
         infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError,
-            NotImplementedError, RuntimeError) as e:
-        raise _npz_fail(source, "zip directory", f"not a readable zip archive ({e})",
-                        "an NPZ archive (numpy.savez)") from None
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        ValueError,
+        OSError,
+        EOFError,
+        NotImplementedError,
+        RuntimeError,
+    ) as e:
+        raise _npz_fail(
+            source,
+            "zip directory",
+            f"not a readable zip archive ({e})",
+            "an NPZ archive (numpy.savez)",
+        ) from None
     if len(infos) > _NPZ_MAX_MEMBERS:
-        raise _npz_fail(source, "zip directory", f"{len(infos)} members",
-                        f"at most {_NPZ_MAX_MEMBERS}")
+        raise _npz_fail(
+            source, "zip directory", f"{len(infos)} members", f"at most {_NPZ_MAX_MEMBERS}"
+        )
     out = {}
     for info in infos:
         where = f"member {info.filename!r}"
@@ -314,21 +344,39 @@ def read_npz(data: bytes, source: str) -> dict:
             raise _npz_fail(source, where, "not an .npy member", "only '<name>.npy' members")
         limit = len(data) * (1 if info.compress_type == zipfile.ZIP_STORED else _NPZ_MAX_RATIO)
         if info.file_size > limit:
-            raise _npz_fail(source, where, f"claims {info.file_size} bytes",
-                            f"at most {limit} for a {len(data)}-byte file")
+            raise _npz_fail(
+                source,
+                where,
+                f"claims {info.file_size} bytes",
+                f"at most {limit} for a {len(data)}-byte file",
+            )
         try:
             raw = archive.read(info)
             member = io.BytesIO(raw)
             version = npy.read_magic(member)
-            reader = {(1, 0): npy.read_array_header_1_0,
-                      (2, 0): npy.read_array_header_2_0}.get(version)
+            reader = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}.get(
+                version
+            )
             if reader is None:
                 raise ValueError(f"npy format version {version}")
             shape, fortran, dtype = reader(member)
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError,
-                RuntimeError, zlib.error, TypeError, SyntaxError) as e:
-            raise _npz_fail(source, where, f"unreadable ({type(e).__name__}: {e})",
-                            "an .npy array (format 1.0 or 2.0)") from None
+        except (
+            zipfile.BadZipFile,
+            ValueError,
+            OSError,
+            EOFError,
+            NotImplementedError,
+            RuntimeError,
+            zlib.error,
+            TypeError,
+            SyntaxError,
+        ) as e:
+            raise _npz_fail(
+                source,
+                where,
+                f"unreadable ({type(e).__name__}: {e})",
+                "an .npy array (format 1.0 or 2.0)",
+            ) from None
         if dtype.hasobject or dtype.itemsize == 0:
             raise _npz_fail(source, where, f"dtype {dtype}", "a numeric dtype (no pickles)")
         if len(shape) > 32 or any(not isinstance(d, int) or d < 0 for d in shape):
@@ -336,8 +384,12 @@ def read_npz(data: bytes, source: str) -> dict:
         body = len(raw) - member.tell()
         need = math.prod(shape) * dtype.itemsize
         if need != body:
-            raise _npz_fail(source, f"{where} header", f"shape {shape} of {dtype} needs "
-                            f"{need} bytes but the member holds {body}", "matching sizes")
+            raise _npz_fail(
+                source,
+                f"{where} header",
+                f"shape {shape} of {dtype} needs {need} bytes but the member holds {body}",
+                "matching sizes",
+            )
         flat = np.frombuffer(raw, dtype, count=math.prod(shape), offset=member.tell())
         arr = flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
         out[info.filename[:-4]] = arr.copy()
@@ -368,17 +420,28 @@ def check_pickle_stream(data: bytes, source: str) -> int:
             name = op.name
             n_ops += 1
             if name == "FRAME" and arg > len(data) - pos:
-                raise _npz_fail(source, f"offset {pos} (FRAME)", f"frame of {arg} bytes",
-                                f"at most the {len(data) - pos} bytes left")
+                raise _npz_fail(
+                    source,
+                    f"offset {pos} (FRAME)",
+                    f"frame of {arg} bytes",
+                    f"at most the {len(data) - pos} bytes left",
+                )
             if name in _MEMO_OPS and (not isinstance(arg, int) or not 0 <= arg <= n_ops):
-                raise _npz_fail(source, f"offset {pos} ({name})", f"memo index {arg}",
-                                f"an index up to the opcode count {n_ops}")
+                raise _npz_fail(
+                    source,
+                    f"offset {pos} ({name})",
+                    f"memo index {arg}",
+                    f"an index up to the opcode count {n_ops}",
+                )
             if name == "STOP":
                 break
         else:
-            raise _npz_fail(source, f"offset {pos} ({name})", "no STOP opcode",
-                            "a complete pickle")
+            raise _npz_fail(source, f"offset {pos} ({name})", "no STOP opcode", "a complete pickle")
     except (ValueError, struct_error, EOFError, OverflowError, UnicodeDecodeError) as e:
-        raise _npz_fail(source, f"offset {pos} (after {name})",
-                        f"unreadable ({type(e).__name__}: {e})", "a complete pickle") from None
+        raise _npz_fail(
+            source,
+            f"offset {pos} (after {name})",
+            f"unreadable ({type(e).__name__}: {e})",
+            "a complete pickle",
+        ) from None
     return n_ops

@@ -13,6 +13,7 @@ JAX's).
 When a worker exits with an error the launcher names its rank, stops the others
 (``SIGTERM``, then ``SIGKILL`` after ``--grace`` seconds) and exits with that code.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,19 +33,29 @@ def _free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
-def worker_env(rank: int, num_workers: int, host: str, port: int, cpu_devices=None,
-               base=None) -> dict:
+def worker_env(
+    rank: int, num_workers: int, host: str, port: int, cpu_devices=None, base=None
+) -> dict:
     """The environment of worker ``rank`` (a copy of ``base``, default ``os.environ``)."""
     env = dict(os.environ if base is None else base)
-    for stale in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID",
-                  "DMLC_TASK_ID"):
+    for stale in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "DMLC_TASK_ID"):
         env.pop(stale, None)
-    env.update({"DMLC_ROLE": "worker", "DMLC_PS_ROOT_URI": host,
-                "DMLC_PS_ROOT_PORT": str(port), "DMLC_NUM_WORKER": str(num_workers),
-                "DMLC_NUM_SERVER": "0", "DMLC_WORKER_ID": str(rank)})
+    env.update(
+        {
+            "DMLC_ROLE": "worker",
+            "DMLC_PS_ROOT_URI": host,
+            "DMLC_PS_ROOT_PORT": str(port),
+            "DMLC_NUM_WORKER": str(num_workers),
+            "DMLC_NUM_SERVER": "0",
+            "DMLC_WORKER_ID": str(rank),
+        }
+    )
     if cpu_devices:
-        flags = [f for f in env.get("XLA_FLAGS", "").split()
-                 if not f.startswith("--xla_force_host_platform_device_count")]
+        flags = [
+            f
+            for f in env.get("XLA_FLAGS", "").split()
+            if not f.startswith("--xla_force_host_platform_device_count")
+        ]
         flags.append(f"--xla_force_host_platform_device_count={cpu_devices}")
         env["XLA_FLAGS"] = " ".join(flags)
         env["JAX_PLATFORMS"] = "cpu"
@@ -53,28 +64,57 @@ def worker_env(rank: int, num_workers: int, host: str, port: int, cpu_devices=No
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m mxmod.launch", allow_abbrev=False,
+        prog="python -m mxmod.launch",
+        allow_abbrev=False,
         description="Start N local mxmod workers of a dist_sync job (MXNet's launch.py "
-                    "--launcher local).")
-    p.add_argument("-n", "--num-workers", type=int, required=True,
-                   help="number of worker processes")
-    p.add_argument("-s", "--num-servers", type=int, default=None,
-                   help="accepted for MXNet launch scripts; mxmod starts no servers")
-    p.add_argument("--launcher", default="local",
-                   help="only 'local' (start the workers on this machine)")
+        "--launcher local).",
+    )
+    p.add_argument(
+        "-n", "--num-workers", type=int, required=True, help="number of worker processes"
+    )
+    p.add_argument(
+        "-s",
+        "--num-servers",
+        type=int,
+        default=None,
+        help="accepted for MXNet launch scripts; mxmod starts no servers",
+    )
+    p.add_argument(
+        "--launcher", default="local", help="only 'local' (start the workers on this machine)"
+    )
     p.add_argument("--host", default="127.0.0.1", help="coordinator address (rank 0's host)")
     p.add_argument("--port", type=int, default=0, help="coordinator port (0: a free one)")
-    p.add_argument("--cpu-devices", type=int, default=None,
-                   help="simulate this many CPU devices per worker (XLA_FLAGS)")
-    p.add_argument("--grace", type=float, default=5.0,
-                   help="seconds the other workers get to stop after one fails")
-    p.add_argument("command", nargs="*", help="the command every worker runs (after the "
-                   "launcher's own options)")
+    p.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=None,
+        help="simulate this many CPU devices per worker (XLA_FLAGS)",
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=5.0,
+        help="seconds the other workers get to stop after one fails",
+    )
+    p.add_argument(
+        "command",
+        nargs="*",
+        help="the command every worker runs (after the launcher's own options)",
+    )
     return p
 
 
-_VALUED = {"-n", "--num-workers", "-s", "--num-servers", "--launcher", "--host", "--port",
-           "--cpu-devices", "--grace"}
+_VALUED = {
+    "-n",
+    "--num-workers",
+    "-s",
+    "--num-servers",
+    "--launcher",
+    "--host",
+    "--port",
+    "--cpu-devices",
+    "--grace",
+}
 
 
 def _split(argv: list) -> tuple:
@@ -84,7 +124,7 @@ def _split(argv: list) -> tuple:
     while i < len(argv):
         word = argv[i]
         if word == "--":
-            return argv[:i], argv[i + 1:]
+            return argv[:i], argv[i + 1 :]
         if not word.startswith("-"):
             break
         i += 2 if word in _VALUED else 1
@@ -117,7 +157,8 @@ def main(argv=None) -> int:
         raise NotImplementedError(
             f"--launcher {args.launcher!r}: mxmod.launch only starts local workers; on a "
             "cluster start one process per host with your scheduler and set DMLC_* (or "
-            "JAX_COORDINATOR_ADDRESS/JAX_NUM_PROCESSES/JAX_PROCESS_ID) in each")
+            "JAX_COORDINATOR_ADDRESS/JAX_NUM_PROCESSES/JAX_PROCESS_ID) in each"
+        )
     port = args.port or _free_port(args.host)
 
     def on_term(signum, frame):  # a killed launcher must not leave its workers running
@@ -141,8 +182,12 @@ def _run(command: list, args, port: int) -> int:
             failed = [(r, c) for r, c in codes.items() if c not in (None, 0)]
             if failed:
                 rank, code = failed[0]
-                print(f"mxmod.launch: worker rank {rank} exited with code {code}; stopping "
-                      f"the other workers", file=sys.stderr, flush=True)
+                print(
+                    f"mxmod.launch: worker rank {rank} exited with code {code}; stopping "
+                    f"the other workers",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 _stop(procs, args.grace)
                 return code if code > 0 else 1
             if all(c == 0 for c in codes.values()):

@@ -6,6 +6,7 @@ so checkpoints move both ways between MXNet and mxmod. A checkpoint's files are 
 as one unit (``mxmod.fileio.write_checkpoint``): a crash leaves the previous complete
 checkpoint. Every reading failure is an ``MXNetFileError`` naming the file.
 """
+
 import glob
 import logging
 import os
@@ -58,26 +59,37 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
         if params is None:
             continue
         if not isinstance(params, dict):
-            raise TypeError(f"save_checkpoint: {tag}_params must be a dict name -> NDArray, "
-                            f"got {type(params).__name__}")
+            raise TypeError(
+                f"save_checkpoint: {tag}_params must be a dict name -> NDArray, "
+                f"got {type(params).__name__}"
+            )
         save_dict.update({"%s:%s" % (tag, k): _on_cpu(v) for k, v in params.items()})
     from .fileio import write_checkpoint
     from .ndarray.io import to_bytes
 
-    sym_json = None if symbol is None else \
-        symbol.tojson(remove_amp_cast=remove_amp_cast).encode("utf-8")
+    sym_json = (
+        None if symbol is None else symbol.tojson(remove_amp_cast=remove_amp_cast).encode("utf-8")
+    )
     param_name = write_checkpoint(prefix, epoch, sym_json, to_bytes(save_dict))["params"]
     logging.info('Saved checkpoint to "%s"', param_name)
 
 
 def _missing_params_message(fname, prefix):
     pattern = re.compile(re.escape(os.path.basename(prefix)) + r"-(\d{4,})\.params$")
-    epochs = sorted(int(m.group(1)) for f in glob.glob(glob.escape(prefix) + "-*.params")
-                    if (m := pattern.match(os.path.basename(f))))
-    found = (f"epochs saved under this prefix: {', '.join(map(str, epochs))}" if epochs
-             else "no params file exists under this prefix")
-    return (f"checkpoint params file {fname!r} does not exist ({found}); check the prefix and "
-            f"epoch (save_checkpoint(prefix, epoch, ...) writes '<prefix>-<epoch:04d>.params')")
+    epochs = sorted(
+        int(m.group(1))
+        for f in glob.glob(glob.escape(prefix) + "-*.params")
+        if (m := pattern.match(os.path.basename(f)))
+    )
+    found = (
+        f"epochs saved under this prefix: {', '.join(map(str, epochs))}"
+        if epochs
+        else "no params file exists under this prefix"
+    )
+    return (
+        f"checkpoint params file {fname!r} does not exist ({found}); check the prefix and "
+        f"epoch (save_checkpoint(prefix, epoch, ...) writes '<prefix>-<epoch:04d>.params')"
+    )
 
 
 def load_params(prefix, epoch):
@@ -106,13 +118,18 @@ def load_params(prefix, epoch):
         raise MXNetFileError(
             f"{fname!r} holds an unnamed list of {len(save_dict)} arrays, not a checkpoint; "
             f"checkpoints need 'arg:<name>'/'aux:<name>' keys (write them with "
-            f"save_checkpoint), or read the list with mx.nd.load", repr(fname), "names",
-            "'arg:<name>'/'aux:<name>' keys")
+            f"save_checkpoint), or read the list with mx.nd.load",
+            repr(fname),
+            "names",
+            "'arg:<name>'/'aux:<name>' keys",
+        )
     for key, value in save_dict.items():
         if ":" not in key:
-            raise ValueError(f"{fname!r}: key {key!r} has no 'arg:'/'aux:' prefix, so this is "
-                             f"not a Module checkpoint (a Gluon save_parameters file?); read it "
-                             f"with mx.nd.load and pass the dicts yourself")
+            raise ValueError(
+                f"{fname!r}: key {key!r} has no 'arg:'/'aux:' prefix, so this is "
+                f"not a Module checkpoint (a Gluon save_parameters file?); read it "
+                f"with mx.nd.load and pass the dicts yourself"
+            )
         tag, name = key.split(":", 1)
         if tag == "arg":
             arg_params[name] = value
@@ -138,7 +155,9 @@ def load_checkpoint(prefix, epoch):
             f"checkpoint symbol file {sym_file!r} does not exist; check the prefix "
             f"(save_checkpoint(prefix, epoch, symbol, ...) writes '<prefix>-symbol.json' when "
             f"symbol is not None; without it use load_params(prefix, epoch))",
-            repr(sym_file), "path")
+            repr(sym_file),
+            "path",
+        )
     symbol = load_symbol(sym_file)
     arg_params, aux_params = load_params(prefix, epoch)
     return (symbol, arg_params, aux_params)

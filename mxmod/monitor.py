@@ -5,6 +5,7 @@ arguments and aux states are reported with MXNet's names and formatting. The
 per-node backward entries (``<node>_backward_output``) are not produced: the fused
 JAX step has no per-node backward tensors to tap.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,8 +26,14 @@ def _rms(x: NDArray) -> NDArray:
 class Monitor:
     """Collects ``stat_func`` of matching arrays every ``interval`` batches."""
 
-    def __init__(self, interval: int, stat_func: Optional[Callable] = None, pattern: str = ".*",
-                 sort: bool = False, monitor_all: bool = False):
+    def __init__(
+        self,
+        interval: int,
+        stat_func: Optional[Callable] = None,
+        pattern: str = ".*",
+        sort: bool = False,
+        monitor_all: bool = False,
+    ):
         if interval < 1:
             raise ValueError(f"Monitor interval must be >= 1, got {interval}")
         self.interval = interval
@@ -87,4 +94,3 @@ class Monitor:
 
 
 __all__ = ["Monitor"]
-

@@ -1,4 +1,5 @@
 """``mx.name``: automatic naming of symbols."""
+
 from .symbol.naming import NameManager, Prefix
 
 __all__ = ["NameManager", "Prefix"]

@@ -12,6 +12,7 @@ user's code gets NDArrays on ``cpu(0)`` holding copies of the device values, and
 it writes into ``out_data``/``in_grad``/``aux`` is copied back. Each call is therefore a
 device -> host -> device round trip that XLA cannot fuse or overlap.
 """
+
 from __future__ import annotations
 
 import logging
@@ -49,11 +50,14 @@ class CustomOp:
         Raises:
           NotImplementedError: always; a subclass must override it.
         """
-        raise NotImplementedError(f"{type(self).__name__} must override CustomOp.forward(is_train, "
-                                  "req, in_data, out_data, aux)")
+        raise NotImplementedError(
+            f"{type(self).__name__} must override CustomOp.forward(is_train, "
+            "req, in_data, out_data, aux)"
+        )
 
-    def backward(self, req: list, out_grad: list, in_data: list, out_data: list, in_grad: list,
-                 aux: list) -> None:
+    def backward(
+        self, req: list, out_grad: list, in_data: list, out_data: list, in_grad: list, aux: list
+    ) -> None:
         """Compute ``in_grad`` from ``out_grad``; the default leaves every gradient at zero.
 
         Arrays that ``CustomOpProp.declare_backward_dependency`` did not declare are empty
@@ -75,8 +79,9 @@ class CustomOp:
         elif req == "add":
             dst[:] += src
         else:
-            raise ValueError(f"CustomOp.assign: unknown req {req!r}; use 'null', 'write', "
-                             "'inplace' or 'add'")
+            raise ValueError(
+                f"CustomOp.assign: unknown req {req!r}; use 'null', 'write', 'inplace' or 'add'"
+            )
 
 
 class CustomOpProp:
@@ -103,8 +108,11 @@ class CustomOpProp:
     def infer_type(self, in_type: list) -> tuple:
         """``(in_types, out_types, aux_types)`` as numpy types (``None`` while unknown).
         Default: everything has the first input's type."""
-        return (in_type, [in_type[0]] * len(self.list_outputs()),
-                [in_type[0]] * len(self.list_auxiliary_states()))
+        return (
+            in_type,
+            [in_type[0]] * len(self.list_outputs()),
+            [in_type[0]] * len(self.list_auxiliary_states()),
+        )
 
     def infer_storage_type(self, in_stype: list) -> tuple:
         """Storage types: mxmod has dense storage only.
@@ -116,8 +124,9 @@ class CustomOpProp:
         n_out, n_aux = len(self.list_outputs()), len(self.list_auxiliary_states())
         return in_stype, ["default"] * n_out, ["default"] * n_aux
 
-    def infer_storage_type_backward(self, ograd_stype, in_stype, out_stype, igrad_stype,
-                                    aux_stype) -> tuple:
+    def infer_storage_type_backward(
+        self, ograd_stype, in_stype, out_stype, igrad_stype, aux_stype
+    ) -> tuple:
         """Backward storage types: all dense (see :meth:`infer_storage_type`)."""
         lists = [ograd_stype, in_stype, out_stype, igrad_stype, aux_stype]
         for stypes in lists:
@@ -155,22 +164,28 @@ _LEGACY = {"PythonOp", "NumpyOp", "NDArrayOp"}
 
 def __getattr__(name: str) -> Any:
     if name in _LEGACY:
-        raise NotImplementedError(f"mx.operator.{name} (MXNet's deprecated pre-CustomOp API) is "
-                                  "not supported by mxmod; write a CustomOp and a CustomOpProp "
-                                  "registered with @mx.operator.register(name) instead")
+        raise NotImplementedError(
+            f"mx.operator.{name} (MXNet's deprecated pre-CustomOp API) is "
+            "not supported by mxmod; write a CustomOp and a CustomOpProp "
+            "registered with @mx.operator.register(name) instead"
+        )
     if name == "get_operator_arguments":
-        raise NotImplementedError("mx.operator.get_operator_arguments (MXNet's C operator "
-                                  "signatures) is not supported by mxmod; mxmod.ops.get_op(name)."
-                                  "params lists an operator's attributes")
+        raise NotImplementedError(
+            "mx.operator.get_operator_arguments (MXNet's C operator "
+            "signatures) is not supported by mxmod; mxmod.ops.get_op(name)."
+            "params lists an operator's attributes"
+        )
     raise AttributeError(f"module 'mxmod.operator' has no attribute {name!r}")
 
 
 def _dense_only(stypes: list, where: str) -> None:
     for s in stypes:
         if s != "default":
-            raise NotImplementedError(f"CustomOpProp.{where}: storage type {s!r} (sparse "
-                                      "storage) is not supported by mxmod; custom operators use "
-                                      "dense arrays")
+            raise NotImplementedError(
+                f"CustomOpProp.{where}: storage type {s!r} (sparse "
+                "storage) is not supported by mxmod; custom operators use "
+                "dense arrays"
+            )
 
 
 def register(reg_name: str) -> Callable[[type], type]:
@@ -183,13 +198,17 @@ def register(reg_name: str) -> Callable[[type], type]:
       TypeError: if the name is not a string or the class is not a ``CustomOpProp`` subclass.
     """
     if not isinstance(reg_name, str) or not reg_name:
-        raise TypeError(f"mx.operator.register needs the operator name as a non-empty string, "
-                        f"got {reg_name!r}; use @mx.operator.register('my_op')")
+        raise TypeError(
+            f"mx.operator.register needs the operator name as a non-empty string, "
+            f"got {reg_name!r}; use @mx.operator.register('my_op')"
+        )
 
     def do_register(prop_cls: type) -> type:
         if not (isinstance(prop_cls, type) and issubclass(prop_cls, CustomOpProp)):
-            raise TypeError(f"mx.operator.register({reg_name!r}) decorates a subclass of "
-                            f"mx.operator.CustomOpProp, got {prop_cls!r}")
+            raise TypeError(
+                f"mx.operator.register({reg_name!r}) decorates a subclass of "
+                f"mx.operator.CustomOpProp, got {prop_cls!r}"
+            )
         if reg_name in _PROPS and _PROPS[reg_name] is not prop_cls:
             logging.warning("New registration is overriding existing custom operator %s", reg_name)
         _PROPS[reg_name] = prop_cls
@@ -201,6 +220,7 @@ def register(reg_name: str) -> Callable[[type], type]:
 def get_all_registered_operators() -> list:
     """Names of every operator: the built-in table's and the registered custom ones."""
     from .ops import list_ops
+
     return sorted(set(list_ops()) | set(_PROPS))
 
 
@@ -213,17 +233,21 @@ def get_prop(op_type: str, kwargs: tuple) -> CustomOpProp:
     cls = _PROPS.get(op_type)
     if cls is None:
         known = ", ".join(sorted(_PROPS)) or "none yet"
-        raise MXNetError(f"Cannot find custom operator {op_type!r}: register its CustomOpProp with "
-                         f"@mx.operator.register({op_type!r}) first (registered: {known})")
+        raise MXNetError(
+            f"Cannot find custom operator {op_type!r}: register its CustomOpProp with "
+            f"@mx.operator.register({op_type!r}) first (registered: {known})"
+        )
     key = (op_type, cls, kwargs)
     prop = _INSTANCES.get(key)
     if prop is None:
         try:
             prop = cls(**dict(kwargs))
         except TypeError as e:
-            raise MXNetError(f"custom operator {op_type!r}: {cls.__name__}({_kw(kwargs)}) failed: "
-                             f"{e}; the extra keyword arguments of Custom go to the CustomOpProp "
-                             "constructor as strings") from None
+            raise MXNetError(
+                f"custom operator {op_type!r}: {cls.__name__}({_kw(kwargs)}) failed: "
+                f"{e}; the extra keyword arguments of Custom go to the CustomOpProp "
+                "constructor as strings"
+            ) from None
         _INSTANCES[key] = prop
     return prop
 
@@ -237,6 +261,7 @@ def _host_arrays(values: list, ctx) -> list:
     """NDArrays on ``ctx`` holding ``values`` (host arrays), placed in one transfer."""
     import jax
     from .ndarray import NDArray
+
     host = [np.asarray(v) for v in values]
     host = [h.astype(jax.dtypes.canonicalize_dtype(h.dtype), copy=False) for h in host]
     return [NDArray(a, ctx) for a in jax.device_put(host, ctx.jax_device)]
@@ -247,32 +272,49 @@ def _read_back(arrays: list, specs: list, label: str, what: str) -> list:
     for i, (arr, spec) in enumerate(zip(arrays, specs)):
         value = arr.asnumpy() if hasattr(arr, "asnumpy") else np.asarray(arr)
         if tuple(value.shape) != tuple(spec.shape):
-            raise MXNetError(f"custom operator {label}: {what}[{i}] has shape {value.shape} after "
-                             f"the call but must keep shape {tuple(spec.shape)}")
+            raise MXNetError(
+                f"custom operator {label}: {what}[{i}] has shape {value.shape} after "
+                f"the call but must keep shape {tuple(spec.shape)}"
+            )
         out.append(value.astype(spec.dtype, copy=False))
     return out
 
 
-def run_forward(op: CustomOp, label: str, is_train: bool, ins: list, aux: list,
-                out_specs: list) -> tuple[list, list]:
+def run_forward(
+    op: CustomOp, label: str, is_train: bool, ins: list, aux: list, out_specs: list
+) -> tuple[list, list]:
     """Call ``op.forward`` on host copies; return the outputs and the aux states after it."""
     ctx = cpu(0)
     n_in, n_aux = len(ins), len(aux)
     arrays = _host_arrays([*ins, *aux, *(np.zeros(s.shape, s.dtype) for s in out_specs)], ctx)
-    in_data, aux_data, out_data = arrays[:n_in], arrays[n_in:n_in + n_aux], arrays[n_in + n_aux:]
+    in_data, aux_data, out_data = arrays[:n_in], arrays[n_in : n_in + n_aux], arrays[n_in + n_aux :]
     try:
         with ctx:
-            op.forward(is_train=is_train, req=["write"] * len(out_data), in_data=in_data,
-                       out_data=out_data, aux=aux_data)
+            op.forward(
+                is_train=is_train,
+                req=["write"] * len(out_data),
+                in_data=in_data,
+                out_data=out_data,
+                aux=aux_data,
+            )
     except Exception as e:
         raise MXNetError(f"custom operator {label}: forward raised {type(e).__name__}: {e}") from e
     aux_specs = [np.asarray(a) for a in aux]
-    return (_read_back(out_data, out_specs, label, "out_data"),
-            _read_back(aux_data, aux_specs, label, "aux"))
+    return (
+        _read_back(out_data, out_specs, label, "out_data"),
+        _read_back(aux_data, aux_specs, label, "aux"),
+    )
 
 
-def run_backward(op: CustomOp, label: str, out_grad: list, in_data: list, out_data: list,
-                 aux: list, in_specs: list) -> list:
+def run_backward(
+    op: CustomOp,
+    label: str,
+    out_grad: list,
+    in_data: list,
+    out_data: list,
+    aux: list,
+    in_specs: list,
+) -> list:
     """Call ``op.backward`` on host copies (``None``: not a declared dependency, passed
     empty); return the input gradients."""
     ctx = cpu(0)
@@ -283,8 +325,14 @@ def run_backward(op: CustomOp, label: str, out_grad: list, in_data: list, out_da
     og, ind, outd, aux_data, in_grad = ([next(arrays) for _ in g] for g in groups)
     try:
         with ctx:
-            op.backward(req=["write"] * len(in_grad), out_grad=og, in_data=ind, out_data=outd,
-                        in_grad=in_grad, aux=aux_data)
+            op.backward(
+                req=["write"] * len(in_grad),
+                out_grad=og,
+                in_data=ind,
+                out_data=outd,
+                in_grad=in_grad,
+                aux=aux_data,
+            )
     except Exception as e:
         raise MXNetError(f"custom operator {label}: backward raised {type(e).__name__}: {e}") from e
     return _read_back(in_grad, in_specs, label, "in_grad")
@@ -297,8 +345,13 @@ def _attr_value(key: str, value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def symbol_custom(*data: Any, op_type: str | None = None, name: str | None = None,
-                  attr: dict | None = None, **kwargs: Any):
+def symbol_custom(
+    *data: Any,
+    op_type: str | None = None,
+    name: str | None = None,
+    attr: dict | None = None,
+    **kwargs: Any,
+):
     """``mx.sym.Custom``: a node running the registered Python operator ``op_type``.
 
     Inputs are given positionally or by the names of ``list_arguments()`` /
@@ -310,6 +363,7 @@ def symbol_custom(*data: Any, op_type: str | None = None, name: str | None = Non
     """
     from .symbol import Symbol
     from .symbol.creation import make_op
+
     if op_type is None:
         raise MXNetError("mx.sym.Custom needs op_type=<the name given to @mx.operator.register>")
     kw = {k: v if isinstance(v, Symbol) else _attr_value(k, v) for k, v in kwargs.items()}
@@ -319,8 +373,9 @@ def symbol_custom(*data: Any, op_type: str | None = None, name: str | None = Non
     return sym
 
 
-def nd_custom(*data: Any, op_type: str | None = None, out: Any = None, name: str | None = None,
-              **kwargs: Any):
+def nd_custom(
+    *data: Any, op_type: str | None = None, out: Any = None, name: str | None = None, **kwargs: Any
+):
     """``mx.nd.Custom``: run the registered Python operator ``op_type`` on NDArrays now.
 
     Inputs are the arguments then the aux states (positionally or by name); the user's
@@ -334,6 +389,7 @@ def nd_custom(*data: Any, op_type: str | None = None, out: Any = None, name: str
     from .ndarray import NDArray
     from .ops import get_op
     from .ops.custom import create_operator, np_type, signature
+
     if op_type is None:
         raise MXNetError("mx.nd.Custom needs op_type=<the name given to @mx.operator.register>")
     named = {k: v for k, v in kwargs.items() if isinstance(v, (NDArray, np.ndarray))}
@@ -341,21 +397,28 @@ def nd_custom(*data: Any, op_type: str | None = None, out: Any = None, name: str
     a = get_op("Custom").parse({"op_type": op_type, **raw}, name or "Custom")
     slots = list(a.arguments) + list(a.aux)
     if len(data) > len(slots):
-        raise MXNetError(f"mx.nd.Custom {op_type!r} takes {len(slots)} inputs "
-                         f"({', '.join(slots)}), got {len(data)}")
+        raise MXNetError(
+            f"mx.nd.Custom {op_type!r} takes {len(slots)} inputs "
+            f"({', '.join(slots)}), got {len(data)}"
+        )
     unknown = sorted(set(named) - set(slots))
     if unknown:
-        raise MXNetError(f"mx.nd.Custom {op_type!r}: no input named {unknown[0]!r}; its inputs "
-                         f"are {', '.join(slots)}")
+        raise MXNetError(
+            f"mx.nd.Custom {op_type!r}: no input named {unknown[0]!r}; its inputs "
+            f"are {', '.join(slots)}"
+        )
     arrays = []
     for i, slot in enumerate(slots):
         x = data[i] if i < len(data) else named.get(slot)
         if x is None:
-            raise MXNetError(f"mx.nd.Custom {op_type!r} needs input {slot!r} (inputs: "
-                             f"{', '.join(slots)})")
+            raise MXNetError(
+                f"mx.nd.Custom {op_type!r} needs input {slot!r} (inputs: {', '.join(slots)})"
+            )
         if not isinstance(x, NDArray):
-            raise TypeError(f"mx.nd.Custom {op_type!r}: input {slot!r} must be an NDArray, got "
-                            f"{type(x).__name__}; wrap it with mx.nd.array()")
+            raise TypeError(
+                f"mx.nd.Custom {op_type!r}: input {slot!r} must be an NDArray, got "
+                f"{type(x).__name__}; wrap it with mx.nd.array()"
+            )
         arrays.append(x)
     shapes = [x.shape for x in arrays]
     dtypes = [np.dtype(x.dtype).name for x in arrays]
@@ -365,8 +428,13 @@ def nd_custom(*data: Any, op_type: str | None = None, out: Any = None, name: str
     outs = [NDArray(np.zeros(s, np_type(t)), ctx) for s, t in zip(out_shapes, out_types)]
     n_arg = len(a.arguments)
     with ctx:
-        op.forward(is_train=False, req=["write"] * len(outs), in_data=arrays[:n_arg],
-                   out_data=outs, aux=arrays[n_arg:])
+        op.forward(
+            is_train=False,
+            req=["write"] * len(outs),
+            in_data=arrays[:n_arg],
+            out_data=outs,
+            aux=arrays[n_arg:],
+        )
     if out is not None:
         targets = out if isinstance(out, (list, tuple)) else [out]
         for t, o in zip(targets, outs):

@@ -30,12 +30,37 @@ from typing import Any
 from . import _profiler_stats as _ps
 from .base import MXNetError
 
-__all__ = ["set_config", "set_state", "pause", "resume", "dump", "dumps", "Domain", "Task",
-           "Frame", "Event", "Counter", "Marker", "Scope", "profiler_set_config",
-           "profiler_set_state", "dump_profile"]
+__all__ = [
+    "set_config",
+    "set_state",
+    "pause",
+    "resume",
+    "dump",
+    "dumps",
+    "Domain",
+    "Task",
+    "Frame",
+    "Event",
+    "Counter",
+    "Marker",
+    "Scope",
+    "profiler_set_config",
+    "profiler_set_state",
+    "dump_profile",
+]
 
-_KEYS = ("filename", "profile_all", "profile_symbolic", "profile_imperative", "profile_memory",
-         "profile_api", "continuous_dump", "dump_period", "aggregate_stats", "profile_process")
+_KEYS = (
+    "filename",
+    "profile_all",
+    "profile_symbolic",
+    "profile_imperative",
+    "profile_memory",
+    "profile_api",
+    "continuous_dump",
+    "dump_period",
+    "aggregate_stats",
+    "profile_process",
+)
 
 
 _Profiler = _ps.Session
@@ -61,17 +86,24 @@ def set_config(**kwargs: Any) -> None:
     """
     unknown = [k for k in kwargs if k not in _KEYS]
     if unknown:
-        raise MXNetError(f"Cannot find argument '{unknown[0]}', Possible Arguments: "
-                         f"{', '.join(_KEYS)}")
+        raise MXNetError(
+            f"Cannot find argument '{unknown[0]}', Possible Arguments: {', '.join(_KEYS)}"
+        )
     if _truthy(kwargs.get("continuous_dump", False)):
-        raise NotImplementedError("profiler continuous_dump=True is not supported by mxmod; "
-                                  "call mx.profiler.dump(finished=False) periodically")
+        raise NotImplementedError(
+            "profiler continuous_dump=True is not supported by mxmod; "
+            "call mx.profiler.dump(finished=False) periodically"
+        )
     if kwargs.get("profile_process", "worker") != "worker":
-        raise NotImplementedError("profiler profile_process='server': mxmod has no parameter "
-                                  "server (dist kvstores run on jax.distributed)")
+        raise NotImplementedError(
+            "profiler profile_process='server': mxmod has no parameter "
+            "server (dist kvstores run on jax.distributed)"
+        )
     if "filename" in kwargs and _PROFILER.tracing:
-        raise MXNetError("cannot change the profiler filename while it runs: call "
-                         "mx.profiler.set_state('stop') first")
+        raise MXNetError(
+            "cannot change the profiler filename while it runs: call "
+            "mx.profiler.set_state('stop') first"
+        )
     for key, value in kwargs.items():
         _PROFILER.config[key] = str(value) if key == "filename" else value
     if "aggregate_stats" in kwargs:
@@ -134,8 +166,9 @@ def dump(finished: bool = True, profile_process: str = "worker") -> None:
         _PROFILER.start_segment()
 
 
-def dumps(reset: bool = False, format: str = "table", sort_by: str = "total",
-          ascending: bool = False) -> str:
+def dumps(
+    reset: bool = False, format: str = "table", sort_by: str = "total", ascending: bool = False
+) -> str:
     """Aggregate statistics as MXNet's table (``format='table'``) or JSON.
 
     Statistics of the running trace segment are included once it ends (``pause``,
@@ -146,19 +179,23 @@ def dumps(reset: bool = False, format: str = "table", sort_by: str = "total",
         MXNetError: ``aggregate_stats`` was not enabled.
     """
     if format not in ("table", "json"):
-        raise ValueError(f"Invalid value provided for format: {format}. Support: 'table', "
-                         f"'json'")
+        raise ValueError(f"Invalid value provided for format: {format}. Support: 'table', 'json'")
     if sort_by not in _ps.SORT_KEYS:
-        raise ValueError(f"Invalid value provided for sort_by: {sort_by}. Support: 'total', "
-                         f"'avg', 'min', 'max', 'count'")
+        raise ValueError(
+            f"Invalid value provided for sort_by: {sort_by}. Support: 'total', "
+            f"'avg', 'min', 'max', 'count'"
+        )
     for name, value in (("ascending", ascending), ("reset", reset)):
         if value not in (True, False):
             raise ValueError(f"Invalid value provided for {name}: {value}. Support: False, True")
     if not _PROFILER.config.get("aggregate_stats"):
-        raise MXNetError("dumps() reports aggregate statistics: call "
-                         "mx.profiler.set_config(aggregate_stats=True) before profiling")
+        raise MXNetError(
+            "dumps() reports aggregate statistics: call "
+            "mx.profiler.set_config(aggregate_stats=True) before profiling"
+        )
     text = (_PROFILER.stats.table if format == "table" else _PROFILER.stats.json)(
-        sort_by, ascending)
+        sort_by, ascending
+    )
     if reset:
         _PROFILER.stats.clear()
     return text
@@ -216,17 +253,20 @@ class _Span:
             MXNetError: ``stop()`` without ``start()``.
         """
         if self._begin_ns is None:
-            raise MXNetError(f"{type(self).__name__} '{self.name}': stop() called before "
-                             f"start()")
+            raise MXNetError(f"{type(self).__name__} '{self.name}': stop() called before start()")
         end = time.perf_counter_ns()
         if self._annotation is not None:
             self._annotation.__exit__(None, None, None)
             self._annotation = None
         if _PROFILER.recording:
             ts = (self._begin_ns - (_PROFILER.origin_ns or 0)) / 1000.0
-            _PROFILER.record(_ps.chrome_event("X", self.name, self._category, ts,
-                                              dur=(end - self._begin_ns) / 1000.0),
-                             self._category, (end - self._begin_ns) / 1e6)
+            _PROFILER.record(
+                _ps.chrome_event(
+                    "X", self.name, self._category, ts, dur=(end - self._begin_ns) / 1000.0
+                ),
+                self._category,
+                (end - self._begin_ns) / 1e6,
+            )
         self._begin_ns = None
 
     def __enter__(self) -> "_Span":
@@ -284,8 +324,13 @@ class Counter:
         """Set the counter to ``value``."""
         self.value = value
         if _PROFILER.recording:
-            _PROFILER.record(_ps.chrome_event("C", self.name, str(self.domain), _PROFILER.now_us(),
-                                              args={self.name: value}), str(self.domain), 0.0)
+            _PROFILER.record(
+                _ps.chrome_event(
+                    "C", self.name, str(self.domain), _PROFILER.now_us(), args={self.name: value}
+                ),
+                str(self.domain),
+                0.0,
+            )
 
     def increment(self, delta: Any = 1) -> None:
         """Add ``delta``."""
@@ -325,9 +370,16 @@ class Marker:
         if scope not in self._SCOPES:
             raise ValueError(f"Marker scope must be one of {sorted(self._SCOPES)}, got {scope!r}")
         if _PROFILER.recording:
-            _PROFILER.record(_ps.chrome_event("i", self.name, f"{self.domain},instant_marker",
-                                              _PROFILER.now_us(), s=self._SCOPES[scope]),
-                             f"{self.domain},instant_marker")
+            _PROFILER.record(
+                _ps.chrome_event(
+                    "i",
+                    self.name,
+                    f"{self.domain},instant_marker",
+                    _PROFILER.now_us(),
+                    s=self._SCOPES[scope],
+                ),
+                f"{self.domain},instant_marker",
+            )
 
     def __str__(self) -> str:
         return self.name
@@ -335,20 +387,29 @@ class Marker:
 
 def profiler_set_config(mode: str = "symbolic", filename: str = "profile.json") -> None:
     """Deprecated MXNet form of :func:`set_config` (``profile_<mode>=True``)."""
-    warnings.warn("profiler.profiler_set_config() is deprecated. Please use "
-                  "profiler.set_config() instead", DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        "profiler.profiler_set_config() is deprecated. Please use profiler.set_config() instead",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     set_config(**{"profile_" + mode: True, "filename": filename})
 
 
 def profiler_set_state(state: str = "stop") -> None:
     """Deprecated MXNet form of :func:`set_state`."""
-    warnings.warn("profiler.profiler_set_state() is deprecated. Please use "
-                  "profiler.set_state() instead", DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        "profiler.profiler_set_state() is deprecated. Please use profiler.set_state() instead",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     set_state(state)
 
 
 def dump_profile() -> None:
     """Deprecated MXNet form of :func:`dump`."""
-    warnings.warn("profiler.dump_profile() is deprecated. Please use profiler.dump() instead",
-                  DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        "profiler.dump_profile() is deprecated. Please use profiler.dump() instead",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     dump(True)

@@ -8,6 +8,7 @@ that contains the magic at a 4-byte boundary is split into parts there (cflag 1 
 are byte-identical with MXNet's, and MXNet's read back here. Pure Python file I/O: no
 native library; images go through OpenCV (``cv2``) as in MXNet.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -20,8 +21,15 @@ import numpy as np
 
 from .base import MXNetError, MXNetFileError
 
-__all__ = ["MXRecordIO", "MXIndexedRecordIO", "IRHeader", "pack", "unpack", "pack_img",
-           "unpack_img"]
+__all__ = [
+    "MXRecordIO",
+    "MXIndexedRecordIO",
+    "IRHeader",
+    "pack",
+    "unpack",
+    "pack_img",
+    "unpack_img",
+]
 
 _MAGIC = 0xCED7230A
 _MAGIC_BYTES = struct.pack("<I", _MAGIC)
@@ -34,8 +42,9 @@ def _pad4(n: int) -> int:
 
 def _bad(path: str, what: str, at: int, problem: str, expected: str) -> MXNetFileError:
     where = f"{what} at byte {at}"
-    return MXNetFileError(f"{path}: {what} {problem} (at byte {at}; expected {expected})",
-                          path, where, expected)
+    return MXNetFileError(
+        f"{path}: {what} {problem} (at byte {at}; expected {expected})", path, where, expected
+    )
 
 
 def read_record_at(f, path: str, what: str):
@@ -56,27 +65,50 @@ def read_record_at(f, path: str, what: str):
         head = f.read(8)
         if not head:
             if parts:
-                raise _bad(path, what, at, "is truncated: the file ends inside a multi-part "
-                           "record", "its end part; a .rec cut short, rewrite it")
+                raise _bad(
+                    path,
+                    what,
+                    at,
+                    "is truncated: the file ends inside a multi-part record",
+                    "its end part; a .rec cut short, rewrite it",
+                )
             return None
         if len(head) != 8:
-            raise _bad(path, what, at, f"is truncated: {len(head)} header bytes at the end of "
-                       "the file", "an 8-byte record header; a .rec cut short, rewrite it")
+            raise _bad(
+                path,
+                what,
+                at,
+                f"is truncated: {len(head)} header bytes at the end of the file",
+                "an 8-byte record header; a .rec cut short, rewrite it",
+            )
         magic, lrec = struct.unpack("<II", head)
         if magic != _MAGIC:
-            raise _bad(path, what, at, f"does not start with the RecordIO magic number (found "
-                       f"{magic:#010x})", f"{_MAGIC:#010x}; not a .rec file, or a stale .idx "
-                       "offset")
+            raise _bad(
+                path,
+                what,
+                at,
+                f"does not start with the RecordIO magic number (found {magic:#010x})",
+                f"{_MAGIC:#010x}; not a .rec file, or a stale .idx offset",
+            )
         cflag, length = lrec >> 29, lrec & _LEN_MASK
         left = size - at - 8
         if _pad4(length) > left:
-            raise _bad(path, what, at, f"is truncated: it needs {length} bytes but the file has "
-                       f"{left} left", "a length within the file; a .rec cut short or "
-                       "corrupted, rewrite it")
+            raise _bad(
+                path,
+                what,
+                at,
+                f"is truncated: it needs {length} bytes but the file has {left} left",
+                "a length within the file; a .rec cut short or corrupted, rewrite it",
+            )
         body = f.read(_pad4(length))
         if len(body) != _pad4(length):  # the file shrank while being read
-            raise _bad(path, what, at, f"is truncated: {len(body)} of {length} bytes read",
-                       "the whole record; a .rec cut short, rewrite it")
+            raise _bad(
+                path,
+                what,
+                at,
+                f"is truncated: {len(body)} of {length} bytes read",
+                "the whole record; a .rec cut short, rewrite it",
+            )
         parts.append(body[:length])
         if cflag in (0, 3):
             return _MAGIC_BYTES.join(parts)
@@ -136,9 +168,10 @@ class MXRecordIO:
         try:
             self._f = open(self.uri, "rb" if self.flag == "r" else "wb")
         except OSError as e:
-            raise MXNetError(f"cannot open RecordIO file {self.uri!r} for "
-                             f"{'reading' if self.flag == 'r' else 'writing'}: {e.strerror}"
-                             ) from None
+            raise MXNetError(
+                f"cannot open RecordIO file {self.uri!r} for "
+                f"{'reading' if self.flag == 'r' else 'writing'}: {e.strerror}"
+            ) from None
         self.writable = self.flag == "w"
         self._count = 0
         self.pid = current_process().pid
@@ -167,9 +200,11 @@ class MXRecordIO:
             if allow_reset:
                 self.reset()
             else:
-                raise RuntimeError("Forbidden operation in multiple processes: this RecordIO "
-                                   "handle was opened by another process; pickle it (or reopen "
-                                   "the file) in the worker instead")
+                raise RuntimeError(
+                    "Forbidden operation in multiple processes: this RecordIO "
+                    "handle was opened by another process; pickle it (or reopen "
+                    "the file) in the worker instead"
+                )
 
     def _need_open(self, op):
         if not self.is_open:
@@ -201,8 +236,10 @@ class MXRecordIO:
             raise MXNetError(f"write on {self.uri!r}, which is opened with flag 'r'")
         self._check_pid(allow_reset=False)
         if not isinstance(buf, (bytes, bytearray, memoryview)):
-            raise TypeError(f"MXRecordIO.write takes bytes, got {type(buf).__name__} "
-                            "(encode strings first, e.g. s.encode())")
+            raise TypeError(
+                f"MXRecordIO.write takes bytes, got {type(buf).__name__} "
+                "(encode strings first, e.g. s.encode())"
+            )
         self._f.write(_encode_record(bytes(buf)))
         self._count += 1
 
@@ -265,9 +302,13 @@ class MXIndexedRecordIO(MXRecordIO):
             except (ValueError, IndexError, TypeError):
                 pos = -1
             if pos < 0:
-                raise MXNetFileError(f"{self.idx_path}:{lineno}: malformed index line {line!r}; "
-                                     "expected 'key<TAB>offset' with an offset >= 0",
-                                     self.idx_path, f"line {lineno}", "key<TAB>offset")
+                raise MXNetFileError(
+                    f"{self.idx_path}:{lineno}: malformed index line {line!r}; "
+                    "expected 'key<TAB>offset' with an offset >= 0",
+                    self.idx_path,
+                    f"line {lineno}",
+                    "key<TAB>offset",
+                )
             self.idx[key] = pos
             self.keys.append(key)
 
@@ -292,8 +333,9 @@ class MXIndexedRecordIO(MXRecordIO):
             raise MXNetError(f"seek on {self.uri!r}, which is opened with flag 'w'")
         self._check_pid(allow_reset=True)  # reopens a closed or pickled-away handle (as MXNet)
         if idx not in self.idx:
-            raise KeyError(f"key {idx!r} is not in the index {self.idx_path!r} "
-                           f"({len(self.keys)} keys)")
+            raise KeyError(
+                f"key {idx!r} is not in the index {self.idx_path!r} ({len(self.keys)} keys)"
+            )
         self._f.seek(self.idx[idx])
 
     def tell(self):
@@ -308,9 +350,14 @@ class MXIndexedRecordIO(MXRecordIO):
         self.seek(idx)
         rec = read_record_at(self._f, self.uri, f"key {idx!r} (from {self.idx_path})")
         if rec is None:
-            raise MXNetFileError(f"{self.uri}: key {idx!r} of {self.idx_path} points past the "
-                                 "end of the file: the .idx does not belong to this .rec (or "
-                                 "it was cut)", self.uri, f"key {idx!r}", "an offset in the file")
+            raise MXNetFileError(
+                f"{self.uri}: key {idx!r} of {self.idx_path} points past the "
+                "end of the file: the .idx does not belong to this .rec (or "
+                "it was cut)",
+                self.uri,
+                f"key {idx!r}",
+                "an offset in the file",
+            )
         return rec
 
     def write_idx(self, idx, buf):
@@ -355,19 +402,27 @@ def unpack(s):
             name it).
     """
     if len(s) < _IR_SIZE:
-        raise MXNetFileError(f"image record of {len(s)} bytes is shorter than the {_IR_SIZE}-byte"
-                             " header: not an image record (was it written with pack?)",
-                             "image record", "header", f"{_IR_SIZE} bytes")
+        raise MXNetFileError(
+            f"image record of {len(s)} bytes is shorter than the {_IR_SIZE}-byte"
+            " header: not an image record (was it written with pack?)",
+            "image record",
+            "header",
+            f"{_IR_SIZE} bytes",
+        )
     header = IRHeader(*struct.unpack(_IR_FORMAT, s[:_IR_SIZE]))
     s = s[_IR_SIZE:]
     if header.flag > 0:
         if len(s) < header.flag * 4:
-            raise MXNetFileError(f"image record declares {header.flag} labels but holds only "
-                                 f"{len(s)} bytes after the header (expected {header.flag * 4}"
-                                 " bytes of float32 labels)", "image record", "flag",
-                                 "labels within the record")
+            raise MXNetFileError(
+                f"image record declares {header.flag} labels but holds only "
+                f"{len(s)} bytes after the header (expected {header.flag * 4}"
+                " bytes of float32 labels)",
+                "image record",
+                "flag",
+                "labels within the record",
+            )
         header = header._replace(label=np.frombuffer(s, np.float32, header.flag))
-        s = s[header.flag * 4:]
+        s = s[header.flag * 4 :]
     return header, s
 
 
@@ -375,8 +430,7 @@ def _cv2():
     try:
         import cv2
     except ImportError:
-        raise ImportError("image records need OpenCV: pip install opencv-python-headless"
-                          ) from None
+        raise ImportError("image records need OpenCV: pip install opencv-python-headless") from None
     return cv2
 
 
@@ -390,8 +444,9 @@ def unpack_img(s, iscolor=-1):
     header, s = unpack(s)
     img = _cv2().imdecode(np.frombuffer(s, dtype=np.uint8), iscolor)
     if img is None:
-        raise MXNetError(f"record id {header.id}: its {len(s)}-byte payload is not a decodable "
-                         "image")
+        raise MXNetError(
+            f"record id {header.id}: its {len(s)}-byte payload is not a decodable image"
+        )
     return header, img
 
 
@@ -417,6 +472,5 @@ def pack_img(header, img, quality=95, img_fmt=".jpg"):
         raise ValueError(f"pack_img img_fmt {img_fmt!r}: use '.jpg' or '.png'")
     ok, buf = cv2.imencode(img_fmt, np.asarray(img), params)
     if not ok:
-        raise ValueError(f"OpenCV failed to encode an image of shape {np.shape(img)} as "
-                         f"{img_fmt}")
+        raise ValueError(f"OpenCV failed to encode an image of shape {np.shape(img)} as {img_fmt}")
     return pack(header, buf.tobytes())

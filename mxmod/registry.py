@@ -1,4 +1,5 @@
 """One small registry type shared by operators, optimizers, initializers and metrics."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
@@ -16,15 +17,21 @@ class Registry:
     def _key(self, name: str) -> str:
         return name if self._case_sensitive else name.lower()
 
-    def register(self, name: str, obj: Any, aliases: Iterable[str] = (), override: bool = False) -> Any:
+    def register(
+        self, name: str, obj: Any, aliases: Iterable[str] = (), override: bool = False
+    ) -> Any:
         for n in (name, *aliases):
             k = self._key(n)
             if k in self._items and self._items[k] is not obj and not override:
-                raise ValueError(f"{self.kind} {n!r} is already registered; pass override=True to replace it")
+                raise ValueError(
+                    f"{self.kind} {n!r} is already registered; pass override=True to replace it"
+                )
             self._items[k] = obj
         return obj
 
-    def decorator(self, name: str | None = None, aliases: Iterable[str] = ()) -> Callable[[Any], Any]:
+    def decorator(
+        self, name: str | None = None, aliases: Iterable[str] = ()
+    ) -> Callable[[Any], Any]:
         def wrap(obj: Any) -> Any:
             return self.register(name or obj.__name__, obj, aliases)
 
@@ -38,7 +45,9 @@ class Registry:
             return self._items[self._key(name)]
         except KeyError:
             known = ", ".join(sorted(self._items))
-            raise ValueError(f"unknown {self.kind} {name!r}; known {self.kind}s are: {known}") from None
+            raise ValueError(
+                f"unknown {self.kind} {name!r}; known {self.kind}s are: {known}"
+            ) from None
 
     def find(self, name: str) -> Any | None:
         return self._items.get(self._key(name))

@@ -18,16 +18,52 @@ __all__ = ["Feature", "Features", "feature_list"]
 
 # MXNet 1.9.1's feature names, in its order.
 _MXNET_FEATURES = (
-    "CUDA", "CUDNN", "NCCL", "CUDA_RTC", "TENSORRT", "CPU_SSE", "CPU_SSE2", "CPU_SSE3",
-    "CPU_SSE4_1", "CPU_SSE4_2", "CPU_SSE4A", "CPU_AVX", "CPU_AVX2", "OPENMP", "SSE", "F16C",
-    "JEMALLOC", "BLAS_OPEN", "BLAS_ATLAS", "BLAS_MKL", "BLAS_APPLE", "LAPACK", "MKLDNN",
-    "OPENCV", "CAFFE", "PROFILER", "DIST_KVSTORE", "CXX14", "INT64_TENSOR_SIZE",
-    "SIGNAL_HANDLER", "DEBUG", "TVM_OP",
+    "CUDA",
+    "CUDNN",
+    "NCCL",
+    "CUDA_RTC",
+    "TENSORRT",
+    "CPU_SSE",
+    "CPU_SSE2",
+    "CPU_SSE3",
+    "CPU_SSE4_1",
+    "CPU_SSE4_2",
+    "CPU_SSE4A",
+    "CPU_AVX",
+    "CPU_AVX2",
+    "OPENMP",
+    "SSE",
+    "F16C",
+    "JEMALLOC",
+    "BLAS_OPEN",
+    "BLAS_ATLAS",
+    "BLAS_MKL",
+    "BLAS_APPLE",
+    "LAPACK",
+    "MKLDNN",
+    "OPENCV",
+    "CAFFE",
+    "PROFILER",
+    "DIST_KVSTORE",
+    "CXX14",
+    "INT64_TENSOR_SIZE",
+    "SIGNAL_HANDLER",
+    "DEBUG",
+    "TVM_OP",
 )
 # Feature -> /proc/cpuinfo flag.
-_CPU_FLAGS = {"CPU_SSE": "sse", "CPU_SSE2": "sse2", "CPU_SSE3": "pni", "CPU_SSE4_1": "sse4_1",
-              "CPU_SSE4_2": "sse4_2", "CPU_SSE4A": "sse4a", "CPU_AVX": "avx",
-              "CPU_AVX2": "avx2", "SSE": "sse", "F16C": "f16c"}
+_CPU_FLAGS = {
+    "CPU_SSE": "sse",
+    "CPU_SSE2": "sse2",
+    "CPU_SSE3": "pni",
+    "CPU_SSE4_1": "sse4_1",
+    "CPU_SSE4_2": "sse4_2",
+    "CPU_SSE4A": "sse4a",
+    "CPU_AVX": "avx",
+    "CPU_AVX2": "avx2",
+    "SSE": "sse",
+    "F16C": "f16c",
+}
 
 
 class Feature:
@@ -78,10 +114,17 @@ def feature_list() -> list:
     gpu = _has_backend("gpu")
     enabled = {name: False for name in _MXNET_FEATURES}
     enabled.update({name: flag in flags for name, flag in _CPU_FLAGS.items()})
-    enabled.update(CUDA=gpu, CUDNN=gpu, NCCL=gpu, LAPACK=True, PROFILER=True,
-                   DIST_KVSTORE=True, CXX14=True,
-                   INT64_TENSOR_SIZE=bool(jax.config.read("jax_enable_x64")),
-                   DEBUG=bool(os.environ.get("JAX_DEBUG_NANS")))
+    enabled.update(
+        CUDA=gpu,
+        CUDNN=gpu,
+        NCCL=gpu,
+        LAPACK=True,
+        PROFILER=True,
+        DIST_KVSTORE=True,
+        CXX14=True,
+        INT64_TENSOR_SIZE=bool(jax.config.read("jax_enable_x64")),
+        DEBUG=bool(os.environ.get("JAX_DEBUG_NANS")),
+    )
     features = [Feature(name, enabled[name]) for name in _MXNET_FEATURES]
     features.append(Feature("TPU", _has_backend("tpu")))
     return features
@@ -98,8 +141,7 @@ class Features(collections.OrderedDict):
     def __new__(cls):
         if cls.instance is None:
             cls.instance = super().__new__(cls)
-            collections.OrderedDict.__init__(cls.instance,
-                                             [(f.name, f) for f in feature_list()])
+            collections.OrderedDict.__init__(cls.instance, [(f.name, f) for f in feature_list()])
         return cls.instance
 
     def __repr__(self) -> str:
@@ -113,6 +155,7 @@ class Features(collections.OrderedDict):
         """
         key = feature_name.upper()
         if key not in self:
-            raise RuntimeError(f"Feature '{key}' is unknown, known features are: "
-                               f"{list(self.keys())}")
+            raise RuntimeError(
+                f"Feature '{key}' is unknown, known features are: {list(self.keys())}"
+            )
         return self[key].enabled

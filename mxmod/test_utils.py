@@ -26,15 +26,48 @@ from .context import Context, current_context
 from .ndarray import NDArray, array, waitall
 
 __all__ = [
-    "default_context", "set_default_context", "default_dtype", "default_rtols", "default_atols",
-    "default_numeric_eps", "get_tolerance", "get_tols", "get_atol", "get_rtol", "get_etol",
-    "random_arrays", "random_uniform_arrays", "rand_ndarray", "rand_shape_2d", "rand_shape_3d",
-    "rand_shape_nd", "same", "almost_equal", "assert_almost_equal", "assert_allclose",
-    "assert_almost_equal_ignore_nan", "assert_exception", "retry", "same_array",
-    "compare_ndarray_tuple", "same_symbol_structure", "environment", "list_gpus", "DummyIter",
-    "get_mnist", "get_mnist_ubyte", "get_cifar10", "get_mnist_iterator", "download", "simple_forward", "numeric_grad",
-    "check_numeric_gradient", "check_symbolic_forward", "check_symbolic_backward",
-    "check_consistency", "compare_optimizer",
+    "default_context",
+    "set_default_context",
+    "default_dtype",
+    "default_rtols",
+    "default_atols",
+    "default_numeric_eps",
+    "get_tolerance",
+    "get_tols",
+    "get_atol",
+    "get_rtol",
+    "get_etol",
+    "random_arrays",
+    "random_uniform_arrays",
+    "rand_ndarray",
+    "rand_shape_2d",
+    "rand_shape_3d",
+    "rand_shape_nd",
+    "same",
+    "almost_equal",
+    "assert_almost_equal",
+    "assert_allclose",
+    "assert_almost_equal_ignore_nan",
+    "assert_exception",
+    "retry",
+    "same_array",
+    "compare_ndarray_tuple",
+    "same_symbol_structure",
+    "environment",
+    "list_gpus",
+    "DummyIter",
+    "get_mnist",
+    "get_mnist_ubyte",
+    "get_cifar10",
+    "get_mnist_iterator",
+    "download",
+    "simple_forward",
+    "numeric_grad",
+    "check_numeric_gradient",
+    "check_symbolic_forward",
+    "check_symbolic_backward",
+    "check_consistency",
+    "compare_optimizer",
 ]
 
 _INT_TYPES = (np.bool_, np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64)
@@ -64,16 +97,18 @@ def default_rtols() -> dict:
 
 def default_atols() -> dict:
     """Absolute tolerance per dtype (MXNet's table)."""
-    out = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3,
-           np.dtype(np.float64): 1e-20}
+    out = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-20}
     out.update({np.dtype(t): 0 for t in _INT_TYPES})
     return out
 
 
 def default_numeric_eps() -> dict:
     """Finite-difference step per dtype (powers of two, as MXNet)."""
-    return {np.dtype(np.float16): 1.0 / 2**6, np.dtype(np.float32): 1.0 / 2**9,
-            np.dtype(np.float64): 1.0 / 2**14}
+    return {
+        np.dtype(np.float16): 1.0 / 2**6,
+        np.dtype(np.float32): 1.0 / 2**9,
+        np.dtype(np.float64): 1.0 / 2**14,
+    }
 
 
 def get_tolerance(dat: Any, tol: Any, default_tol: dict) -> float:
@@ -88,8 +123,10 @@ def get_tols(x: Any, y: Any, rtol: Any, atol: Any) -> tuple:
     """The (rtol, atol) for comparing ``x`` and ``y``: the looser default of their dtypes."""
     x = np.array(x) if isinstance(x, numbers.Number) else x
     y = np.array(y) if isinstance(y, numbers.Number) else y
-    return (max(get_tolerance(x, rtol, default_rtols()), get_tolerance(y, rtol, default_rtols())),
-            max(get_tolerance(x, atol, default_atols()), get_tolerance(y, atol, default_atols())))
+    return (
+        max(get_tolerance(x, rtol, default_rtols()), get_tolerance(y, rtol, default_rtols())),
+        max(get_tolerance(x, atol, default_atols()), get_tolerance(y, atol, default_atols())),
+    )
 
 
 def get_atol(atol: Any = None, dtype: Any = np.dtype(np.float64)) -> float:
@@ -109,30 +146,44 @@ def get_etol(etol: Any = None) -> float:
 
 def random_arrays(*shapes: tuple) -> Any:
     """Standard-normal float32 numpy arrays, one per shape (a single array for one shape)."""
-    arrays = [np.array(np.random.randn(), dtype=default_dtype()) if len(s) == 0
-              else np.random.randn(*s).astype(default_dtype()) for s in shapes]
+    arrays = [
+        np.array(np.random.randn(), dtype=default_dtype())
+        if len(s) == 0
+        else np.random.randn(*s).astype(default_dtype())
+        for s in shapes
+    ]
     return arrays[0] if len(arrays) == 1 else arrays
 
 
-def random_uniform_arrays(*shapes: tuple, low: float = 0.0, high: float = 1.0,
-                          dtype: Any = None) -> Any:
+def random_uniform_arrays(
+    *shapes: tuple, low: float = 0.0, high: float = 1.0, dtype: Any = None
+) -> Any:
     """Uniform numpy arrays in ``[low, high)``, one per shape."""
     dtype = dtype or default_dtype()
     arrays = [np.random.uniform(low, high, size=s).astype(dtype) for s in shapes]
     return arrays[0] if len(arrays) == 1 else arrays
 
 
-def rand_ndarray(shape: tuple, stype: str = "default", density: Any = None, dtype: Any = None,
-                 modifier_func: Any = None, shuffle_csr_indices: bool = False,
-                 distribution: Any = None, ctx: Context | None = None) -> NDArray:
+def rand_ndarray(
+    shape: tuple,
+    stype: str = "default",
+    density: Any = None,
+    dtype: Any = None,
+    modifier_func: Any = None,
+    shuffle_csr_indices: bool = False,
+    distribution: Any = None,
+    ctx: Context | None = None,
+) -> NDArray:
     """A standard-normal dense NDArray of ``shape``.
 
     Raises:
         NotImplementedError: for a sparse ``stype``.
     """
     if stype != "default":
-        raise NotImplementedError(f"rand_ndarray(stype={stype!r}): sparse storage is not "
-                                  f"supported by mxmod; use stype='default'")
+        raise NotImplementedError(
+            f"rand_ndarray(stype={stype!r}): sparse storage is not "
+            f"supported by mxmod; use stype='default'"
+        )
     return array(random_arrays(shape), ctx=ctx or default_context(), dtype=dtype)
 
 
@@ -142,12 +193,16 @@ def rand_shape_2d(dim0: int = 10, dim1: int = 10, allow_zero_size: bool = False)
     return np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1)
 
 
-def rand_shape_3d(dim0: int = 10, dim1: int = 10, dim2: int = 10,
-                  allow_zero_size: bool = False) -> tuple:
+def rand_shape_3d(
+    dim0: int = 10, dim1: int = 10, dim2: int = 10, allow_zero_size: bool = False
+) -> tuple:
     """A random 3-D shape with dims in ``[1, dim]``."""
     low = 0 if allow_zero_size else 1
-    return (np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1),
-            np.random.randint(low, dim2 + 1))
+    return (
+        np.random.randint(low, dim0 + 1),
+        np.random.randint(low, dim1 + 1),
+        np.random.randint(low, dim2 + 1),
+    )
 
 
 def rand_shape_nd(num_dim: int, dim: int = 10, allow_zero_size: bool = False) -> tuple:
@@ -167,18 +222,26 @@ def same(a: Any, b: Any) -> bool:
 
 def _check_shapes(a: Any, b: Any) -> None:
     if a.shape != b.shape:
-        raise AssertionError(npt.build_err_msg(
-            [a, b], err_msg=f"a.shape = {a.shape} and b.shape = {b.shape} are not equal"))
+        raise AssertionError(
+            npt.build_err_msg(
+                [a, b], err_msg=f"a.shape = {a.shape} and b.shape = {b.shape} are not equal"
+            )
+        )
 
 
-def almost_equal(a: Any, b: Any, rtol: Any = None, atol: Any = None, equal_nan: bool = False,
-                 use_broadcast: bool = True) -> bool:
+def almost_equal(
+    a: Any,
+    b: Any,
+    rtol: Any = None,
+    atol: Any = None,
+    equal_nan: bool = False,
+    use_broadcast: bool = True,
+) -> bool:
     """``np.allclose`` with MXNet's default tolerances (float64's when not given)."""
     a, b = _host(a), _host(b)
     if not use_broadcast:
         _check_shapes(a, b)
-    return bool(np.allclose(a, b, rtol=get_rtol(rtol), atol=get_atol(atol),
-                            equal_nan=equal_nan))
+    return bool(np.allclose(a, b, rtol=get_rtol(rtol), atol=get_atol(atol), equal_nan=equal_nan))
 
 
 def _max_violation(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tuple:
@@ -190,12 +253,25 @@ def _max_violation(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tu
 
 def _location(a, b, index, names, worst=False) -> str:
     return "Location of %serror: %s, %s=%.8f, %s=%.8f" % (
-        "maximum " if worst else "", index, names[0], a[index], names[1], b[index])
+        "maximum " if worst else "",
+        index,
+        names[0],
+        a[index],
+        names[1],
+        b[index],
+    )
 
 
-def assert_almost_equal(a: Any, b: Any, rtol: Any = None, atol: Any = None,
-                        names: tuple = ("a", "b"), equal_nan: bool = False,
-                        use_broadcast: bool = True, mismatches: tuple = (10, 10)) -> None:
+def assert_almost_equal(
+    a: Any,
+    b: Any,
+    rtol: Any = None,
+    atol: Any = None,
+    names: tuple = ("a", "b"),
+    equal_nan: bool = False,
+    use_broadcast: bool = True,
+    mismatches: tuple = (10, 10),
+) -> None:
     """Raise AssertionError unless ``a`` and ``b`` (numpy or NDArray) are close.
 
     Tolerances default per dtype (the looser of the two). The message gives the
@@ -220,7 +296,13 @@ def assert_almost_equal(a: Any, b: Any, rtol: Any = None, atol: Any = None,
         if 0 < mismatches[1] < bad:
             degree, bad = "at least ", mismatches[1] + 1
         msg = "Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\n%s" % (
-            ratio, rtol, atol, degree, 100.0 * bad / a.size, _location(a, b, index, names, True))
+            ratio,
+            rtol,
+            atol,
+            degree,
+            100.0 * bad / a.size,
+            _location(a, b, index, names, True),
+        )
     else:
         msg = "Error %f exceeds tolerance rtol=%e, atol=%e.\n" % (ratio, rtol, atol)
     with np.printoptions(threshold=4, suppress=True):
@@ -238,14 +320,16 @@ def _violations(a, b, rtol, atol, limit):
         a[idx] = b[idx] = 0
 
 
-def assert_allclose(a: Any, b: Any, rtol: float = 1e-07, atol: float = 0,
-                    equal_nan: bool = True) -> None:
+def assert_allclose(
+    a: Any, b: Any, rtol: float = 1e-07, atol: float = 0, equal_nan: bool = True
+) -> None:
     """:func:`assert_almost_equal` with numpy's ``assert_allclose`` defaults."""
     assert_almost_equal(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
-def assert_almost_equal_ignore_nan(a: Any, b: Any, rtol: Any = None, atol: Any = None,
-                                   names: tuple = ("a", "b")) -> None:
+def assert_almost_equal_ignore_nan(
+    a: Any, b: Any, rtol: Any = None, atol: Any = None, names: tuple = ("a", "b")
+) -> None:
     """:func:`assert_almost_equal` after zeroing positions where either side is NaN."""
     a, b = np.copy(_host(a)), np.copy(_host(b))
     mask = np.logical_or(np.isnan(a), np.isnan(b))
@@ -277,8 +361,10 @@ def retry(n: int) -> Any:
                     if i == n - 1:
                         raise
                     waitall()
+
         wrapper.__name__ = f.__name__
         return wrapper
+
     return decorate
 
 
@@ -325,8 +411,10 @@ def environment(*args: Any):
     elif len(args) == 2:
         env = {args[0]: args[1]}
     else:
-        raise TypeError("environment() takes one dict or a name and a value, e.g. "
-                        "environment('MXNET_ENGINE_TYPE', 'NaiveEngine')")
+        raise TypeError(
+            "environment() takes one dict or a name and a value, e.g. "
+            "environment('MXNET_ENGINE_TYPE', 'NaiveEngine')"
+        )
     snapshot = {k: os.environ.get(k) for k in env}
 
     def apply(values):
@@ -352,10 +440,19 @@ def list_gpus() -> range:
 
 
 from ._test_data import (  # noqa: E402
-    DummyIter, download, get_cifar10, get_mnist, get_mnist_iterator, get_mnist_ubyte,
+    DummyIter,
+    download,
+    get_cifar10,
+    get_mnist,
+    get_mnist_iterator,
+    get_mnist_ubyte,
 )
 from ._test_consistency import check_consistency  # noqa: E402
 from ._test_checks import (  # noqa: E402
-    check_numeric_gradient, check_symbolic_backward, check_symbolic_forward,
-    compare_optimizer, numeric_grad, simple_forward,
+    check_numeric_gradient,
+    check_symbolic_backward,
+    check_symbolic_forward,
+    compare_optimizer,
+    numeric_grad,
+    simple_forward,
 )

@@ -16,9 +16,21 @@ import os
 from typing import Any, Callable
 
 __all__ = [
-    "get_gpu_count", "get_gpu_memory", "get_cuda_compute_capability", "getenv", "setenv",
-    "is_np_shape", "set_np_shape", "np_shape", "use_np_shape", "is_np_array", "np_array",
-    "use_np_array", "use_np", "set_np", "reset_np",
+    "get_gpu_count",
+    "get_gpu_memory",
+    "get_cuda_compute_capability",
+    "getenv",
+    "setenv",
+    "is_np_shape",
+    "set_np_shape",
+    "np_shape",
+    "use_np_shape",
+    "is_np_array",
+    "np_array",
+    "use_np_array",
+    "use_np",
+    "set_np",
+    "reset_np",
 ]
 
 
@@ -44,8 +56,9 @@ def get_cuda_compute_capability(ctx: Any) -> int:
         MXNetError: the GPU does not exist.
     """
     if getattr(ctx, "device_type", None) != "gpu":
-        raise ValueError(f"Expecting a gpu context to get cuda compute capability, while "
-                         f"received ctx {ctx}")
+        raise ValueError(
+            f"Expecting a gpu context to get cuda compute capability, while received ctx {ctx}"
+        )
     cap = str(getattr(ctx.jax_device, "compute_capability", ""))
     if not cap:
         raise NotImplementedError(f"the JAX device of {ctx} reports no compute capability")
@@ -69,7 +82,8 @@ def setenv(name: str, value: str | None) -> None:
 def _np_mode_refused(what: str) -> NotImplementedError:
     return NotImplementedError(
         f"{what}: MXNet's NumPy semantics (the mx.np interface) are not implemented by mxmod; "
-        f"use the legacy mx.nd/mx.sym semantics (leave it off)")
+        f"use the legacy mx.nd/mx.sym semantics (leave it off)"
+    )
 
 
 def is_np_shape() -> bool:
@@ -147,10 +161,14 @@ def _refusing_decorator(name: str) -> Callable:
         @functools.wraps(func)
         def refused(*args: Any, **kwargs: Any) -> Any:
             raise _np_mode_refused(f"{name} on {getattr(func, '__name__', func)}")
+
         return refused
+
     decorator.__name__ = name
-    decorator.__doc__ = (f"MXNet's ``{name}`` decorator; the decorated function raises "
-                         f"NotImplementedError when called (NumPy semantics are not supported).")
+    decorator.__doc__ = (
+        f"MXNet's ``{name}`` decorator; the decorated function raises "
+        f"NotImplementedError when called (NumPy semantics are not supported)."
+    )
     return decorator
 
 

@@ -24,11 +24,25 @@ __all__ = ["print_summary", "plot_network"]
 
 # Fill colours MXNet uses, by role.
 _COLORS = {
-    "input": "#8dd3c7", "conv_fc": "#fb8072", "activation": "#ffffb3", "batchnorm": "#bebada",
-    "pooling": "#80b1d3", "shape": "#fdb462", "softmax": "#b3de69", "other": "#fccde5",
+    "input": "#8dd3c7",
+    "conv_fc": "#fb8072",
+    "activation": "#ffffb3",
+    "batchnorm": "#bebada",
+    "pooling": "#80b1d3",
+    "shape": "#fdb462",
+    "softmax": "#b3de69",
+    "other": "#fccde5",
 }
-_WEIGHT_SUFFIXES = ("_weight", "_bias", "_beta", "_gamma", "_moving_var", "_moving_mean",
-                    "_running_var", "_running_mean")
+_WEIGHT_SUFFIXES = (
+    "_weight",
+    "_bias",
+    "_beta",
+    "_gamma",
+    "_moving_var",
+    "_moving_mean",
+    "_running_var",
+    "_running_mean",
+)
 
 
 def _numbers(text: str) -> list:
@@ -42,8 +56,10 @@ def _internal_shapes(symbol: Symbol, shape: dict) -> dict:
         warnings.simplefilter("ignore")  # the ValueError below says what to do
         _, out_shapes, _ = internals.infer_shape(**shape)
     if out_shapes is None:
-        raise ValueError("Input shape is incomplete: give the shape of every data input, "
-                         "e.g. shape={'data': (1, 3, 224, 224)}")
+        raise ValueError(
+            "Input shape is incomplete: give the shape of every data input, "
+            "e.g. shape={'data': (1, 3, 224, 224)}"
+        )
     return dict(zip(internals.list_outputs(), out_shapes))
 
 
@@ -65,8 +81,12 @@ def _layer_params(node: dict, pre_filter: int, out_shape: Any) -> int:
     return 0
 
 
-def print_summary(symbol: Symbol, shape: dict | None = None, line_length: int = 120,
-                  positions: list = (.44, .64, .74, 1.)) -> None:
+def print_summary(
+    symbol: Symbol,
+    shape: dict | None = None,
+    line_length: int = 120,
+    positions: list = (0.44, 0.64, 0.74, 1.0),
+) -> None:
     """Print a layer table of ``symbol``, as ``mx.viz.print_summary``.
 
     Args:
@@ -112,8 +132,14 @@ def print_summary(symbol: Symbol, shape: dict | None = None, line_length: int = 
                         pre_filter += int(shape_dict[output_key(src)][1:][0])
         full = shape_dict.get(node["name"] + "_output") if shape_dict is not None else None
         params = _layer_params(node, pre_filter, full)
-        row([f"{node['name']}({node['op']})", "x".join(str(x) for x in out_shape), params,
-             previous[0] if previous else ""])
+        row(
+            [
+                f"{node['name']}({node['op']})",
+                "x".join(str(x) for x in out_shape),
+                params,
+                previous[0] if previous else "",
+            ]
+        )
         for name in previous[1:]:
             row(["", "", "", name])
         return params
@@ -177,9 +203,15 @@ def _edge_label(src: dict, shape_dict: dict | None, type_dict: dict | None) -> s
     return label
 
 
-def plot_network(symbol: Symbol, title: str = "plot", save_format: str = "pdf",
-                 shape: dict | None = None, dtype: dict | None = None,
-                 node_attrs: dict | None = None, hide_weights: bool = True) -> Any:
+def plot_network(
+    symbol: Symbol,
+    title: str = "plot",
+    save_format: str = "pdf",
+    shape: dict | None = None,
+    dtype: dict | None = None,
+    node_attrs: dict | None = None,
+    hide_weights: bool = True,
+) -> Any:
     """Draw ``symbol`` as a ``graphviz.Digraph``, as ``mx.viz.plot_network``.
 
     Args:
@@ -202,8 +234,10 @@ def plot_network(symbol: Symbol, title: str = "plot", save_format: str = "pdf",
     try:
         from graphviz import Digraph
     except ImportError as err:
-        raise ImportError("Draw network requires graphviz library: pip install graphviz "
-                          "(and Graphviz's dot program to render)") from err
+        raise ImportError(
+            "Draw network requires graphviz library: pip install graphviz "
+            "(and Graphviz's dot program to render)"
+        ) from err
     if not isinstance(symbol, Symbol):
         raise TypeError("symbol must be a Symbol")
     shape_dict = _internal_shapes(symbol, shape) if shape is not None else None
@@ -218,11 +252,19 @@ def plot_network(symbol: Symbol, title: str = "plot", save_format: str = "pdf",
     names = [n["name"] for n in nodes]
     if len(names) != len(set(names)):
         repeated = sorted({n for n in names if names.count(n) > 1})
-        warnings.warn("There are multiple variables with the same name in your graph, this may "
-                      "result in cyclic graph. Repeated names: " + ",".join(repeated),
-                      RuntimeWarning, stacklevel=2)
-    base_attr = {"shape": "box", "fixedsize": "true", "width": "1.3", "height": "0.8034",
-                 "style": "filled"}
+        warnings.warn(
+            "There are multiple variables with the same name in your graph, this may "
+            "result in cyclic graph. Repeated names: " + ",".join(repeated),
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    base_attr = {
+        "shape": "box",
+        "fixedsize": "true",
+        "width": "1.3",
+        "height": "0.8034",
+        "style": "filled",
+    }
     base_attr.update(node_attrs or {})
     dot = Digraph(name=title, format=save_format)
     hidden = set()
@@ -241,12 +283,16 @@ def plot_network(symbol: Symbol, title: str = "plot", save_format: str = "pdf",
     for node in nodes:
         if node["op"] == "null":
             continue
-        inputs = node["inputs"][:1] if node["op"] == "_contrib_BilinearResize2D" \
-            else node["inputs"]
+        inputs = node["inputs"][:1] if node["op"] == "_contrib_BilinearResize2D" else node["inputs"]
         for entry in inputs:
             src = nodes[entry[0]]
             if src["name"] in hidden:
                 continue
-            dot.edge(tail_name=node["name"], head_name=src["name"], dir="back",
-                     arrowtail="open", label=_edge_label(src, shape_dict, type_dict))
+            dot.edge(
+                tail_name=node["name"],
+                head_name=src["name"],
+                dir="back",
+                arrowtail="open",
+                label=_edge_label(src, shape_dict, type_dict),
+            )
     return dot

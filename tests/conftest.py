@@ -1,4 +1,5 @@
 """Test setup: 8 simulated CPU devices so multi-device code runs everywhere."""
+
 import os
 
 os.environ["XLA_FLAGS"] = (

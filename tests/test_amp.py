@@ -1,6 +1,7 @@
 """mx.contrib.amp against MXNet 1.9.1 (tests/fixtures/amp, gen_amp_goldens.py): converted
 graphs node for node, convert_model's parameter dtypes, amp.init, bfloat16 numerics, the
 amp_cast/amp_multicast operators and the errors."""
+
 import json
 import os
 import subprocess
@@ -17,8 +18,12 @@ FIX = os.path.join(HERE, "fixtures", "amp")
 sys.path.insert(0, os.path.join(HERE, "fixtures"))
 from amp_nets import NETS, SHAPES  # noqa: E402
 
-CASES = [(n, d) for n in NETS for d in ("float16", "bfloat16")
-         if os.path.exists(os.path.join(FIX, f"{n}_{d}.json"))]
+CASES = [
+    (n, d)
+    for n in NETS
+    for d in ("float16", "bfloat16")
+    if os.path.exists(os.path.join(FIX, f"{n}_{d}.json"))
+]
 
 
 def _build(name):
@@ -47,11 +52,15 @@ def test_convert_model_matches_mxnet(name, dtype):
         want = json.load(f)
     sym = _build(name)
     z = np.load(os.path.join(FIX, f"{name}_{dtype}.npz"))
-    args = {k[4:]: mx.nd.array(z[k]) for k in z.files
-            if k.startswith("arg:") and k[4:] not in SHAPES[name]}
+    args = {
+        k[4:]: mx.nd.array(z[k])
+        for k in z.files
+        if k.startswith("arg:") and k[4:] not in SHAPES[name]
+    }
     aux = {k[4:]: mx.nd.array(z[k]) for k in z.files if k.startswith("aux:")}
-    out, args2, aux2 = amp.convert_model(sym, args, aux, target_dtype=dtype,
-                                         cast_optional_params=True)
+    out, args2, aux2 = amp.convert_model(
+        sym, args, aux, target_dtype=dtype, cast_optional_params=True
+    )
     assert out.tojson(remove_amp_cast=False) == want["symbol"]
     got = {k: np.dtype(v.dtype).name for k, v in {**args2, **aux2}.items()}
     assert got == want["param_dtypes"]
@@ -89,8 +98,12 @@ def test_float16_forward_close_to_float32_and_runs_in_float16():
     got = conv.bind(mx.cpu(), args, aux_states=aux, grad_req="null").forward()[0].asnumpy()
     np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-3)
     fc = conv.get_internals()["fc_output"]
-    ex = fc.bind(mx.cpu(), {k: v for k, v in args.items() if k in fc.list_arguments()},
-                 aux_states=aux, grad_req="null")
+    ex = fc.bind(
+        mx.cpu(),
+        {k: v for k, v in args.items() if k in fc.list_arguments()},
+        aux_states=aux,
+        grad_req="null",
+    )
     assert ex.forward()[0].dtype == np.float16
 
 
@@ -105,8 +118,7 @@ def test_amp_init_matches_mxnet():
         "    want = open(%r + '/init_' + name + '_float16.json').read()\n"
         "    print(name, sym.tojson(remove_amp_cast=False) == want)\n"
     ) % (os.path.join(HERE, "fixtures"), FIX)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.stdout.split() == ["mlp", "True", "residual", "True"], res.stderr[-2000:]
     assert "SoftmaxOutput does not support dynamic loss scaling" in res.stderr
 
@@ -137,11 +149,11 @@ def test_amp_cast_and_multicast_ops():
 
 
 def test_lists():
-    assert amp.list_lp16_ops("float16") == ["Convolution", "Deconvolution", "FullyConnected",
-                                            "RNN"]
+    assert amp.list_lp16_ops("float16") == ["Convolution", "Deconvolution", "FullyConnected", "RNN"]
     assert amp.list_lp16_ops("bfloat16") == ["Convolution", "FullyConnected"]
     assert "softmax" in amp.list_fp32_ops("float16") and "LayerNorm" in amp.list_fp32_ops(
-        "bfloat16")
+        "bfloat16"
+    )
     assert "BatchNorm" in amp.list_lp16_fp32_ops("float16")
     assert "elemwise_add" in amp.list_widest_type_cast("bfloat16")
     assert ("Activation", "act_type", ["softrelu"]) in amp.list_conditional_fp32_ops("float16")
@@ -155,8 +167,7 @@ def test_convert_options():
     kept = amp.convert_symbol(sym, "float16", excluded_sym_names=["fc2"])
     text = kept.tojson(remove_amp_cast=False)
     assert "fc2_weight_amp_cast" not in text and "fc1_weight_amp_cast_float16" in text
-    only_fp32 = amp.convert_symbol(sym, "float16", target_dtype_ops=[],
-                                   fp32_ops=["FullyConnected"])
+    only_fp32 = amp.convert_symbol(sym, "float16", target_dtype_ops=[], fp32_ops=["FullyConnected"])
     assert "float16" not in only_fp32.tojson(remove_amp_cast=False)
 
 
@@ -168,10 +179,12 @@ def test_errors():
         amp.convert_symbol("net")
     with pytest.raises(TypeError, match="fp32_ops must be a list"):
         amp.convert_symbol(sym, fp32_ops="softmax")
-    with pytest.raises(ValueError, match=r"\['FullyConnected'\] are in both target_dtype_ops "
-                                         "and fp32_ops"):
-        amp.convert_symbol(sym, target_dtype_ops=["FullyConnected"],
-                           fp32_ops=["FullyConnected"])
+    with pytest.raises(
+        ValueError,
+        match=r"\['FullyConnected'\] are in both target_dtype_ops "
+        "and fp32_ops",
+    ):
+        amp.convert_symbol(sym, target_dtype_ops=["FullyConnected"], fp32_ops=["FullyConnected"])
     with pytest.raises(ValueError, match=r"\['MyOp'\] are in none of AMP's lists"):
         amp.convert_symbol(sym, target_dtype_ops=["MyOp"])
     with pytest.raises(TypeError, match="conditional_fp32_ops entries must be"):

@@ -1,5 +1,6 @@
 """Training AMP-converted networks through Module (float32 master weights with
 multi_precision), and the dynamic loss scaler (MXNet's rule, host and device forms)."""
+
 import os
 import sys
 
@@ -31,8 +32,9 @@ def _train(sym, arg=None, aux=None, multi_precision=False):
     mod.bind(it.provide_data, it.provide_label)
     mx.random.seed(1)
     mod.init_params(mx.init.Xavier(), arg_params=arg, aux_params=aux, allow_missing=True)
-    mod.init_optimizer(optimizer="sgd", optimizer_params={
-        "learning_rate": 0.5, "multi_precision": multi_precision})
+    mod.init_optimizer(
+        optimizer="sgd", optimizer_params={"learning_rate": 0.5, "multi_precision": multi_precision}
+    )
     metric = mx.metric.create("acc")
     for _ in range(3):
         it.reset()
@@ -58,8 +60,9 @@ def test_float16_parameters_keep_float32_masters():
     mod.bind([("data", (16, 6))], [("softmax_label", (16,))])
     mod.init_params(mx.init.Xavier())
     arg, aux = mod.get_params()
-    sym, arg16, aux16 = amp.convert_model(_mlp(), dict(arg), dict(aux), "float16",
-                                          cast_optional_params=True)
+    sym, arg16, aux16 = amp.convert_model(
+        _mlp(), dict(arg), dict(aux), "float16", cast_optional_params=True
+    )
     assert {np.dtype(v.dtype).name for v in arg16.values()} == {"float16"}
     mod, acc = _train(sym, arg16, aux16, multi_precision=True)
     assert acc > 0.9
@@ -71,17 +74,17 @@ def test_float16_parameters_keep_float32_masters():
 
 def test_host_loss_scaler_follows_mxnet():
     s = amp.LossScaler()
-    assert s.loss_scale == 2.0 ** 16
+    assert s.loss_scale == 2.0**16
     assert s.has_overflow([np.array([1.0, np.inf])]) is True
-    assert s.loss_scale == 2.0 ** 16  # the new scale applies one step late, as MXNet's
+    assert s.loss_scale == 2.0**16  # the new scale applies one step late, as MXNet's
     assert s.has_overflow([np.ones(2)]) is False
-    assert s.loss_scale == 2.0 ** 15
+    assert s.loss_scale == 2.0**15
     s._scale_seq_len = 3
     for _ in range(2):  # the third finite step in a row doubles the next scale
         s.has_overflow([np.ones(2)])
-    assert s.loss_scale == 2.0 ** 15 and s._next_loss_scale == 2.0 ** 16
+    assert s.loss_scale == 2.0**15 and s._next_loss_scale == 2.0**16
     s.has_overflow([np.ones(2)])
-    assert s.loss_scale == 2.0 ** 16 and s._unskipped == 1
+    assert s.loss_scale == 2.0**16 and s._unskipped == 1
 
 
 def test_device_rule_equals_host_rule(monkeypatch):
@@ -94,7 +97,10 @@ def test_device_rule_equals_host_rule(monkeypatch):
         host.has_overflow([np.ones(1) if finite else np.array([np.nan])])
         state = ls.next_state(state, jnp.bool_(finite))
         assert (float(state["scale"]), float(state["next"]), int(state["unskipped"])) == (
-            host._loss_scale, host._next_loss_scale, host._unskipped)
+            host._loss_scale,
+            host._next_loss_scale,
+            host._unskipped,
+        )
     twin = amp.LossScaler()
     twin.load_state(state)
     assert twin.loss_scale == host.loss_scale
@@ -102,8 +108,10 @@ def test_device_rule_equals_host_rule(monkeypatch):
 
 def test_scaled_update_unscales_and_skips_overflow():
     def sgd(params, grads, opt_state, hyper):
-        return ({k: params[k] - hyper["lr"] * grads[k] for k in params},
-                {k: opt_state[k] + 1 for k in opt_state})
+        return (
+            {k: params[k] - hyper["lr"] * grads[k] for k in params},
+            {k: opt_state[k] + 1 for k in opt_state},
+        )
 
     step = jax.jit(lambda p, g, o, h, s: ls.scaled_update(sgd, p, g, o, h, s))
     params = {"w": jnp.array([1.0, 2.0])}
@@ -133,8 +141,13 @@ def _fit_scaled(sym, start=None, steps_per_dispatch=1, metric="acc"):
     mx.random.seed(1)
     mod.init_params(mx.init.Xavier())
     init = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
-    mod.fit(it, num_epoch=3, optimizer_params={"learning_rate": 0.5}, eval_metric=metric,
-            steps_per_dispatch=steps_per_dispatch)
+    mod.fit(
+        it,
+        num_epoch=3,
+        optimizer_params={"learning_rate": 0.5},
+        eval_metric=metric,
+        steps_per_dispatch=steps_per_dispatch,
+    )
     arg = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
     return mod, scaler, init, arg
 
@@ -147,17 +160,17 @@ def test_fit_with_loss_scaling_equals_unscaled_float32(n):
     for k in plain:
         np.testing.assert_array_equal(plain[k], scaled[k], err_msg=k)
     assert scaled["amp_loss_scale"].tolist() == [1.0]  # the fed scale is not stored
-    assert scaler.loss_scale == 2.0 ** 16 and scaler._unskipped == 12
+    assert scaler.loss_scale == 2.0**16 and scaler._unskipped == 12
 
 
 def test_fit_skips_overflowing_float16_steps_and_lowers_the_scale():
     sym = amp.insert_loss_scale(amp.convert_symbol(_mlp(), "float16"))
-    _, scaler, init, arg = _fit_scaled(sym, start=2.0 ** 40)
-    assert scaler.loss_scale == 2.0 ** 29 and scaler._unskipped == 0  # 12 skipped steps
+    _, scaler, init, arg = _fit_scaled(sym, start=2.0**40)
+    assert scaler.loss_scale == 2.0**29 and scaler._unskipped == 0  # 12 skipped steps
     for k in init:
         np.testing.assert_array_equal(init[k], arg[k], err_msg=k)
-    mod, scaler, _, arg = _fit_scaled(sym, start=2.0 ** 20)
-    assert scaler.loss_scale < 2.0 ** 20 and scaler._unskipped > 0
+    mod, scaler, _, arg = _fit_scaled(sym, start=2.0**20)
+    assert scaler.loss_scale < 2.0**20 and scaler._unskipped > 0
     assert mod.score(mx.io.NDArrayIter(X, Y, batch_size=16), "acc")[0][1] > 0.9
 
 
@@ -172,6 +185,8 @@ def test_loss_scaling_errors():
     with pytest.raises(ValueError, match=r"fixed_param_names=\['amp_loss_scale'\]"):
         amp.init_trainer(mx.mod.Module(sym))
     custom = mx.metric.CustomMetric(lambda label, pred: 0.0)
-    with pytest.raises(ValueError, match="amp.init_trainer.module. scales the loss inside "
-                                         "compiled steps.*CustomMetric"):
+    with pytest.raises(
+        ValueError,
+        match="amp.init_trainer.module. scales the loss inside compiled steps.*CustomMetric",
+    ):
         _fit_scaled(sym, metric=custom)

@@ -1,5 +1,6 @@
 """``mx.rnn.encode_sentences`` and ``mx.rnn.BucketSentenceIter`` against MXNet 1.9.1
 (``fixtures/rnn_cells/bucket_iter.*`` from ``fixtures/gen_rnn_cells.py``)."""
+
 import json
 import random
 from pathlib import Path
@@ -11,10 +12,11 @@ import mxmod as mx
 
 DIR = Path(__file__).parent / "fixtures" / "rnn_cells"
 REC = json.loads((DIR / "bucket_iter.json").read_text())
-CONFIGS = {"nt": dict(batch_size=4, buckets=[5, 10, 15, 20], invalid_label=0),
-           "tn_auto": dict(batch_size=3, buckets=None, invalid_label=-1, layout="TN",
-                           dtype="int32"),
-           "nt_short": dict(batch_size=5, buckets=[8, 12], invalid_label=0)}
+CONFIGS = {
+    "nt": dict(batch_size=4, buckets=[5, 10, 15, 20], invalid_label=0),
+    "tn_auto": dict(batch_size=3, buckets=None, invalid_label=-1, layout="TN", dtype="int32"),
+    "nt_short": dict(batch_size=5, buckets=[8, 12], invalid_label=0),
+}
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +28,7 @@ def arrays():
 def test_encode_sentences_matches_mxnet():
     coded, vocab = mx.rnn.encode_sentences(REC["sentences"], invalid_label=0, start_label=1)
     assert coded == REC["coded"] and vocab == REC["vocab"]
-    coded2, vocab2 = mx.rnn.encode_sentences(REC["sentences"][:10], invalid_label=3,
-                                             start_label=2)
+    coded2, vocab2 = mx.rnn.encode_sentences(REC["sentences"][:10], invalid_label=3, start_label=2)
     assert coded2 == REC["coded2"] and vocab2 == REC["vocab2"]
     assert 3 not in [v for k, v in vocab2.items() if k != "\n"]  # the invalid id is skipped
 
@@ -67,12 +68,16 @@ def test_batches_match_mxnet_for_the_same_seeds(key, arrays, capsys):
             bucket_key, pad, shape = meta["batches"][n]
             n += 1
             assert (batch.bucket_key, batch.pad, list(batch.provide_data[0].shape)) == (
-                bucket_key, pad, shape)
+                bucket_key,
+                pad,
+                shape,
+            )
             assert batch.provide_label[0].layout == CONFIGS[key].get("layout", "NT")
             data = batch.data[0].asnumpy()
             np.testing.assert_array_equal(data, arrays[f"{key}:{epoch}:{b}:data"])
-            np.testing.assert_array_equal(batch.label[0].asnumpy(),
-                                          arrays[f"{key}:{epoch}:{b}:label"])
+            np.testing.assert_array_equal(
+                batch.label[0].asnumpy(), arrays[f"{key}:{epoch}:{b}:label"]
+            )
             assert data.dtype == np.dtype(CONFIGS[key].get("dtype", "float32"))
     assert n == len(meta["batches"])
 
@@ -98,6 +103,9 @@ def test_iterator_errors(capsys):
     with pytest.raises(ValueError, match=r"no sentence fits the buckets \[2\]"):
         mx.rnn.BucketSentenceIter(sents, 2, buckets=[2])
     assert "discarded 4 sentences" in capsys.readouterr().out
-    with pytest.raises(ValueError, match=r"no bucket holds a full batch of 8 sentences "
-                                         r"\(sentences per bucket: \{4: 4\}\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"no bucket holds a full batch of 8 sentences "
+        r"\(sentences per bucket: \{4: 4\}\)",
+    ):
         mx.rnn.BucketSentenceIter(sents, 8, buckets=[4])

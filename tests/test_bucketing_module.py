@@ -1,5 +1,6 @@
 """BucketingModule: shared weights across buckets, one compile per bucket, no growth with
 switches, multi-device equality, checkpoints, and the errors of issue 12."""
+
 import gc
 import random
 
@@ -25,8 +26,7 @@ def sentences(n=48, seed=0):
 
 
 def make_iter(n=48, seed=0):
-    return mx.rnn.BucketSentenceIter(sentences(n, seed), BATCH, buckets=BUCKETS,
-                                     invalid_label=0)
+    return mx.rnn.BucketSentenceIter(sentences(n, seed), BATCH, buckets=BUCKETS, invalid_label=0)
 
 
 def lm_sym_gen(hidden=HIDDEN):
@@ -38,8 +38,9 @@ def lm_sym_gen(hidden=HIDDEN):
         embed = mx.sym.Embedding(data, input_dim=VOCAB, output_dim=hidden, name="embed")
         cell.reset()
         outputs, _ = cell.unroll(seq_len, inputs=embed, merge_outputs=True)
-        pred = mx.sym.FullyConnected(mx.sym.Reshape(outputs, shape=(-1, hidden)),
-                                     num_hidden=VOCAB, name="pred")
+        pred = mx.sym.FullyConnected(
+            mx.sym.Reshape(outputs, shape=(-1, hidden)), num_hidden=VOCAB, name="pred"
+        )
         pred = mx.sym.SoftmaxOutput(pred, mx.sym.Reshape(label, shape=(-1,)), name="softmax")
         return pred, ("data",), ("softmax_label",)
 
@@ -50,8 +51,9 @@ def fc_sym_gen(key, data=None):
     """A cheap bucketed net: the same FC over (batch, key) inputs (no unrolling)."""
     data = mx.sym.Variable("data") if data is None else data
     net = mx.sym.FullyConnected(mx.sym.Reshape(data, shape=(-1, 1)), num_hidden=3, name="fc")
-    net = mx.sym.SoftmaxOutput(net, mx.sym.Reshape(mx.sym.Variable("softmax_label"),
-                                                   shape=(-1,)), name="softmax")
+    net = mx.sym.SoftmaxOutput(
+        net, mx.sym.Reshape(mx.sym.Variable("softmax_label"), shape=(-1,)), name="softmax"
+    )
     return net, ("data",), ("softmax_label",)
 
 
@@ -59,9 +61,13 @@ def fc_batch(key, seed=0):
     rng = np.random.RandomState(seed + key)
     x = rng.randn(BATCH, key).astype("float32")
     y = (x > 0).astype("float32") + (x > 1)
-    return mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)], bucket_key=key,
-                           provide_data=[mx.io.DataDesc("data", (BATCH, key))],
-                           provide_label=[mx.io.DataDesc("softmax_label", (BATCH, key))])
+    return mx.io.DataBatch(
+        [mx.nd.array(x)],
+        [mx.nd.array(y)],
+        bucket_key=key,
+        provide_data=[mx.io.DataDesc("data", (BATCH, key))],
+        provide_label=[mx.io.DataDesc("softmax_label", (BATCH, key))],
+    )
 
 
 def fc_module(**kw):
@@ -76,8 +82,12 @@ def compiles(mod, kind="step"):
     counts = {}
     for key, m in mod._buckets.items():
         progs = mx.executor.compiled_for(m.symbol).programs.values()
-        counts[key] = sum(f._cache_size() for p in progs for k, f in p._cache.items()
-                          if kind is None or k[0] == kind)
+        counts[key] = sum(
+            f._cache_size()
+            for p in progs
+            for k, f in p._cache.items()
+            if kind is None or k[0] == kind
+        )
     return counts
 
 
@@ -86,10 +96,15 @@ def test_recipe_trains_and_perplexity_drops():
     mod = mx.mod.BucketingModule(lm_sym_gen(), default_bucket_key=it.default_bucket_key)
     seen = []
     metric = mx.metric.Perplexity(0)
-    mod.fit(it, eval_metric=metric, num_epoch=4, optimizer="sgd",
-            optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
-            initializer=mx.init.Xavier(),
-            epoch_end_callback=lambda *a: seen.append(metric.get()[1]))
+    mod.fit(
+        it,
+        eval_metric=metric,
+        num_epoch=4,
+        optimizer="sgd",
+        optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+        initializer=mx.init.Xavier(),
+        epoch_end_callback=lambda *a: seen.append(metric.get()[1]),
+    )
     assert len(seen) == 4
     assert seen[-1] < 0.7 * seen[0], seen
     assert sorted(mod._buckets) == BUCKETS
@@ -99,21 +114,28 @@ def test_fused_rnn_cell_buckets_share_one_parameter_blob():
     cell = mx.rnn.FusedRNNCell(num_hidden=HIDDEN, num_layers=1, mode="lstm", prefix="lstm_")
 
     def sym_gen(seq_len):
-        embed = mx.sym.Embedding(mx.sym.Variable("data"), input_dim=VOCAB, output_dim=HIDDEN,
-                                 name="embed")
+        embed = mx.sym.Embedding(
+            mx.sym.Variable("data"), input_dim=VOCAB, output_dim=HIDDEN, name="embed"
+        )
         cell.reset()
         outputs, _ = cell.unroll(seq_len, inputs=embed, merge_outputs=True, layout="NTC")
-        pred = mx.sym.FullyConnected(mx.sym.Reshape(outputs, shape=(-1, HIDDEN)),
-                                     num_hidden=VOCAB, name="pred")
+        pred = mx.sym.FullyConnected(
+            mx.sym.Reshape(outputs, shape=(-1, HIDDEN)), num_hidden=VOCAB, name="pred"
+        )
         label = mx.sym.Reshape(mx.sym.Variable("softmax_label"), shape=(-1,))
         return mx.sym.SoftmaxOutput(pred, label, name="softmax"), ("data",), ("softmax_label",)
 
     it = make_iter()
     mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=it.default_bucket_key)
     metric, seen = mx.metric.Perplexity(0), []
-    mod.fit(it, eval_metric=metric, num_epoch=3, initializer=mx.init.Xavier(),
-            optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
-            epoch_end_callback=lambda *a: seen.append(metric.get()[1]))
+    mod.fit(
+        it,
+        eval_metric=metric,
+        num_epoch=3,
+        initializer=mx.init.Xavier(),
+        optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+        epoch_end_callback=lambda *a: seen.append(metric.get()[1]),
+    )
     assert seen[-1] < 0.8 * seen[0], seen
     assert "lstm_parameters" in mod.get_params()[0]
     assert compiles(mod, None) == {3: 1, 5: 1}
@@ -122,8 +144,13 @@ def test_fused_rnn_cell_buckets_share_one_parameter_blob():
 def test_every_bucket_compiles_once_over_three_epochs_and_memory_is_flat():
     it = make_iter()
     mod = mx.mod.BucketingModule(lm_sym_gen(), default_bucket_key=it.default_bucket_key)
-    mod.fit(it, eval_metric=mx.metric.Perplexity(0), num_epoch=1, optimizer="sgd",
-            initializer=mx.init.Xavier())
+    mod.fit(
+        it,
+        eval_metric=mx.metric.Perplexity(0),
+        num_epoch=1,
+        optimizer="sgd",
+        initializer=mx.init.Xavier(),
+    )
     assert compiles(mod) == {3: 1, 5: 1}
     assert compiles(mod, None) == {3: 1, 5: 1}  # the fused step is all that ran
     gc.collect()
@@ -166,16 +193,20 @@ def test_pending_update_lands_before_switching_buckets():
             m.backward()
             m.update()
         ref.get_outputs()
-    np.testing.assert_allclose(mod.get_params()[0]["fc_weight"].asnumpy(),
-                               ref.get_params()[0]["fc_weight"].asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        mod.get_params()[0]["fc_weight"].asnumpy(),
+        ref.get_params()[0]["fc_weight"].asnumpy(),
+        rtol=1e-6,
+    )
 
 
 def test_two_contexts_equal_one_fc():
     results = []
     for ctx in (mx.cpu(0), [mx.cpu(0), mx.cpu(1)]):
         mod = fc_module(context=ctx)
-        mod.set_params({"fc_weight": mx.nd.array([[0.3], [-0.2], [0.1]]),
-                        "fc_bias": mx.nd.zeros((3,))}, {})
+        mod.set_params(
+            {"fc_weight": mx.nd.array([[0.3], [-0.2], [0.1]]), "fc_bias": mx.nd.zeros((3,))}, {}
+        )
         mod.init_optimizer(optimizer_params={"learning_rate": 0.5, "momentum": 0.9})
         for key in (2, 5, 2, 5):
             mod.forward_backward(fc_batch(key, seed=key))
@@ -198,12 +229,19 @@ def test_two_contexts_equal_one():
         np.random.seed(1)
         it = make_iter()  # the same batch order in both runs
         mod = mx.mod.BucketingModule(lm_sym_gen(), default_bucket_key=5, context=ctx)
-        mod.fit(it, eval_metric=mx.metric.Perplexity(0), num_epoch=2, arg_params=arg,
-                aux_params=aux, optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+        mod.fit(
+            it,
+            eval_metric=mx.metric.Perplexity(0),
+            num_epoch=2,
+            arg_params=arg,
+            aux_params=aux,
+            optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+        )
         results.append({k: v.asnumpy() for k, v in mod.get_params()[0].items()})
     for name in results[0]:
-        np.testing.assert_allclose(results[1][name], results[0][name], rtol=2e-5, atol=2e-6,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            results[1][name], results[0][name], rtol=2e-5, atol=2e-6, err_msg=name
+        )
 
 
 def test_state_names_are_per_bucket_inputs_set_and_read():
@@ -230,8 +268,7 @@ def test_prepare_binds_the_next_bucket_and_switches_back():
 
 
 def test_fixed_params_are_not_updated():
-    mod = mx.mod.BucketingModule(fc_sym_gen, default_bucket_key=5,
-                                 fixed_param_names=["fc_bias"])
+    mod = mx.mod.BucketingModule(fc_sym_gen, default_bucket_key=5, fixed_param_names=["fc_bias"])
     mod.bind([("data", (BATCH, 5))], [("softmax_label", (BATCH, 5))])
     mod.init_params(mx.init.Uniform(0.5))
     mod.init_optimizer(optimizer_params={"learning_rate": 0.5})
@@ -259,8 +296,9 @@ def test_checkpoint_round_trip(tmp_path):
     for key in (2, 5):
         mod.forward(fc_batch(key), is_train=False)
         loaded.forward(fc_batch(key), is_train=False)
-        np.testing.assert_allclose(loaded.get_outputs()[0].asnumpy(),
-                                   mod.get_outputs()[0].asnumpy(), rtol=1e-6)
+        np.testing.assert_allclose(
+            loaded.get_outputs()[0].asnumpy(), mod.get_outputs()[0].asnumpy(), rtol=1e-6
+        )
 
 
 def test_load_dict():
@@ -271,8 +309,9 @@ def test_load_dict():
     again.bind([("data", (BATCH, 5))], [("softmax_label", (BATCH, 5))], for_training=False)
     again.forward(fc_batch(2), is_train=False)
     mod.forward(fc_batch(2), is_train=False)
-    np.testing.assert_allclose(again.get_outputs()[0].asnumpy(),
-                               mod.get_outputs()[0].asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        again.get_outputs()[0].asnumpy(), mod.get_outputs()[0].asnumpy(), rtol=1e-6
+    )
 
 
 def test_names_before_and_after_bind():
@@ -311,9 +350,13 @@ def test_bucket_with_a_reshaped_parameter_is_named():
     mod = mx.mod.BucketingModule(gen, default_bucket_key=5)
     mod.bind([("data", (BATCH, 5))], [("softmax_label", (BATCH,))])
     mod.init_params()
-    batch = mx.io.DataBatch([mx.nd.ones((BATCH, 2))], [mx.nd.zeros((BATCH,))], bucket_key=2,
-                            provide_data=[("data", (BATCH, 2))],
-                            provide_label=[("softmax_label", (BATCH,))])
+    batch = mx.io.DataBatch(
+        [mx.nd.ones((BATCH, 2))],
+        [mx.nd.zeros((BATCH,))],
+        bucket_key=2,
+        provide_data=[("data", (BATCH, 2))],
+        provide_label=[("softmax_label", (BATCH,))],
+    )
     with pytest.raises(MXNetError, match=r"'fc_weight' has shape \(3, 2\).*\(3, 5\)"):
         mod.forward(batch)
 

@@ -1,4 +1,5 @@
 """mx.callback and mx.model.BatchEndParam: MXNet 1.9.1 cadence and log formats."""
+
 import logging
 import types
 
@@ -48,7 +49,8 @@ def test_speedometer_auto_reset(caplog, clock):
     speed(_param(0, 1, metric))  # not a multiple of frequent
     speed(_param(0, 2, metric))
     assert _messages(caplog) == [
-        "Epoch[0] Batch [0-2]\tSpeed: 64.00 samples/sec\taccuracy=0.125000"]
+        "Epoch[0] Batch [0-2]\tSpeed: 64.00 samples/sec\taccuracy=0.125000"
+    ]
     assert metric.num_inst == 0 and metric.global_num_inst == 8  # reset_local only
     clock[0] += 1.0
     speed(_param(0, 4, metric))
@@ -68,7 +70,8 @@ def test_speedometer_without_reset_and_without_metric(caplog, clock):
     clock[0] += 2.0
     speed(_param(3, 1, metric))
     assert _messages(caplog) == [
-        "Epoch[3] Batch [0-1]\tSpeed: 5.00 samples/sec\taccuracy=1.000000\tmse=0.000000"]
+        "Epoch[3] Batch [0-1]\tSpeed: 5.00 samples/sec\taccuracy=1.000000\tmse=0.000000"
+    ]
     assert metric.get()[1][0] == 1.0  # not reset
     caplog.clear()
     plain = mx.callback.Speedometer(batch_size=10, frequent=1)
@@ -83,8 +86,9 @@ def test_speedometer_reads_device_metrics(caplog, clock):
     metric = mx.metric.Accuracy()
     speed = mx.callback.Speedometer(batch_size=4, frequent=1)
     speed(_param(0, 0, metric))
-    metric._update_device([mx.nd.array(np.array([0.0, 1, 1, 1]))],
-                          [mx.nd.array(np.eye(4, 2)[[0, 1, 0, 0]])])
+    metric._update_device(
+        [mx.nd.array(np.array([0.0, 1, 1, 1]))], [mx.nd.array(np.eye(4, 2)[[0, 1, 0, 0]])]
+    )
     speed(_param(0, 1, metric))
     assert _messages(caplog)[-1].endswith("accuracy=0.500000")
 

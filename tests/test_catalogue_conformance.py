@@ -3,6 +3,7 @@
 ``test_catalogue_init_conformance.py``), plus the Module contract that built-in metrics
 never sync to the host inside ``fit`` and that a CustomMetric's host fallback is logged
 once."""
+
 import json
 import logging
 import math
@@ -106,13 +107,13 @@ def _check_case(name, device, rtol):
         _close(list(got), snap["get"], rtol, f"{name} step {i} get()")
         _close(list(got_global), snap["get_global"], rtol, f"{name} step {i} get_global()")
     _close([list(p) for p in metric.get_name_value()], case["name_value"], rtol, name)
-    _close([list(p) for p in metric.get_global_name_value()], case["global_name_value"], rtol,
-           name)
+    _close([list(p) for p in metric.get_global_name_value()], case["global_name_value"], rtol, name)
     return metric, case
 
 
 def test_metric_registry_matches_mxnet():
     from mxmod.metric import _registry
+
     assert sorted(n for n, _ in _registry._REGISTRY.items()) == METRICS["registry"]
     used = {c["spec"]["name"] for c in METRICS["cases"].values()}
     assert set(METRICS["registry"]) <= used  # every registry name has a recorded case
@@ -175,8 +176,10 @@ def test_scheduler_sequence_matches_mxnet(name):
     np.testing.assert_allclose(got, case["lr"], rtol=1e-12, atol=1e-15, err_msg=name)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, c in SCHED["cases"].items()
-                                        if c["num_update"] == sorted(c["num_update"])))
+@pytest.mark.parametrize(
+    "name",
+    sorted(n for n, c in SCHED["cases"].items() if c["num_update"] == sorted(c["num_update"])),
+)
 def test_scheduler_jax_schedule_matches_mxnet(name):
     case = SCHED["cases"][name]
     fn = _scheduler(case).jax_schedule()
@@ -184,8 +187,15 @@ def test_scheduler_jax_schedule_matches_mxnet(name):
     np.testing.assert_allclose(np.asarray(got), case["lr"], rtol=2e-6, atol=1e-9, err_msg=name)
 
 
-@pytest.mark.parametrize("name", ["factor_warm_linear", "multifactor_warm_constant",
-                                  "poly_pwr3_warm_linear", "cosine_warm_constant"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "factor_warm_linear",
+        "multifactor_warm_constant",
+        "poly_pwr3_warm_linear",
+        "cosine_warm_constant",
+    ],
+)
 def test_scheduler_jax_schedule_jits_per_scalar_step(name):
     case = SCHED["cases"][name]
     fn = jax.jit(_scheduler(case).jax_schedule())
@@ -216,16 +226,30 @@ def _reg_net():
 
 def _all_classification():
     M = mx.metric
-    return M.CompositeEvalMetric([
-        M.Accuracy(), M.CrossEntropy(), M.NegativeLogLikelihood(), M.F1(), M.F1(average="micro"),
-        M.MCC(), M.MCC(average="micro"), M.Perplexity(None), M.PCC(), M.TopKAccuracy(top_k=2),
-        M.Loss(), M.Torch(), M.Caffe()])
+    return M.CompositeEvalMetric(
+        [
+            M.Accuracy(),
+            M.CrossEntropy(),
+            M.NegativeLogLikelihood(),
+            M.F1(),
+            M.F1(average="micro"),
+            M.MCC(),
+            M.MCC(average="micro"),
+            M.Perplexity(None),
+            M.PCC(),
+            M.TopKAccuracy(top_k=2),
+            M.Loss(),
+            M.Torch(),
+            M.Caffe(),
+        ]
+    )
 
 
 def _all_regression():
     M = mx.metric
-    return M.CompositeEvalMetric([M.MAE(), M.MSE(), M.RMSE(), M.PearsonCorrelation(),
-                                  M.PearsonCorrelation(average="micro")])
+    return M.CompositeEvalMetric(
+        [M.MAE(), M.MSE(), M.RMSE(), M.PearsonCorrelation(), M.PearsonCorrelation(average="micro")]
+    )
 
 
 # every built-in metric class (in the two composites) and a few on their own
@@ -297,8 +321,13 @@ def test_fit_with_builtin_metric_is_one_dispatch_per_batch_without_host_sync(cas
             progs._cache = _CountingCache(progs._cache, counter)
         seen.append((param.epoch, param.nbatch, dict(counter), _pending(metric)))
 
-    mod.fit(it, eval_metric=metric, num_epoch=2, batch_end_callback=on_batch,
-            optimizer_params={"learning_rate": 0.05})
+    mod.fit(
+        it,
+        eval_metric=metric,
+        num_epoch=2,
+        batch_end_callback=on_batch,
+        optimizer_params={"learning_rate": 0.05},
+    )
     epoch2 = [s for s in seen if s[0] == 1]
     assert len(epoch2) == 4
     for i, ((_, nb, before, _), (_, _, after, _)) in enumerate(zip(epoch2, epoch2[1:])):
@@ -326,8 +355,13 @@ def test_custom_metric_host_fallback_is_logged_once(caplog):
     metric = mx.metric.create(my_acc)
     mod = mx.mod.Module(sym, label_names=[label_name])
     with caplog.at_level(logging.INFO):
-        mod.fit(it, eval_data=it, eval_metric=metric, num_epoch=2,
-                optimizer_params={"learning_rate": 0.05})
+        mod.fit(
+            it,
+            eval_data=it,
+            eval_metric=metric,
+            num_epoch=2,
+            optimizer_params={"learning_rate": 0.05},
+        )
     recs = [r for r in caplog.records if "updated on the host" in r.getMessage()]
     assert len(recs) == 1, [r.getMessage() for r in recs]  # 2 epochs + 2 validations: once
     assert recs[0].levelno == logging.WARNING

@@ -5,6 +5,7 @@ ones, ``dumps``/``create`` forms, the registry, ``Load`` and error messages.
 
 Initializers are rebuilt from the JSON specs ``[class_name, args, kwargs]`` the generator
 recorded, with the same ``build`` rule."""
+
 import json
 import math
 import os
@@ -65,6 +66,7 @@ def _init(init, name, shape, attrs=None, legacy=False, direct=False, dtype="floa
 
 def test_initializer_registry_matches_mxnet():
     from mxmod.initializer._base import _REGISTRY
+
     assert _REGISTRY.names() == INIT["registry"]
 
 

@@ -2,6 +2,7 @@
 while it commits checkpoints; every time, the latest checkpoint (params, states, symbol)
 is complete and loadable, and the next write removes the temp files of the killed ones.
 Also: checkpoint files get umask permissions, and a checkpoint is one unit."""
+
 import os
 import random
 import signal

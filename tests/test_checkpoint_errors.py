@@ -1,5 +1,6 @@
 """User errors with checkpoint files: symbol files that are not symbols, parameters whose
 shapes do not fit the symbol, and the JSON details a load -> save round trip keeps."""
+
 import json
 import shutil
 from pathlib import Path
@@ -19,17 +20,26 @@ def copy_fixture(tmp_path, name):
     return str(tmp_path / name)
 
 
-@pytest.mark.parametrize("text,match", [
-    ('{"weights": [1, 2]}', "is JSON but not an MXNet symbol: it needs 'nodes' and 'heads'"),
-    ("[1, 2, 3]", "is JSON but not an MXNet symbol"),
-    ('{"nodes": [{"op": "null", "name": "a", "inputs": [[5, 0, 0]]}], "heads": [[0, 0, 0]]}',
-     r"nodes\[0\]\.inputs\[0\]\[0\]: node id 5 does not exist"),
-    ('{"nodes": [{"op": "null", "name": "a", "inputs": []}], "heads": [[3, 0, 0]]}',
-     r"heads\[0\]\[0\]: node id 3 does not exist"),
-    ('{"nodes": [{"op": "NoSuchOp", "name": "a", "inputs": []}], "heads": [[0, 0, 0]]}',
-     "unknown operator 'NoSuchOp'"),
-    ("nodes: [", "is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ('{"weights": [1, 2]}', "is JSON but not an MXNet symbol: it needs 'nodes' and 'heads'"),
+        ("[1, 2, 3]", "is JSON but not an MXNet symbol"),
+        (
+            '{"nodes": [{"op": "null", "name": "a", "inputs": [[5, 0, 0]]}], "heads": [[0, 0, 0]]}',
+            r"nodes\[0\]\.inputs\[0\]\[0\]: node id 5 does not exist",
+        ),
+        (
+            '{"nodes": [{"op": "null", "name": "a", "inputs": []}], "heads": [[3, 0, 0]]}',
+            r"heads\[0\]\[0\]: node id 3 does not exist",
+        ),
+        (
+            '{"nodes": [{"op": "NoSuchOp", "name": "a", "inputs": []}], "heads": [[0, 0, 0]]}',
+            "unknown operator 'NoSuchOp'",
+        ),
+        ("nodes: [", "is not valid JSON"),
+    ],
+)
 def test_symbol_file_that_is_not_a_symbol(tmp_path, text, match):
     prefix = copy_fixture(tmp_path, "mlp")
     Path(prefix + "-symbol.json").write_text(text)
@@ -42,8 +52,11 @@ def test_symbol_file_that_is_not_a_symbol(tmp_path, text, match):
 def test_params_file_given_as_symbol(tmp_path):
     path = tmp_path / "x-symbol.json"
     shutil.copy(CKPT / "lenet-0000.params", path)
-    with pytest.raises(MXNetError, match=r"x-symbol\.json' is not a text file; expected an "
-                                         r"MXNet symbol JSON file"):
+    with pytest.raises(
+        MXNetError,
+        match=r"x-symbol\.json' is not a text file; expected an "
+        r"MXNet symbol JSON file",
+    ):
         mx.sym.load(str(path))
 
 
@@ -59,15 +72,21 @@ def test_params_with_wrong_shape_name_parameter_and_both_shapes(tmp_path):
     prefix = copy_fixture(tmp_path, "mlp")
     save_params(prefix, 1, fc2_weight=np.zeros((8, 15), "f4"))
     mod = mx.mod.Module.load(prefix, 1)
-    with pytest.raises(MXNetError, match=r"parameter 'fc2_weight' has shape \(8, 15\) but the "
-                                         r"symbol needs \(8, 16\)"):
+    with pytest.raises(
+        MXNetError,
+        match=r"parameter 'fc2_weight' has shape \(8, 15\) but the "
+        r"symbol needs \(8, 16\)",
+    ):
         mod.bind([("data", (4, 10))], [("softmax_label", (4,))])
     sym, arg, aux = mx.model.load_checkpoint(prefix, 1)
     mod = mx.mod.Module(sym)
     mod.bind([("data", (4, 10))], [("softmax_label", (4,))])
     for allow_missing in (False, True):
-        with pytest.raises(MXNetError, match=r"'fc2_weight' has shape \(8, 15\) but the symbol "
-                                             r"needs \(8, 16\)"):
+        with pytest.raises(
+            MXNetError,
+            match=r"'fc2_weight' has shape \(8, 15\) but the symbol "
+            r"needs \(8, 16\)",
+        ):
             mod.set_params(arg, aux, allow_missing=allow_missing)
 
 
@@ -75,16 +94,22 @@ def test_aux_state_with_wrong_shape(tmp_path):
     prefix = copy_fixture(tmp_path, "bn_net")
     save_params(prefix, 2, bn2_moving_var=np.ones((7,), "f4"))
     mod = mx.mod.Module.load(prefix, 2)
-    with pytest.raises(MXNetError, match=r"parameter 'bn2_moving_var' has shape \(7,\) but the "
-                                         r"symbol needs \(6,\)"):
+    with pytest.raises(
+        MXNetError,
+        match=r"parameter 'bn2_moving_var' has shape \(7,\) but the "
+        r"symbol needs \(6,\)",
+    ):
         mod.bind([("data", (5, 7))], [("softmax_label", (5,))])
 
 
 def test_params_for_other_input_shapes(tmp_path):
     prefix = copy_fixture(tmp_path, "mlp")
     mod = mx.mod.Module.load(prefix, 0)
-    with pytest.raises(MXNetError, match=r"parameter 'fc1_weight' has shape \(16, 10\) but the "
-                                         r"symbol needs \(16, 12\)"):
+    with pytest.raises(
+        MXNetError,
+        match=r"parameter 'fc1_weight' has shape \(16, 10\) but the "
+        r"symbol needs \(16, 12\)",
+    ):
         mod.bind([("data", (4, 12))], [("softmax_label", (4,))])
 
 
@@ -99,8 +124,10 @@ def test_missing_and_extra_params(tmp_path):
     mod.bind([("data", (4, 10))], [("softmax_label", (4,))])
     with pytest.raises(RuntimeError, match="fc3_bias is not presented"):
         mod.set_params(arg, aux)
-    with pytest.raises(ValueError, match='Find name "unused_weight" that is not in the '
-                                         'arguments; pass allow_extra=True'):
+    with pytest.raises(
+        ValueError,
+        match='Find name "unused_weight" that is not in the arguments; pass allow_extra=True',
+    ):
         mod.set_params(arg, aux, allow_missing=True)
     mod.set_params(arg, aux, allow_missing=True, allow_extra=True)
 

@@ -4,6 +4,7 @@ The fixtures come from ``tests/fixtures/gen_checkpoint_fixtures.py``; the networ
 ``tests/fixtures/checkpoint_nets.py``, called here with ``mxmod`` exactly as the generator
 calls them with ``mxnet``.
 """
+
 import json
 import os
 import subprocess
@@ -88,16 +89,28 @@ def write_mxmod_checkpoints(folder):
         args = dict(zip(sym.list_arguments(), arg_shapes))
         for inp in ("data", "softmax_label"):
             args.pop(inp)
-        arg, aux = nets.make_params(args, dict(zip(sym.list_auxiliary_states(), aux_shapes)),
-                                    seed=100 + i)
+        arg, aux = nets.make_params(
+            args, dict(zip(sym.list_auxiliary_states(), aux_shapes)), seed=100 + i
+        )
         data, label = nets.make_inputs(dshape, lshape, out_shapes[0][1], int_data, seed=i)
-        mod = bound_module(sym, dshape, lshape, {k: mx.nd.array(v) for k, v in arg.items()},
-                           {k: mx.nd.array(v) for k, v in aux.items()})
+        mod = bound_module(
+            sym,
+            dshape,
+            lshape,
+            {k: mx.nd.array(v) for k, v in arg.items()},
+            {k: mx.nd.array(v) for k, v in aux.items()},
+        )
         got = outputs(mod, data, label)
         mod.save_checkpoint(str(folder / name), i + 1)
         np.savez(folder / f"{name}-io.npz", data=data, label=label, **got)
-        manifest.append({"prefix": name, "epoch": i + 1, "data_shape": list(dshape),
-                         "label_shape": list(lshape)})
+        manifest.append(
+            {
+                "prefix": name,
+                "epoch": i + 1,
+                "data_shape": list(dshape),
+                "label_shape": list(lshape),
+            }
+        )
     sym_gen, keys, batch = nets.BUCKETING["bucket"]
     syms = {k: sym_gen(mx, k)[0] for k in keys}
     shapes = syms[max(keys)].infer_shape(data=(batch, max(keys)))
@@ -127,11 +140,14 @@ def test_mxmod_checkpoints_load_into_real_mxnet(tmp_path):
             sym, _, _ = mx.model.load_checkpoint(str(tmp_path / e["prefix"]), e["epoch"])
             assert sym.tojson() == (tmp_path / f"{e['prefix']}-symbol.json").read_text()
     if not os.path.exists(MXNET_PY):
-        msg = (f"real MXNet not installed at {MXNET_PY}: cannot load mxmod's checkpoints into "
-               f"MXNet (the JSON bytes are still checked against MXNet's own fixtures)")
+        msg = (
+            f"real MXNet not installed at {MXNET_PY}: cannot load mxmod's checkpoints into "
+            f"MXNet (the JSON bytes are still checked against MXNet's own fixtures)"
+        )
         print(msg)
         pytest.skip(msg)
-    res = subprocess.run([MXNET_PY, str(CHECKER), str(tmp_path)], capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [MXNET_PY, str(CHECKER), str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"{len(manifest)}/{len(manifest)} checkpoints match" in res.stdout

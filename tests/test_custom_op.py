@@ -1,6 +1,7 @@
 """Python custom operators (mx.operator) against real MXNet 1.9.1
 (fixtures/gen_custom_op_goldens.py): symbol JSON, Module.fit trajectories on one and two
 devices, the hand-written forward/backward/update loop, mx.nd.Custom."""
+
 import os
 import sys
 
@@ -67,9 +68,10 @@ def test_auto_created_inputs_and_scope_attributes():
 
 # ------------------------------------------------------------------ training against MXNet
 # MXNet writes a Custom op's aux in forward even where no backward pass reaches the node
-@pytest.mark.parametrize("name,n_dev", [("softmax", 1), ("softmax", 2), ("center", 1),
-                                        ("center", 2),
-                                        ("center_first", 2)])
+@pytest.mark.parametrize(
+    "name,n_dev",
+    [("softmax", 1), ("softmax", 2), ("center", 1), ("center", 2), ("center_first", 2)],
+)
 def test_fit_trajectory_matches_mxnet(name, n_dev):
     ref = _gold(f"{name}_{n_dev}dev")
     build, opt = nets.NETS[name]
@@ -79,13 +81,21 @@ def test_fit_trajectory_matches_mxnet(name, n_dev):
 
     def on_batch(_):
         arg, aux = mod.get_params()
-        seen.append(({k: v.asnumpy() for k, v in arg.items()},
-                     {k: v.asnumpy() for k, v in aux.items()}))
+        seen.append(
+            ({k: v.asnumpy() for k, v in arg.items()}, {k: v.asnumpy() for k, v in aux.items()})
+        )
 
     arg0, aux0 = _init(ref)
-    mod.fit(mx.io.NDArrayIter(x, y, batch_size=nets.BATCH, shuffle=False),
-            num_epoch=nets.EPOCHS, optimizer="sgd", optimizer_params=opt, arg_params=arg0,
-            aux_params=aux0, batch_end_callback=on_batch, eval_metric="acc")
+    mod.fit(
+        mx.io.NDArrayIter(x, y, batch_size=nets.BATCH, shuffle=False),
+        num_epoch=nets.EPOCHS,
+        optimizer="sgd",
+        optimizer_params=opt,
+        arg_params=arg0,
+        aux_params=aux0,
+        batch_end_callback=on_batch,
+        eval_metric="acc",
+    )
     assert len(seen) == int(ref["steps"])
     for s, (arg, aux) in enumerate(seen):
         for k, v in arg.items():
@@ -102,8 +112,10 @@ def test_forward_backward_update_loop_matches_mxnet(name):
     build, opt = nets.NETS[name]
     x, y = nets.data()
     mod = mx.mod.Module(build(mx), context=mx.cpu())
-    mod.bind(data_shapes=[("data", (nets.BATCH, nets.N_IN))],
-             label_shapes=[("softmax_label", (nets.BATCH,))])
+    mod.bind(
+        data_shapes=[("data", (nets.BATCH, nets.N_IN))],
+        label_shapes=[("softmax_label", (nets.BATCH,))],
+    )
     arg0, aux0 = _init(init)
     mod.init_params(arg_params=arg0, aux_params=aux0)
     mod.init_optimizer(optimizer="sgd", optimizer_params=opt)
@@ -117,7 +129,7 @@ def test_forward_backward_update_loop_matches_mxnet(name):
         for k, v in {**arg, **aux}.items():
             kind = "aux" if k in aux else "arg"
             _close(v.asnumpy(), ref[f"{kind}{s}:{k}"], f"step {s} {k}")
-    mod.forward(mx.io.DataBatch([mx.nd.array(x[:nets.BATCH])]), is_train=False)
+    mod.forward(mx.io.DataBatch([mx.nd.array(x[: nets.BATCH])]), is_train=False)
     _close(mod.get_outputs()[0].asnumpy(), ref["eval_out"], "inference output")
 
 
@@ -144,8 +156,11 @@ def test_loaded_json_runs_like_the_built_symbol():
     outs = []
     for sym in (loaded, nets.center_net(mx)):
         mod = mx.mod.Module(sym, context=mx.cpu())
-        mod.bind(data_shapes=[("data", (8, 6))], label_shapes=[("softmax_label", (8,))],
-                 for_training=False)
+        mod.bind(
+            data_shapes=[("data", (8, 6))],
+            label_shapes=[("softmax_label", (8,))],
+            for_training=False,
+        )
         arg0, aux0 = _init(init)
         mod.init_params(arg_params=arg0, aux_params=aux0)
         mod.forward(mx.io.DataBatch([mx.nd.array(x[:8])]), is_train=False)
@@ -161,8 +176,9 @@ def test_nd_custom_matches_mxnet_and_writes_aux_in_place():
     out = mx.nd.Custom(mx.nd.array(ref["x"]), aux, op_type="running_center", momentum=0.5)
     _close(out.asnumpy(), ref["center"], "running_center")
     _close(aux.asnumpy(), ref["mean_after"], "aux written by forward")
-    by_name = mx.nd.Custom(data=mx.nd.array(ref["x"]), label=mx.nd.array(ref["label"]),
-                           op_type="np_softmax")
+    by_name = mx.nd.Custom(
+        data=mx.nd.array(ref["x"]), label=mx.nd.array(ref["label"]), op_type="np_softmax"
+    )
     _close(by_name.asnumpy(), ref["softmax"], "inputs by name")
 
 
@@ -176,8 +192,14 @@ class _Square(mx.operator.CustomOp):
         self.assign(out_data[0], req[0], in_data[0] * in_data[0])
 
     def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
-        CALLS.append(("backward", [a.shape for a in out_grad], [a.shape for a in in_data],
-                      [a.shape for a in out_data]))
+        CALLS.append(
+            (
+                "backward",
+                [a.shape for a in out_grad],
+                [a.shape for a in in_data],
+                [a.shape for a in out_data],
+            )
+        )
         self.assign(in_grad[0], req[0], 2 * in_data[0] * out_grad[0])
 
 
@@ -283,13 +305,15 @@ def test_several_outputs_with_their_own_types():
 
 def test_registry_listing_and_override_warning(caplog):
     assert {"np_softmax", "running_center", "FullyConnected"} <= set(
-        mx.operator.get_all_registered_operators())
+        mx.operator.get_all_registered_operators()
+    )
 
     @mx.operator.register("t_override")
     class First(mx.operator.CustomOpProp):
         pass
 
     with caplog.at_level("WARNING"):
+
         @mx.operator.register("t_override")
         class Second(mx.operator.CustomOpProp):
             def list_outputs(self):
@@ -297,7 +321,9 @@ def test_registry_listing_and_override_warning(caplog):
 
     assert "overriding existing custom operator t_override" in caplog.text
     assert mx.sym.Custom(mx.sym.var("x"), op_type="t_override", name="o").list_outputs() == [
-        "o_a", "o_b"]
+        "o_a",
+        "o_b",
+    ]
 
 
 def test_custom_loss_head_loaded_from_json_trains():

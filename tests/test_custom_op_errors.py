@@ -1,4 +1,5 @@
 """Mistakes with Python custom operators raise errors that name the operator and the fix."""
+
 import numpy as np
 import pytest
 
@@ -32,13 +33,18 @@ def _run(sym, shape=(2, 3), is_train=False):
 def test_op_type_missing_or_unknown():
     with pytest.raises(mx.MXNetError, match=r"mx.sym.Custom needs op_type="):
         mx.sym.Custom(mx.sym.var("x"))
-    with pytest.raises(mx.MXNetError, match=r"Cannot find custom operator 'no_such_op'.*"
-                                            r"@mx.operator.register\('no_such_op'\)"):
+    with pytest.raises(
+        mx.MXNetError,
+        match=r"Cannot find custom operator 'no_such_op'.*"
+        r"@mx.operator.register\('no_such_op'\)",
+    ):
         mx.sym.Custom(mx.sym.var("x"), op_type="no_such_op")
     with pytest.raises(mx.MXNetError, match="mx.nd.Custom needs op_type="):
         mx.nd.Custom(mx.nd.ones((2, 2)))
-    bad_json = ('{"nodes": [{"op": "null", "name": "x", "inputs": []}, {"op": "Custom", '
-                '"name": "c", "inputs": [[0, 0, 0]]}], "arg_nodes": [0], "heads": [[1, 0, 0]]}')
+    bad_json = (
+        '{"nodes": [{"op": "null", "name": "x", "inputs": []}, {"op": "Custom", '
+        '"name": "c", "inputs": [[0, 0, 0]]}], "arg_nodes": [0], "heads": [[1, 0, 0]]}'
+    )
     with pytest.raises(mx.MXNetError, match="required attribute 'op_type' is missing"):
         mx.sym.load_json(bad_json).list_outputs()
 
@@ -52,8 +58,11 @@ def test_register_checks_its_arguments():
 
 def test_prop_constructor_rejects_kwargs():
     _prop("e_no_kwargs", __init__=lambda self: mx.operator.CustomOpProp.__init__(self))
-    with pytest.raises(mx.MXNetError, match=r"e_no_kwargs.*scale='2'.*go to the CustomOpProp "
-                                            "constructor as strings"):
+    with pytest.raises(
+        mx.MXNetError,
+        match=r"e_no_kwargs.*scale='2'.*go to the CustomOpProp "
+        "constructor as strings",
+    ):
         mx.sym.Custom(mx.sym.var("x"), op_type="e_no_kwargs", scale=2)
 
 
@@ -69,13 +78,19 @@ def test_bad_list_and_dependency_answers():
 def test_infer_shape_answers_are_checked():
     _prop("e_shape_count", infer_shape=lambda self, s: (s, [s[0], s[0]], []))
     sym = mx.sym.Custom(mx.sym.var("x"), op_type="e_shape_count", name="c")
-    with pytest.raises(mx.MXNetError, match=r"Custom 'c'.*infer_shape returned 2 output shapes "
-                                            r"but list_outputs\(\) names 1"):
+    with pytest.raises(
+        mx.MXNetError,
+        match=r"Custom 'c'.*infer_shape returned 2 output shapes "
+        r"but list_outputs\(\) names 1",
+    ):
         sym.infer_shape(x=(2, 3))
     _prop("e_shape_raises", infer_shape=lambda self, s: (s, [(s[0][0], 1 // 0)], []))
     sym = mx.sym.Custom(mx.sym.var("x"), op_type="e_shape_raises", name="c")
-    with pytest.raises(mx.MXNetError, match=r"infer_shape\(\[\[2, 3\]\]\) raised "
-                                            "ZeroDivisionError"):
+    with pytest.raises(
+        mx.MXNetError,
+        match=r"infer_shape\(\[\[2, 3\]\]\) raised "
+        "ZeroDivisionError",
+    ):
         sym.infer_shape(x=(2, 3))
     _prop("e_shape_input", infer_shape=lambda self, s: ([(5, 5)], [(5, 5)], []))
     sym = mx.sym.Custom(mx.sym.var("x"), op_type="e_shape_input", name="c")
@@ -96,8 +111,11 @@ def test_forward_errors_name_the_operator():
 
     _prop("e_boom", create_operator=lambda self, ctx, s, d: _op(boom)())
     sym = mx.sym.Custom(mx.sym.var("x"), op_type="e_boom", name="b")
-    with pytest.raises(RuntimeError, match=r"custom operator 'e_boom' \(b\): forward raised "
-                                           "ValueError: boom"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"custom operator 'e_boom' \(b\): forward raised "
+        "ValueError: boom",
+    ):
         _run(sym)
     _prop("e_no_forward", create_operator=lambda self, ctx, s, d: _op()())
     sym = mx.sym.Custom(mx.sym.var("x"), op_type="e_no_forward")
@@ -110,8 +128,11 @@ def test_writing_a_wrong_shape_fails_clearly():
         self.assign(out_data[0], req[0], mx.nd.ones((4, 4)))
 
     _prop("e_wrong_shape", create_operator=lambda self, ctx, s, d: _op(wrong)())
-    with pytest.raises(RuntimeError, match=r"'e_wrong_shape'.*forward raised ValueError: cannot "
-                                           r"assign a value of shape \(4, 4\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"'e_wrong_shape'.*forward raised ValueError: cannot "
+        r"assign a value of shape \(4, 4\)",
+    ):
         _run(mx.sym.Custom(mx.sym.var("x"), op_type="e_wrong_shape"))
 
 
@@ -158,8 +179,11 @@ def test_sparse_storage_is_refused():
 
 def test_nd_custom_input_mistakes():
     x = mx.nd.ones((2, 3))
-    _prop("e_two_in", list_arguments=lambda self: ["data", "label"],
-          create_operator=lambda self, ctx, s, d: _op(_copy_forward)())
+    _prop(
+        "e_two_in",
+        list_arguments=lambda self: ["data", "label"],
+        create_operator=lambda self, ctx, s, d: _op(_copy_forward)(),
+    )
     with pytest.raises(mx.MXNetError, match=r"needs input 'label' \(inputs: data, label\)"):
         mx.nd.Custom(x, op_type="e_two_in")
     with pytest.raises(mx.MXNetError, match="takes 2 inputs"):

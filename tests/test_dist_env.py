@@ -1,5 +1,6 @@
 """The dist_sync job description (DMLC_*/JAX_* variables), equal steps and the launcher's
 arguments, checked in-process (no worker processes; see test_dist_train.py for those)."""
+
 import numpy as np
 import pytest
 
@@ -9,8 +10,12 @@ from mxmod.kvstore import dist, dist_iter
 from mxmod.launch import main as launch_main
 from mxmod.launch import worker_env
 
-DMLC = {"DMLC_PS_ROOT_URI": "10.0.0.1", "DMLC_PS_ROOT_PORT": "9091", "DMLC_NUM_WORKER": "4",
-        "DMLC_WORKER_ID": "2"}
+DMLC = {
+    "DMLC_PS_ROOT_URI": "10.0.0.1",
+    "DMLC_PS_ROOT_PORT": "9091",
+    "DMLC_NUM_WORKER": "4",
+    "DMLC_WORKER_ID": "2",
+}
 
 
 def test_resolve_nothing_set_is_no_job():
@@ -38,8 +43,11 @@ def test_resolve_dmlc_errors():
         dist.resolve(env)
     with pytest.raises(MXNetError, match="DMLC_PS_ROOT_PORT='http' is not an integer"):
         dist.resolve({**DMLC, "DMLC_PS_ROOT_PORT": "http"})
-    with pytest.raises(MXNetError, match=r"DMLC_WORKER_ID=4 is not a worker rank of "
-                                         r"DMLC_NUM_WORKER=4 \(ranks are 0..3\)"):
+    with pytest.raises(
+        MXNetError,
+        match=r"DMLC_WORKER_ID=4 is not a worker rank of "
+        r"DMLC_NUM_WORKER=4 \(ranks are 0..3\)",
+    ):
         dist.resolve({**DMLC, "DMLC_WORKER_ID": "4"})
     with pytest.raises(MXNetError, match="DMLC_NUM_WORKER=0 must be >= 1"):
         dist.resolve({**DMLC, "DMLC_NUM_WORKER": "0"})
@@ -59,10 +67,17 @@ def test_resolve_jax_variables():
 
 
 def test_resolve_inconsistent_families():
-    env = {**DMLC, "JAX_COORDINATOR_ADDRESS": "10.0.0.1:9091", "JAX_NUM_PROCESSES": "4",
-           "JAX_PROCESS_ID": "1"}
-    with pytest.raises(MXNetError, match=r"DMLC_\* variables describe worker 2 of 4 .* but "
-                                         r"the JAX_\* ones worker 1 of 4"):
+    env = {
+        **DMLC,
+        "JAX_COORDINATOR_ADDRESS": "10.0.0.1:9091",
+        "JAX_NUM_PROCESSES": "4",
+        "JAX_PROCESS_ID": "1",
+    }
+    with pytest.raises(
+        MXNetError,
+        match=r"DMLC_\* variables describe worker 2 of 4 .* but "
+        r"the JAX_\* ones worker 1 of 4",
+    ):
         dist.resolve(env)
     env["JAX_PROCESS_ID"] = "2"
     assert dist.resolve(env)[:3] == ("10.0.0.1:9091", 4, 2)  # the same job: fine
@@ -144,8 +159,11 @@ def test_equal_steps_refuses_different_buckets(monkeypatch):
     it = dist_iter.EqualSteps(Buckets(3))
     step0 = next(it)
     assert step0.bucket_key == 10
-    with pytest.raises(MXNetError, match=r"train_data gave worker\(s\) \[1\] another "
-                                         "bucket_key than rank 0 at the same step"):
+    with pytest.raises(
+        MXNetError,
+        match=r"train_data gave worker\(s\) \[1\] another "
+        "bucket_key than rank 0 at the same step",
+    ):
         next(it)
 
 
@@ -163,9 +181,18 @@ def test_wrap_for_workers_only_with_several_workers():
 
 # ----------------------------------------------------------------------------- launcher
 def test_worker_env():
-    env = worker_env(1, 3, "127.0.0.1", 5555, cpu_devices=2,
-                     base={"XLA_FLAGS": "--xla_force_host_platform_device_count=8 --foo",
-                           "JAX_PROCESS_ID": "7", "PATH": "/bin"})
+    env = worker_env(
+        1,
+        3,
+        "127.0.0.1",
+        5555,
+        cpu_devices=2,
+        base={
+            "XLA_FLAGS": "--xla_force_host_platform_device_count=8 --foo",
+            "JAX_PROCESS_ID": "7",
+            "PATH": "/bin",
+        },
+    )
     assert env["DMLC_ROLE"] == "worker" and env["DMLC_WORKER_ID"] == "1"
     assert env["DMLC_NUM_WORKER"] == "3" and env["DMLC_PS_ROOT_PORT"] == "5555"
     assert env["XLA_FLAGS"] == "--foo --xla_force_host_platform_device_count=2"
@@ -180,29 +207,32 @@ def test_launcher_argument_errors(capsys):
     with pytest.raises(SystemExit):
         launch_main(["-n", "0", "python", "x.py"])
     assert "-n must be at least 1, got 0" in capsys.readouterr().err
-    with pytest.raises(NotImplementedError, match="--launcher 'ssh': mxmod.launch only starts "
-                                                  "local workers"):
+    with pytest.raises(
+        NotImplementedError, match="--launcher 'ssh': mxmod.launch only starts local workers"
+    ):
         launch_main(["-n", "2", "--launcher", "ssh", "python", "x.py"])
 
 
 def test_launcher_runs_workers_and_reports_failure(tmp_path, capsys):
-    touch = (f"import os; open(os.path.join({str(tmp_path)!r}, "
-             "os.environ['DMLC_WORKER_ID']), 'w')")
+    touch = f"import os; open(os.path.join({str(tmp_path)!r}, os.environ['DMLC_WORKER_ID']), 'w')"
     ok = launch_main(["-n", "2", "python3", "-c", touch])
     assert ok == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["0", "1"]
-    script = ("import os, time, sys\n"
-              "if os.environ['DMLC_WORKER_ID'] == '1': sys.exit(5)\n"
-              "time.sleep(60)")
+    script = (
+        "import os, time, sys\nif os.environ['DMLC_WORKER_ID'] == '1': sys.exit(5)\ntime.sleep(60)"
+    )
     code = launch_main(["-n", "2", "--grace", "1", "python3", "-c", script])
     assert code == 5
-    assert "worker rank 1 exited with code 5; stopping the other workers" in \
-        capsys.readouterr().err
+    assert "worker rank 1 exited with code 5; stopping the other workers" in capsys.readouterr().err
 
 
 def test_kv_store_of_one_worker_still_reports_its_type(monkeypatch):
     monkeypatch.setenv("MXMOD_KVSTORE_DIST_SINGLE", "1")
-    for v in ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_WORKER",
-              "JAX_COORDINATOR_ADDRESS"):
+    for v in (
+        "DMLC_PS_ROOT_URI",
+        "DMLC_PS_ROOT_PORT",
+        "DMLC_NUM_WORKER",
+        "JAX_COORDINATOR_ADDRESS",
+    ):
         monkeypatch.delenv(v, raising=False)
     kv = mx.kv.create("dist_device_sync")
     assert (kv.type, kv.rank, kv.num_workers) == ("dist_device_sync", 0, 1)
@@ -214,11 +244,27 @@ def test_terminated_launcher_stops_its_workers(tmp_path):
     import subprocess
     import sys
     import time
-    code = (f"import os, time; open(os.path.join({str(tmp_path)!r}, "
-            "os.environ['DMLC_WORKER_ID']), 'w').write(str(os.getpid())); time.sleep(120)")
-    launcher = subprocess.Popen([sys.executable, "-m", "mxmod.launch", "-n", "2", "--grace",
-                                 "2", sys.executable, "-c", code], stderr=subprocess.PIPE,
-                                text=True)
+
+    code = (
+        f"import os, time; open(os.path.join({str(tmp_path)!r}, "
+        "os.environ['DMLC_WORKER_ID']), 'w').write(str(os.getpid())); time.sleep(120)"
+    )
+    launcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mxmod.launch",
+            "-n",
+            "2",
+            "--grace",
+            "2",
+            sys.executable,
+            "-c",
+            code,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 60
     while len(list(tmp_path.iterdir())) < 2 or any(not p.read_text() for p in tmp_path.iterdir()):
         assert time.time() < deadline, "the workers did not start"

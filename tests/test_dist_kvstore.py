@@ -1,4 +1,5 @@
 """mx.kv driven directly by 2 worker processes (dist_sync over loopback)."""
+
 import os
 import subprocess
 import sys
@@ -12,11 +13,25 @@ SCRIPT = os.path.join(ROOT, "tests", "dist", "kv_ops.py")
 
 @pytest.mark.slow
 def test_two_workers_drive_the_store(tmp_path):
-    cmd = [sys.executable, "-m", "mxmod.launch", "-n", "2", "--cpu-devices", "2", "--grace",
-           "3", sys.executable, SCRIPT, str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mxmod.launch",
+        "-n",
+        "2",
+        "--cpu-devices",
+        "2",
+        "--grace",
+        "3",
+        sys.executable,
+        SCRIPT,
+        str(tmp_path),
+    ]
     from test_dist_train import _env
-    r = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=180, cwd=ROOT,
-                       check=False)
+
+    r = subprocess.run(
+        cmd, env=_env(), capture_output=True, text=True, timeout=180, cwd=ROOT, check=False
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     recs = [dict(np.load(tmp_path / f"kv-rank{i}.npz")) for i in (0, 1)]
     assert [int(x["rank"]) for x in recs] == [0, 1]

@@ -3,6 +3,7 @@
 Each test starts real worker processes (``python -m mxmod.launch``) with a timeout, so a
 hang fails instead of blocking the suite.
 """
+
 import os
 import subprocess
 import sys
@@ -13,9 +14,17 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "dist", "train_mlp.py")
-_JOB_VARS = ("DMLC_ROLE", "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_WORKER",
-             "DMLC_WORKER_ID", "DMLC_TASK_ID", "JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES",
-             "JAX_PROCESS_ID")
+_JOB_VARS = (
+    "DMLC_ROLE",
+    "DMLC_PS_ROOT_URI",
+    "DMLC_PS_ROOT_PORT",
+    "DMLC_NUM_WORKER",
+    "DMLC_WORKER_ID",
+    "DMLC_TASK_ID",
+    "JAX_COORDINATOR_ADDRESS",
+    "JAX_NUM_PROCESSES",
+    "JAX_PROCESS_ID",
+)
 
 
 def _env(devices=None, **extra):
@@ -28,13 +37,26 @@ def _env(devices=None, **extra):
 
 
 def _run(cmd, timeout=120, **env):
-    return subprocess.run(cmd, env=_env(**env), capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, check=False)
+    return subprocess.run(
+        cmd, env=_env(**env), capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False
+    )
 
 
 def _launch(n, devices, *script_args, timeout=180, **env):
-    cmd = [sys.executable, "-m", "mxmod.launch", "-n", str(n), "--cpu-devices", str(devices),
-           "--grace", "3", sys.executable, SCRIPT, *map(str, script_args)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mxmod.launch",
+        "-n",
+        str(n),
+        "--cpu-devices",
+        str(devices),
+        "--grace",
+        "3",
+        sys.executable,
+        SCRIPT,
+        *map(str, script_args),
+    ]
     return _run(cmd, timeout=timeout, **env)
 
 
@@ -63,10 +85,17 @@ def test_two_workers_train_like_one_process(tmp_path):
         np.testing.assert_allclose(w0[k], runs["one_x1"][k], rtol=1e-5, atol=1e-6)
     # checkpoints: rank 0 writes them once per epoch; the files hold the final weights
     assert r.stderr.count("Saved checkpoint to") == 2
-    assert sorted(os.listdir(out)) == ["ck-0001.params", "ck-0002.params", "ck-symbol.json",
-                                       "params-rank0.npz", "params-rank1.npz",
-                                       "steps-rank0.txt", "steps-rank1.txt"]
+    assert sorted(os.listdir(out)) == [
+        "ck-0001.params",
+        "ck-0002.params",
+        "ck-symbol.json",
+        "params-rank0.npz",
+        "params-rank1.npz",
+        "steps-rank0.txt",
+        "steps-rank1.txt",
+    ]
     import mxmod as mx
+
     _, arg, _ = mx.model.load_checkpoint(str(out / "ck"), 2)
     np.testing.assert_array_equal(arg["fc1_weight"].asnumpy(), w0["fc1_weight"])
     # every epoch's Train-accuracy is logged by both workers (callbacks run on every rank)
@@ -107,8 +136,7 @@ def test_uneven_workers_run_equal_steps(tmp_path):
 @pytest.mark.slow
 def test_lost_worker_is_named_within_bounded_time(tmp_path):
     tic = time.time()
-    r = _launch(2, 1, tmp_path, 1, "--die-at-batch", 1, "--epochs", 50, "--rows", 640,
-                timeout=120)
+    r = _launch(2, 1, tmp_path, 1, "--die-at-batch", 1, "--epochs", 50, "--rows", 640, timeout=120)
     assert r.returncode == 7
     assert "worker rank 1 exited with code 7; stopping the other workers" in r.stderr
     assert time.time() - tic < 60
@@ -118,15 +146,34 @@ def test_lost_worker_is_named_within_bounded_time(tmp_path):
 def test_lost_worker_without_launcher_is_named(tmp_path):
     """No launcher to stop rank 0: it must end by itself, naming rank 1."""
     from mxmod.launch import _free_port, worker_env
+
     port = _free_port("127.0.0.1")
     procs = []
     for rank in (0, 1):
-        env = worker_env(rank, 2, "127.0.0.1", port, 1, base=_env(
-            devices=1, MXMOD_DIST_HEARTBEAT_TIMEOUT="5"))
-        procs.append(subprocess.Popen(
-            [sys.executable, SCRIPT, str(tmp_path), "1", "--die-at-batch", "1", "--epochs",
-             "50", "--rows", "640"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, cwd=ROOT))
+        env = worker_env(
+            rank, 2, "127.0.0.1", port, 1, base=_env(devices=1, MXMOD_DIST_HEARTBEAT_TIMEOUT="5")
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    SCRIPT,
+                    str(tmp_path),
+                    "1",
+                    "--die-at-batch",
+                    "1",
+                    "--epochs",
+                    "50",
+                    "--rows",
+                    "640",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
+            )
+        )
     try:
         procs[1].communicate(timeout=60)
         _, err0 = procs[0].communicate(timeout=60)
@@ -150,9 +197,17 @@ def test_workers_disagreeing_on_the_symbol_fail_naming_the_rank(tmp_path):
 def test_unreachable_coordinator_fails_in_bounded_time():
     tic = time.time()
     from mxmod.launch import _free_port
-    r = _run([sys.executable, "-c", "import mxmod"], timeout=60, DMLC_ROLE="worker",
-             DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(_free_port("127.0.0.1")),
-             DMLC_NUM_WORKER="2", DMLC_WORKER_ID="1", MXMOD_DIST_INIT_TIMEOUT="3")
+
+    r = _run(
+        [sys.executable, "-c", "import mxmod"],
+        timeout=60,
+        DMLC_ROLE="worker",
+        DMLC_PS_ROOT_URI="127.0.0.1",
+        DMLC_PS_ROOT_PORT=str(_free_port("127.0.0.1")),
+        DMLC_NUM_WORKER="2",
+        DMLC_WORKER_ID="1",
+        MXMOD_DIST_INIT_TIMEOUT="3",
+    )
     assert r.returncode != 0
     assert "worker 1 of 2 could not join the job at 127.0.0.1:" in r.stderr
     assert "within 3 s" in r.stderr and "MXMOD_DIST_INIT_TIMEOUT" in r.stderr
@@ -163,9 +218,17 @@ def test_unreachable_coordinator_fails_in_bounded_time():
 def test_rank_0_alone_stops_after_the_init_timeout():
     tic = time.time()
     from mxmod.launch import _free_port
-    r = _run([sys.executable, "-c", "import mxmod"], timeout=60, DMLC_ROLE="worker",
-             DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(_free_port("127.0.0.1")),
-             DMLC_NUM_WORKER="2", DMLC_WORKER_ID="0", MXMOD_DIST_INIT_TIMEOUT="3")
+
+    r = _run(
+        [sys.executable, "-c", "import mxmod"],
+        timeout=60,
+        DMLC_ROLE="worker",
+        DMLC_PS_ROOT_URI="127.0.0.1",
+        DMLC_PS_ROOT_PORT=str(_free_port("127.0.0.1")),
+        DMLC_NUM_WORKER="2",
+        DMLC_WORKER_ID="0",
+        MXMOD_DIST_INIT_TIMEOUT="3",
+    )
     assert r.returncode != 0
     assert "worker 0 of 2 serving the job at 127.0.0.1:" in r.stderr
     assert "waiting up to 3 s (MXMOD_DIST_INIT_TIMEOUT) for ranks 1..1 to join" in r.stderr
@@ -174,18 +237,26 @@ def test_rank_0_alone_stops_after_the_init_timeout():
 
 def test_server_and_scheduler_roles_exit_at_import():
     for role in ("server", "scheduler"):
-        r = _run([sys.executable, "-c", "import mxmod; print('ran on')"], timeout=60,
-                 DMLC_ROLE=role, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT="9",
-                 DMLC_NUM_WORKER="2", DMLC_NUM_SERVER="1")
+        r = _run(
+            [sys.executable, "-c", "import mxmod; print('ran on')"],
+            timeout=60,
+            DMLC_ROLE=role,
+            DMLC_PS_ROOT_URI="127.0.0.1",
+            DMLC_PS_ROOT_PORT="9",
+            DMLC_NUM_WORKER="2",
+            DMLC_NUM_SERVER="1",
+        )
         assert r.returncode == 0 and "ran on" not in r.stdout
         assert f"DMLC_ROLE={role}: mxmod needs no parameter servers" in r.stderr
 
 
 def test_dist_store_after_jax_computed_explains():
-    code = ("import os, jax.numpy as jnp; jnp.ones(2).block_until_ready();"
-            "os.environ.update(DMLC_PS_ROOT_URI='127.0.0.1', DMLC_PS_ROOT_PORT='9',"
-            "DMLC_NUM_WORKER='2', DMLC_WORKER_ID='0');"
-            "import mxmod as mx; mx.kv.create('dist_sync')")
+    code = (
+        "import os, jax.numpy as jnp; jnp.ones(2).block_until_ready();"
+        "os.environ.update(DMLC_PS_ROOT_URI='127.0.0.1', DMLC_PS_ROOT_PORT='9',"
+        "DMLC_NUM_WORKER='2', DMLC_WORKER_ID='0');"
+        "import mxmod as mx; mx.kv.create('dist_sync')"
+    )
     r = _run([sys.executable, "-c", code], timeout=60)
     assert r.returncode != 0
     assert "describe worker 0 of 2, but JAX already ran a computation" in r.stderr
@@ -196,13 +267,25 @@ def test_dist_store_after_jax_computed_explains():
 def test_workers_from_jax_variables(tmp_path):
     """JAX's own variables instead of MXNet's: the same job."""
     from mxmod.launch import _free_port
+
     port = _free_port("127.0.0.1")
     procs = []
     for rank in (0, 1):
-        env = _env(devices=1, JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}",
-                   JAX_NUM_PROCESSES="2", JAX_PROCESS_ID=str(rank))
-        procs.append(subprocess.Popen([sys.executable, SCRIPT, str(tmp_path), "1"], env=env,
-                                      stderr=subprocess.PIPE, text=True, cwd=ROOT))
+        env = _env(
+            devices=1,
+            JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}",
+            JAX_NUM_PROCESSES="2",
+            JAX_PROCESS_ID=str(rank),
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, SCRIPT, str(tmp_path), "1"],
+                env=env,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
+            )
+        )
     try:
         errs = [p.communicate(timeout=120)[1] for p in procs]
     finally:
@@ -219,8 +302,10 @@ def test_workers_from_jax_variables(tmp_path):
 def test_host_reading_optimizer_is_refused(tmp_path):
     r = _launch(2, 1, tmp_path, 1, "--host-optimizer", timeout=120)
     assert r.returncode != 0
-    assert "dist_sync over several workers needs an optimizer with a compiled update; " \
-           "HostSGD.update reads host values" in r.stderr
+    assert (
+        "dist_sync over several workers needs an optimizer with a compiled update; "
+        "HostSGD.update reads host values" in r.stderr
+    )
 
 
 @pytest.mark.slow
@@ -238,11 +323,11 @@ def test_worker_local_views_after_fit(tmp_path):
     for rank in (0, 1):
         got = _params(two / f"inspect-rank{rank}.npz")
         for k in (0, 1):  # worker r's device k is device 2r+k of the 1x4 run
-            np.testing.assert_allclose(got[f"grad{k}"], ref[f"grad{2 * rank + k}"],
-                                       rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(
+                got[f"grad{k}"], ref[f"grad{2 * rank + k}"], rtol=1e-5, atol=1e-6
+            )
         rows = slice(8 * rank, 8 * rank + 8)  # its rows of the first global batch
         np.testing.assert_allclose(got["out"], ref["out"][rows], rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(got["out_dev1"], ref["out"][rows][4:], rtol=1e-5,
-                                   atol=1e-6)
+        np.testing.assert_allclose(got["out_dev1"], ref["out"][rows][4:], rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(got["data_dev0"].shape, (4, 10))
         assert got["predict"].shape == (32, 3)  # its own 32 rows

@@ -1,4 +1,5 @@
 """examples/module_tutorial.py (MXNet's Module tutorial) runs top to bottom, fast mode."""
+
 import importlib.util
 import os
 import shutil

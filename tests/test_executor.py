@@ -1,4 +1,5 @@
 """Executor: simple_bind/bind, forward/backward, grad_req, reshape, caching (issue #2)."""
+
 import json
 import pathlib
 
@@ -10,8 +11,9 @@ import mxmod as mx
 from mxmod.base import MXNetError
 from mxmod.test_utils import assert_almost_equal, check_numeric_gradient
 
-OUTPUTS_GOLD = json.loads((pathlib.Path(__file__).parent / "fixtures" / "symbol_executor" /
-                           "goldens.json").read_text())["executor_outputs"]
+OUTPUTS_GOLD = json.loads(
+    (pathlib.Path(__file__).parent / "fixtures" / "symbol_executor" / "goldens.json").read_text()
+)["executor_outputs"]
 
 
 def mlp():
@@ -24,18 +26,23 @@ def mlp():
 
 def reference_grads(params, x, y):
     """Softmax-CE gradient of the same MLP (MXNet's SoftmaxOutput rule) by jax.grad."""
+
     def loss(p):
         h = jax.nn.relu(x @ p["fc1_weight"].T + p["fc1_bias"])
         z = h @ p["fc2_weight"].T + p["fc2_bias"]
         return -(jax.nn.log_softmax(z) * jax.nn.one_hot(y, 3)).sum()
+
     return jax.grad(loss)(params)
 
 
 def test_simple_bind_forward_backward_matches_reference():
     exe = mlp().simple_bind(mx.cpu(), data=(4, 5))
     rng = np.random.RandomState(0)
-    params = {k: rng.randn(*v.shape).astype("float32") for k, v in exe.arg_dict.items()
-              if k not in ("data", "softmax_label")}
+    params = {
+        k: rng.randn(*v.shape).astype("float32")
+        for k, v in exe.arg_dict.items()
+        if k not in ("data", "softmax_label")
+    }
     for k, v in params.items():
         exe.arg_dict[k][:] = v
     x = rng.randn(4, 5).astype("float32")
@@ -45,8 +52,13 @@ def test_simple_bind_forward_backward_matches_reference():
     exe.backward()
     ref = reference_grads(params, x, y.astype(int))
     for k in params:
-        assert_almost_equal(exe.grad_dict[k], np.asarray(ref[k]), rtol=1e-5, atol=1e-5,
-                            names=(f"BACKWARD_{k}", "JAX_GRAD"))
+        assert_almost_equal(
+            exe.grad_dict[k],
+            np.asarray(ref[k]),
+            rtol=1e-5,
+            atol=1e-5,
+            names=(f"BACKWARD_{k}", "JAX_GRAD"),
+        )
     assert exe.output_dict["softmax_output"] is exe.outputs[0]
     assert exe.grad_dict.keys() == set(exe.arg_dict)
 
@@ -55,9 +67,12 @@ def test_grad_req_add_null_and_out_grads():
     x = mx.sym.Variable("x")
     w = mx.sym.Variable("w")
     y = x * w
-    exe = y.bind(mx.cpu(), args={"x": mx.nd.array([1.0, 2.0]), "w": mx.nd.array([3.0, 4.0])},
-                 args_grad={"x": mx.nd.zeros((2,)), "w": mx.nd.zeros((2,))},
-                 grad_req={"x": "add", "w": "null"})
+    exe = y.bind(
+        mx.cpu(),
+        args={"x": mx.nd.array([1.0, 2.0]), "w": mx.nd.array([3.0, 4.0])},
+        args_grad={"x": mx.nd.zeros((2,)), "w": mx.nd.zeros((2,))},
+        grad_req={"x": "add", "w": "null"},
+    )
     exe.forward(is_train=True)
     with pytest.raises(MXNetError, match="needs out_grads for the non-loss outputs"):
         exe.backward()
@@ -73,9 +88,13 @@ def test_mlp_gradients_match_finite_differences():
     x = mx.sym.FullyConnected(data, name="fc1", num_hidden=4)
     net = mx.sym.FullyConnected(mx.sym.Activation(x, act_type="tanh"), name="fc2", num_hidden=2)
     rng = np.random.RandomState(3)
-    location = {"data": rng.randn(3, 5), "fc1_weight": rng.randn(4, 5) * 0.5,
-                "fc1_bias": rng.randn(4), "fc2_weight": rng.randn(2, 4) * 0.5,
-                "fc2_bias": rng.randn(2)}
+    location = {
+        "data": rng.randn(3, 5),
+        "fc1_weight": rng.randn(4, 5) * 0.5,
+        "fc1_bias": rng.randn(4),
+        "fc2_weight": rng.randn(2, 4) * 0.5,
+        "fc2_bias": rng.randn(2),
+    }
     check_numeric_gradient(net, location, numeric_eps=1e-2, rtol=1e-2, atol=1e-3)
 
 
@@ -140,24 +159,32 @@ def test_bind_errors():
 def _bound_cases():
     data = mx.sym.Variable("data")
     fc = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
-    group = mx.sym.Group([mx.sym.SoftmaxOutput(fc, name="sm"),
-                          mx.sym.Cast(fc, dtype="float16", name="c")])
-    reg = mx.sym.LinearRegressionOutput(mx.sym.FullyConnected(data, num_hidden=1, name="f1"),
-                                        name="lro")
+    group = mx.sym.Group(
+        [mx.sym.SoftmaxOutput(fc, name="sm"), mx.sym.Cast(fc, dtype="float16", name="c")]
+    )
+    reg = mx.sym.LinearRegressionOutput(
+        mx.sym.FullyConnected(data, num_hidden=1, name="f1"), name="lro"
+    )
     exe = group.simple_bind(mx.cpu(), data=(2, 4))
-    args = {"data": mx.nd.ones((2, 4), dtype="float16"),
-            "fc_weight": mx.nd.ones((3, 4), dtype="float16"),
-            "fc_bias": mx.nd.ones((3,), dtype="float16")}
-    return {"group_simple_bind": exe,
-            "group_reshape": exe.reshape(partial_shaping=True, data=(1, 4)),
-            "regression_simple_bind": reg.simple_bind(mx.cpu(), data=(5, 2)),
-            "fc_bind_float16": fc.bind(mx.cpu(), args=args)}
+    args = {
+        "data": mx.nd.ones((2, 4), dtype="float16"),
+        "fc_weight": mx.nd.ones((3, 4), dtype="float16"),
+        "fc_bias": mx.nd.ones((3,), dtype="float16"),
+    }
+    return {
+        "group_simple_bind": exe,
+        "group_reshape": exe.reshape(partial_shaping=True, data=(1, 4)),
+        "regression_simple_bind": reg.simple_bind(mx.cpu(), data=(5, 2)),
+        "fc_bind_float16": fc.bind(mx.cpu(), args=args),
+    }
 
 
 def test_outputs_exist_at_bind_as_in_mxnet():
     for case, exe in _bound_cases().items():
-        got = {"outputs": [[list(o.shape), np.dtype(o.dtype).name] for o in exe.outputs],
-               "output_dict": list(exe.output_dict)}
+        got = {
+            "outputs": [[list(o.shape), np.dtype(o.dtype).name] for o in exe.outputs],
+            "output_dict": list(exe.output_dict),
+        }
         assert got == OUTPUTS_GOLD[case], case
         for o in exe.outputs:  # MXNet leaves them uninitialised; mxmod gives zeros
             np.testing.assert_array_equal(o.asnumpy(), 0)
@@ -176,7 +203,17 @@ def test_outputs_held_before_forward_see_its_results():
 def test_outputs_traced_when_inference_leaves_them_unknown():
     # e.g. a custom op whose infer_shape gives a 0-d output: the graph is traced abstractly
     from mxmod.executor.executor import Executor
+
     exe = mlp().simple_bind(mx.cpu(), data=(2, 5))
-    again = Executor(exe.symbol, mx.cpu(), exe._arg_names, exe.arg_arrays, exe.grad_arrays,
-                     exe._grad_req, exe._aux_names, exe.aux_arrays, [(None, None)])
+    again = Executor(
+        exe.symbol,
+        mx.cpu(),
+        exe._arg_names,
+        exe.arg_arrays,
+        exe.grad_arrays,
+        exe._grad_req,
+        exe._aux_names,
+        exe.aux_arrays,
+        [(None, None)],
+    )
     assert [(o.shape, o.dtype) for o in again.outputs] == [((2, 3), np.float32)]

@@ -1,5 +1,6 @@
 """mx.model.FeedForward (legacy estimator on Module) against MXNet 1.9.1's trajectory
 (tests/fixtures/surface/feedforward.npz) and its API contract."""
+
 import os
 import sys
 import warnings
@@ -28,9 +29,15 @@ def _init(gold):
 
 @pytest.fixture(scope="module")
 def trained(gold):
-    model = mx.model.FeedForward(surface_nets.ff_net(mx), num_epoch=3, optimizer="sgd",
-                                 learning_rate=0.2, momentum=0.9, arg_params=_init(gold),
-                                 numpy_batch_size=5)
+    model = mx.model.FeedForward(
+        surface_nets.ff_net(mx),
+        num_epoch=3,
+        optimizer="sgd",
+        learning_rate=0.2,
+        momentum=0.9,
+        arg_params=_init(gold),
+        numpy_batch_size=5,
+    )
     model.fit(mx.io.NDArrayIter(gold["x"], gold["y"], 5, shuffle=False), eval_metric="acc")
     return model
 
@@ -47,9 +54,11 @@ def test_predict_and_score_match_mxnet(trained, gold):
     out = trained.predict(mx.io.NDArrayIter(gold["x"], gold["y"], 6))  # padded last batch
     assert_almost_equal(out, gold["predict_iter"], rtol=1e-5, atol=1e-6)
     assert trained.score(mx.io.NDArrayIter(gold["x"], gold["y"], 5)) == pytest.approx(
-        float(gold["score_acc"]))
+        float(gold["score_acc"])
+    )
     assert trained.score(mx.io.NDArrayIter(gold["x"], gold["y"], 5), "ce") == pytest.approx(
-        float(gold["score_ce"]), rel=1e-5)
+        float(gold["score_ce"]), rel=1e-5
+    )
 
 
 def test_predict_return_data_and_num_batch(trained, gold):
@@ -57,17 +66,24 @@ def test_predict_return_data_and_num_batch(trained, gold):
     assert out.shape == (10, 3) and data.shape == (10, 3) and label.shape == (10,)
     np.testing.assert_allclose(data, gold["x"][:10])
     seen = []
-    trained.score(mx.io.NDArrayIter(gold["x"], gold["y"], 5),
-                  batch_end_callback=lambda p: seen.append(p.nbatch))
+    trained.score(
+        mx.io.NDArrayIter(gold["x"], gold["y"], 5),
+        batch_end_callback=lambda p: seen.append(p.nbatch),
+    )
     assert seen == [0, 1, 2, 3]
 
 
 def test_create_with_numpy_save_and_load(tmp_path, gold):
     with pytest.warns(DeprecationWarning, match="FeedForward has been deprecated"):
-        model = mx.model.FeedForward.create(surface_nets.ff_net(mx), gold["x"], gold["y"],
-                                            num_epoch=1, numpy_batch_size=4,
-                                            learning_rate=0.1,
-                                            initializer=mx.init.Xavier())
+        model = mx.model.FeedForward.create(
+            surface_nets.ff_net(mx),
+            gold["x"],
+            gold["y"],
+            num_epoch=1,
+            numpy_batch_size=4,
+            learning_rate=0.1,
+            initializer=mx.init.Xavier(),
+        )
     prefix = str(tmp_path / "ff")
     model.save(prefix)
     assert os.path.exists(prefix + "-0001.params") and os.path.exists(prefix + "-symbol.json")
@@ -78,8 +94,13 @@ def test_create_with_numpy_save_and_load(tmp_path, gold):
 
 def test_symbol_generator_and_extra_params(gold):
     extra = dict(_init(gold), unused_weight=mx.nd.ones((2,)))
-    model = mx.model.FeedForward(lambda key: surface_nets.ff_net(mx), num_epoch=1,
-                                 arg_params=extra, allow_extra_params=True, numpy_batch_size=5)
+    model = mx.model.FeedForward(
+        lambda key: surface_nets.ff_net(mx),
+        num_epoch=1,
+        arg_params=extra,
+        allow_extra_params=True,
+        numpy_batch_size=5,
+    )
     with pytest.raises(TypeError, match="default_bucket_key"):
         model.fit(mx.io.NDArrayIter(gold["x"], gold["y"], 5))
     data = mx.io.NDArrayIter(gold["x"], gold["y"], 5, shuffle=False)
@@ -104,8 +125,9 @@ def test_errors(tmp_path, gold):
         model.predict(gold["x"])
     with pytest.raises(ValueError, match="needs an epoch"):
         mx.model.FeedForward(net).save(str(tmp_path / "x"))
-    dup = mx.sym.FullyConnected(mx.sym.Variable("data"), weight=mx.sym.Variable("w"),
-                                num_hidden=3, name="a")
+    dup = mx.sym.FullyConnected(
+        mx.sym.Variable("data"), weight=mx.sym.Variable("w"), num_hidden=3, name="a"
+    )
     dup = mx.sym.FullyConnected(dup, weight=mx.sym.Variable("w"), num_hidden=3, name="b")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,6 +1,7 @@
 """Malformed files are refused with one named error (issue 15): the fast subset of
 ``benchmarks/fuzz_readers.py``, MXNet 1.9.1's verdicts on 2,400 mutated symbol files, and
 the cases the first fuzzing run found."""
+
 import hashlib
 import json
 import struct
@@ -21,22 +22,33 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import file_mutations as fm  # noqa: E402
 import fuzz_readers  # noqa: E402
 
-VERDICTS = json.loads((ROOT / "tests" / "fixtures" / "fuzz" / "symbol_verdicts.json")
-                      .read_text())["bases"]
+VERDICTS = json.loads((ROOT / "tests" / "fixtures" / "fuzz" / "symbol_verdicts.json").read_text())[
+    "bases"
+]
 # MXNet refuses these because of operator attribute bounds (num_hidden < 1 or beyond int32;
 # Pooling without kernel), checked when the op table parses a node's attributes.
-OP_ATTR_BOUNDS = {("checkpoint/mlp-symbol.json", 190), ("checkpoint/mlp-symbol.json", 436),
-                ("checkpoint/mlp-symbol.json", 497), ("checkpoint/mlp-symbol.json", 577),
-                ("checkpoint/lenet-symbol.json", 85), ("checkpoint/lenet-symbol.json", 132),
-                ("checkpoint/lenet-symbol.json", 577), ("nd/ckpt-symbol.json", 167),
-                ("nd/ckpt-symbol.json", 577)}
+OP_ATTR_BOUNDS = {
+    ("checkpoint/mlp-symbol.json", 190),
+    ("checkpoint/mlp-symbol.json", 436),
+    ("checkpoint/mlp-symbol.json", 497),
+    ("checkpoint/mlp-symbol.json", 577),
+    ("checkpoint/lenet-symbol.json", 85),
+    ("checkpoint/lenet-symbol.json", 132),
+    ("checkpoint/lenet-symbol.json", 577),
+    ("nd/ckpt-symbol.json", 167),
+    ("nd/ckpt-symbol.json", 577),
+}
 
 
 def test_fuzz_subset_of_mxmod_readers():
     report = fuzz_readers.Fuzzer(seed=1).run(400, readers=fuzz_readers.OWN)
     counts = report["counts"]
-    bad = {f"{r}/{k}": counts[r].get(k, 0) for r in fuzz_readers.OWN for k in fuzz_readers.BAD
-           if counts[r].get(k, 0)}
+    bad = {
+        f"{r}/{k}": counts[r].get(k, 0)
+        for r in fuzz_readers.OWN
+        for k in fuzz_readers.BAD
+        if counts[r].get(k, 0)
+    }
     assert not bad, (bad, report["examples"])
     for reader in fuzz_readers.OWN:  # the mutants exercise both outcomes
         assert counts[reader].get("ok", 0) > 0 and counts[reader].get("clean", 0) > 0, reader
@@ -46,8 +58,12 @@ def test_fuzz_subset_of_state_and_recordio_readers():
     readers = fuzz_readers.OPTIMIZER + fuzz_readers.OTHERS
     report = fuzz_readers.Fuzzer(seed=1).run(400, readers=readers)
     counts = report["counts"]
-    bad = {f"{r}/{k}": counts[r].get(k, 0) for r in readers for k in fuzz_readers.BAD
-           if counts[r].get(k, 0)}
+    bad = {
+        f"{r}/{k}": counts[r].get(k, 0)
+        for r in readers
+        for k in fuzz_readers.BAD
+        if counts[r].get(k, 0)
+    }
     assert not bad, (bad, report["examples"])
     assert all(counts[r].get("clean", 0) > 0 for r in readers), counts
 
@@ -84,8 +100,11 @@ def test_symbol_files_mxnet_refuses_are_refused():
 
 def test_symbol_op_attribute_bounds_refused_as_mxnet():
     for rel, seed in sorted(OP_ATTR_BOUNDS):
-        with pytest.raises(MXNetFileError, match=r"attribute num_hidden='(0|-1|999999999999)' "
-                                                 r"is invalid|Pooling '.*': kernel is required"):
+        with pytest.raises(
+            MXNetFileError,
+            match=r"attribute num_hidden='(0|-1|999999999999)' "
+            r"is invalid|Pooling '.*': kernel is required",
+        ):
             mx.sym.load_json(fm.mutate_symbol(fm.read_base(rel).decode(), seed))
 
 
@@ -98,33 +117,61 @@ def _edited(edit):
     return json.dumps(g)
 
 
-@pytest.mark.parametrize("text, match", [
-    ('{"nodes": [], "heads": [], "arg_nodes": [], "attrs": {"x": ' + "[" * 1000 + "]" * 1000
-     + "}}", r"structure: nested 1002 levels deep \(expected at most 64 levels\)"),
-    (_edited(lambda g: g["nodes"].__setitem__(0, "x")),
-     r"nodes\[0\]: 'x' is not an object \(expected a node"),
-    (_edited(lambda g: g["nodes"][3]["inputs"][0].__setitem__(0, "0")),
-     r"nodes\[3\]\.inputs\[0\]\[0\]: '0' is not an unsigned 32-bit int"),
-    (_edited(lambda g: g["nodes"][3]["inputs"][0].__setitem__(0, None)),
-     r"nodes\[3\]\.inputs\[0\]\[0\]: null is not an unsigned 32-bit int"),
-    (_edited(lambda g: g["nodes"][3]["inputs"][0].__setitem__(0, -1)),
-     r"nodes\[3\]\.inputs\[0\]\[0\]: -1 is not an unsigned 32-bit int"),
-    (_edited(lambda g: g.__setitem__("heads", [[13]])),
-     r"heads\[0\]: \[13\] is not an entry \(expected \[node_id, output_index\]"),
-    (_edited(lambda g: g.__setitem__("arg_nodes", [3])),
-     r"arg_nodes\[0\]: node 3 is an operator \(expected ids of variable"),
-    (_edited(lambda g: g.pop("arg_nodes")), r"arg_nodes: missing field"),
-    (_edited(lambda g: g.__setitem__("zzz", 1)), r"zzz: unknown field"),
-    (_edited(lambda g: g["nodes"][3].__setitem__("attrs", {"num_hidden": 4})),
-     r"nodes\[3\]\.attrs\['num_hidden'\]: value 4 is not a string"),
-    (_edited(lambda g: g["nodes"][3]["inputs"].__setitem__(0, [4, 0, 0])),
-     r"nodes\[3\]\.inputs\[0\]: 'fc1' depends on itself through 'relu1' \(a cycle\)"),
-    (_edited(lambda g: g["attrs"].__setitem__("mxnet_version", ["str", "10901"])),
-     r"attrs\['mxnet_version'\]: '10901' is not a 'str' value|is not a .* value"),
-    (json.dumps(BASE_SYM).replace('"data"', '"d\\u0061ta"', 1),
-     r"string escape '\\u'.*\(expected only"),
-    (json.dumps(BASE_SYM) + "\x00", r"NUL character"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (
+            '{"nodes": [], "heads": [], "arg_nodes": [], "attrs": {"x": '
+            + "[" * 1000
+            + "]" * 1000
+            + "}}",
+            r"structure: nested 1002 levels deep \(expected at most 64 levels\)",
+        ),
+        (
+            _edited(lambda g: g["nodes"].__setitem__(0, "x")),
+            r"nodes\[0\]: 'x' is not an object \(expected a node",
+        ),
+        (
+            _edited(lambda g: g["nodes"][3]["inputs"][0].__setitem__(0, "0")),
+            r"nodes\[3\]\.inputs\[0\]\[0\]: '0' is not an unsigned 32-bit int",
+        ),
+        (
+            _edited(lambda g: g["nodes"][3]["inputs"][0].__setitem__(0, None)),
+            r"nodes\[3\]\.inputs\[0\]\[0\]: null is not an unsigned 32-bit int",
+        ),
+        (
+            _edited(lambda g: g["nodes"][3]["inputs"][0].__setitem__(0, -1)),
+            r"nodes\[3\]\.inputs\[0\]\[0\]: -1 is not an unsigned 32-bit int",
+        ),
+        (
+            _edited(lambda g: g.__setitem__("heads", [[13]])),
+            r"heads\[0\]: \[13\] is not an entry \(expected \[node_id, output_index\]",
+        ),
+        (
+            _edited(lambda g: g.__setitem__("arg_nodes", [3])),
+            r"arg_nodes\[0\]: node 3 is an operator \(expected ids of variable",
+        ),
+        (_edited(lambda g: g.pop("arg_nodes")), r"arg_nodes: missing field"),
+        (_edited(lambda g: g.__setitem__("zzz", 1)), r"zzz: unknown field"),
+        (
+            _edited(lambda g: g["nodes"][3].__setitem__("attrs", {"num_hidden": 4})),
+            r"nodes\[3\]\.attrs\['num_hidden'\]: value 4 is not a string",
+        ),
+        (
+            _edited(lambda g: g["nodes"][3]["inputs"].__setitem__(0, [4, 0, 0])),
+            r"nodes\[3\]\.inputs\[0\]: 'fc1' depends on itself through 'relu1' \(a cycle\)",
+        ),
+        (
+            _edited(lambda g: g["attrs"].__setitem__("mxnet_version", ["str", "10901"])),
+            r"attrs\['mxnet_version'\]: '10901' is not a 'str' value|is not a .* value",
+        ),
+        (
+            json.dumps(BASE_SYM).replace('"data"', '"d\\u0061ta"', 1),
+            r"string escape '\\u'.*\(expected only",
+        ),
+        (json.dumps(BASE_SYM) + "\x00", r"NUL character"),
+    ],
+)
 def test_symbol_refusals_name_the_field(tmp_path, text, match):
     path = tmp_path / "bad-symbol.json"
     path.write_text(text)
@@ -150,10 +197,12 @@ def test_nd_header_claiming_huge_array_allocates_nothing():
     raw = bytearray(to_bytes({"w": np.ones((2, 2), np.float32)}))
     struct.pack_into("<q", raw, 36, 10**10)  # first dim of the first record
     tracemalloc.start()
-    with pytest.raises(MXNetFileError, match=r"array 0 data \(20000000000 x float32\) needs "
-                                             r"80000000000 bytes but only 33 remain \(at "
-                                             r"offset 64 .*at least 80000000064 bytes, got 97"
-                       ) as err:
+    with pytest.raises(
+        MXNetFileError,
+        match=r"array 0 data \(20000000000 x float32\) needs "
+        r"80000000000 bytes but only 33 remain \(at "
+        r"offset 64 .*at least 80000000064 bytes, got 97",
+    ) as err:
         mx.nd.load_frombuffer(bytes(raw))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -166,8 +215,11 @@ def test_nd_errors_name_offset_and_expectation(tmp_path):
     struct.pack_into("<i", raw, 44, 9)  # device type
     path = tmp_path / "bad.nd"
     path.write_bytes(bytes(raw))
-    with pytest.raises(MXNetFileError, match=r"bad\.nd'.*invalid context \(dev_type 9.*at "
-                                             r"offset 44.*expected dev_type in \(1, 2, 3, 5\)"):
+    with pytest.raises(
+        MXNetFileError,
+        match=r"bad\.nd'.*invalid context \(dev_type 9.*at "
+        r"offset 44.*expected dev_type in \(1, 2, 3, 5\)",
+    ):
         mx.nd.load(str(path))
     raw = bytearray(to_bytes({"w": np.zeros((0, 3), np.float32)}))
     struct.pack_into("<q", raw, 44, 2**40)  # an empty array with a 2**40 axis
@@ -199,6 +251,7 @@ def test_read_npz_checks_every_size_before_allocating():
     import zipfile
 
     from mxmod.fileio import read_npz
+
     buf = io.BytesIO()
     np.savez(buf, a=np.arange(6.0).reshape(2, 3), f=np.asfortranarray(np.ones((2, 3), np.int8)))
     blob = buf.getvalue()
@@ -220,9 +273,12 @@ def test_read_npz_checks_every_size_before_allocating():
     bomb = io.BytesIO()
     with zipfile.ZipFile(bomb, "w") as z:
         z.writestr("a.npy", fm._npy_header_bomb((10**10,)))
-    with pytest.raises(MXNetFileError, match=r"s\.states: member 'a\.npy' header: shape "
-                                             r"\(10000000000,\) of float32 needs 40000000000 "
-                                             r"bytes but the member holds 8"):
+    with pytest.raises(
+        MXNetFileError,
+        match=r"s\.states: member 'a\.npy' header: shape "
+        r"\(10000000000,\) of float32 needs 40000000000 "
+        r"bytes but the member holds 8",
+    ):
         read_npz(bomb.getvalue(), "s.states")
     pickled = io.BytesIO()
     np.savez(pickled, a=np.array([{"x": 1}], dtype=object))
@@ -234,11 +290,15 @@ def test_check_pickle_stream_refuses_oversized_claims():
     import pickle
 
     from mxmod.fileio import check_pickle_stream
+
     mxnet_states = fm.read_base(fm.PICKLE_BASES[0])
     assert check_pickle_stream(mxnet_states, "m.states") > 10
     assert check_pickle_stream(pickle.dumps({1: [2.0, (3,)]}, protocol=4), "p") > 5
-    with pytest.raises(MXNetFileError, match=r"m\.states: offset 2 \(FRAME\): frame of "
-                                             r"9223372036854775807 bytes \(expected at most"):
+    with pytest.raises(
+        MXNetFileError,
+        match=r"m\.states: offset 2 \(FRAME\): frame of "
+        r"9223372036854775807 bytes \(expected at most",
+    ):
         check_pickle_stream(fm.HOSTILE_PICKLES[2], "m.states")
     with pytest.raises(MXNetFileError, match=r"offset 3 \(LONG_BINPUT\): memo index 4294967295"):
         check_pickle_stream(b"\x80\x02]r\xff\xff\xff\xff.", "m.states")

@@ -1,6 +1,7 @@
 """python -m mxmod.tools.im2rec makes the same .lst, .rec and .idx bytes as MXNet 1.9.1's
 tools/im2rec.py (tests/fixtures/data/im2rec, made by gen_data_fixtures.py from the
 committed source images)."""
+
 import os
 import shutil
 import subprocess
@@ -25,8 +26,9 @@ def test_list_and_records_match_mxnet(tmp_path, capsys):
     assert im2rec.main(["--list", "--recursive", prefix, ROOT]) == 0
     assert "cat 0" in capsys.readouterr().out
     assert _same(prefix + ".lst", os.path.join(REC, "imgs.lst"))
-    assert im2rec.main([prefix, ROOT, "--resize", "24", "--quality", "90", "--num-thread",
-                        "2"]) == 0
+    assert (
+        im2rec.main([prefix, ROOT, "--resize", "24", "--quality", "90", "--num-thread", "2"]) == 0
+    )
     # re-encoded JPEGs: identical bytes when OpenCV's encoder is the same libjpeg-turbo
     for ext in ("idx", "rec"):
         assert _same(f"{prefix}.{ext}", os.path.join(REC, f"imgs.{ext}")), ext
@@ -35,16 +37,34 @@ def test_list_and_records_match_mxnet(tmp_path, capsys):
     for ext in ("idx", "rec"):
         assert _same(str(tmp_path / f"pass.{ext}"), os.path.join(REC, f"pass.{ext}"))
     shutil.copy(os.path.join(REC, "multi.lst"), tmp_path / "multi.lst")
-    assert im2rec.main([str(tmp_path / "multi"), ROOT, "--pack-label", "--encoding", ".png",
-                        "--resize", "20", "--quality", "9"]) == 0
+    assert (
+        im2rec.main(
+            [
+                str(tmp_path / "multi"),
+                ROOT,
+                "--pack-label",
+                "--encoding",
+                ".png",
+                "--resize",
+                "20",
+                "--quality",
+                "9",
+            ]
+        )
+        == 0
+    )
     for ext in ("idx", "rec"):
         assert _same(str(tmp_path / f"multi.{ext}"), os.path.join(REC, f"multi.{ext}"))
 
 
 def test_train_val_split_and_missing_list(tmp_path, capsys):
     prefix = str(tmp_path / "split")
-    assert im2rec.main(["--list", "--recursive", "--train-ratio", "0.75", "--no-shuffle",
-                        prefix, ROOT]) == 0
+    assert (
+        im2rec.main(
+            ["--list", "--recursive", "--train-ratio", "0.75", "--no-shuffle", prefix, ROOT]
+        )
+        == 0
+    )
     with open(prefix + "_train.lst") as f:
         train = f.read().splitlines()
     with open(prefix + "_val.lst") as f:
@@ -56,8 +76,20 @@ def test_train_val_split_and_missing_list(tmp_path, capsys):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="module entry point on POSIX")
 def test_module_entry_point(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "mxmod.tools.im2rec", "--help"],
-                         capture_output=True, text=True, check=True).stdout
-    for opt in ("--list", "--recursive", "--resize", "--quality", "--encoding", "--pack-label",
-                "--num-thread", "--pass-through"):
+    out = subprocess.run(
+        [sys.executable, "-m", "mxmod.tools.im2rec", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for opt in (
+        "--list",
+        "--recursive",
+        "--resize",
+        "--quality",
+        "--encoding",
+        "--pack-label",
+        "--num-thread",
+        "--pass-through",
+    ):
         assert opt in out

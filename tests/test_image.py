@@ -6,6 +6,7 @@ pixel-exact. Bicubic (interp=2, mx.image's default) differs by at most 1 grey le
 few percent of pixels: MXNet bundles OpenCV 3.4, whose bicubic kernel rounds differently
 from OpenCV 4's. Float normalization agrees to 1 ulp, rotation to 3e-5.
 """
+
 import json
 import os
 import random
@@ -60,8 +61,9 @@ def test_decode_resize_crop_match_mxnet(path):
     random.seed(n)  # MXNet draws crops from Python's random: same seed, same crop
     close("random", key, mx.image.random_crop(img, (20, 18))[0])
     random.seed(n)
-    close("rsize", key, mx.image.random_size_crop(img, (16, 16), 0.3, (0.75, 1.33))[0],
-          bicubic=True)
+    close(
+        "rsize", key, mx.image.random_size_crop(img, (16, 16), 0.3, (0.75, 1.33))[0], bicubic=True
+    )
     close("border", key, mx.image.copyMakeBorder(img, 1, 2, 3, 4, value=7))
     # numpy in, numpy out (the iterators' path), same pixels
     close("center", key, mx.image.center_crop(img.asnumpy(), (20, 18))[0])
@@ -70,12 +72,19 @@ def test_decode_resize_crop_match_mxnet(path):
 def test_normalize_and_create_augmenter_match_mxnet():
     key = os.path.relpath(FILES[0], ROOT).replace(os.sep, "_")
     img = mx.image.imdecode(open(FILES[0], "rb").read())
-    close("norm", key, mx.image.color_normalize(img.astype("float32"),
-                                                mx.nd.array([120.0, 110.0, 100.0]),
-                                                mx.nd.array([50.0, 60.0, 70.0])))
+    close(
+        "norm",
+        key,
+        mx.image.color_normalize(
+            img.astype("float32"),
+            mx.nd.array([120.0, 110.0, 100.0]),
+            mx.nd.array([50.0, 60.0, 70.0]),
+        ),
+    )
     random.seed(10)
-    augs = mx.image.CreateAugmenter((3, 16, 16), resize=20, rand_crop=True, rand_mirror=True,
-                                    mean=True, std=True)
+    augs = mx.image.CreateAugmenter(
+        (3, 16, 16), resize=20, rand_crop=True, rand_mirror=True, mean=True, std=True
+    )
     x = img
     for a in augs:
         x = a(x)
@@ -93,8 +102,9 @@ def test_imrotate_matches_mxnet():
         np.testing.assert_allclose(got.asnumpy(), G[f"rot:{deg}"], rtol=1e-4, atol=1e-3)
     np.random.seed(4)  # MXNet draws the angles from numpy's global RNG
     batch = np.stack([chw.asnumpy(), chw.asnumpy() * 0.5])
-    np.testing.assert_allclose(mx.image.random_rotate(batch, (-40, 40)), G["rot:random"],
-                               rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(
+        mx.image.random_rotate(batch, (-40, 40)), G["rot:random"], rtol=1e-4, atol=1e-3
+    )
     with pytest.raises(TypeError, match="Only `float32` images"):
         mx.image.imrotate(img.transpose((2, 0, 1)), 10)
     with pytest.raises(ValueError, match="cannot be both True"):
@@ -108,17 +118,23 @@ def test_imrotate_matches_mxnet():
 def test_color_jitter_augmenters_are_type_preserving():
     img = np.full((4, 5, 3), 100, np.uint8)
     random.seed(0)
-    for aug in (mx.image.BrightnessJitterAug(0.3), mx.image.ContrastJitterAug(0.3),
-                mx.image.SaturationJitterAug(0.3), mx.image.HueJitterAug(0.1),
-                mx.image.RandomGrayAug(1.0), mx.image.HorizontalFlipAug(1.0),
-                mx.image.LightingAug(0.1, np.array([55.46, 4.794, 1.148]), np.eye(3))):
+    for aug in (
+        mx.image.BrightnessJitterAug(0.3),
+        mx.image.ContrastJitterAug(0.3),
+        mx.image.SaturationJitterAug(0.3),
+        mx.image.HueJitterAug(0.1),
+        mx.image.RandomGrayAug(1.0),
+        mx.image.HorizontalFlipAug(1.0),
+        mx.image.LightingAug(0.1, np.array([55.46, 4.794, 1.148]), np.eye(3)),
+    ):
         out_np = aug(img.astype(np.float32))
         assert isinstance(out_np, np.ndarray) and out_np.shape == img.shape
         out_nd = aug(mx.nd.array(img))
         assert isinstance(out_nd, mx.nd.NDArray) and out_nd.shape == img.shape
     # contrast 0-range and a gray image: unchanged
-    np.testing.assert_allclose(mx.image.ContrastJitterAug(0.0)(img.astype(np.float32)), 100,
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        mx.image.ContrastJitterAug(0.0)(img.astype(np.float32)), 100, rtol=1e-5
+    )
 
 
 def test_image_errors():
@@ -142,14 +158,20 @@ IT = np.load(os.path.join(DATA, "image_iter.npz"))
 REC = os.path.join(DATA, "im2rec")
 CASES = {
     "rec_seq": dict(path_imgrec=os.path.join(REC, "imgs.rec")),
-    "rec_idx": dict(path_imgrec=os.path.join(REC, "imgs.rec"),
-                    path_imgidx=os.path.join(REC, "imgs.idx")),
+    "rec_idx": dict(
+        path_imgrec=os.path.join(REC, "imgs.rec"), path_imgidx=os.path.join(REC, "imgs.idx")
+    ),
     "lst": dict(path_imglist=os.path.join(REC, "imgs.lst"), path_root=ROOT),
-    "imglist": dict(imglist=[[float(k), "cat/im%02d.jpg" % k] for k in (0, 1, 2, 3)],
-                    path_root=ROOT),
+    "imglist": dict(
+        imglist=[[float(k), "cat/im%02d.jpg" % k] for k in (0, 1, 2, 3)], path_root=ROOT
+    ),
     "multi": dict(path_imgrec=os.path.join(REC, "multi.rec"), label_width=2),
-    "parts": dict(path_imgrec=os.path.join(REC, "imgs.rec"),
-                  path_imgidx=os.path.join(REC, "imgs.idx"), num_parts=2, part_index=1),
+    "parts": dict(
+        path_imgrec=os.path.join(REC, "imgs.rec"),
+        path_imgidx=os.path.join(REC, "imgs.idx"),
+        num_parts=2,
+        part_index=1,
+    ),
     "discard": dict(path_imgrec=os.path.join(REC, "imgs.rec"), last_batch_handle="discard"),
     "roll": dict(path_imgrec=os.path.join(REC, "imgs.rec"), last_batch_handle="roll_over"),
 }
@@ -180,10 +202,16 @@ def test_image_iter_matches_mxnet(name):
 
 def test_image_iter_shuffle_and_augment_match_mxnet_seeded():
     random.seed(3)
-    it = mx.image.ImageIter(batch_size=4, data_shape=(3, 16, 16), shuffle=True,
-                            path_imgrec=os.path.join(REC, "imgs.rec"),
-                            path_imgidx=os.path.join(REC, "imgs.idx"), rand_crop=True,
-                            rand_mirror=True, resize=18)
+    it = mx.image.ImageIter(
+        batch_size=4,
+        data_shape=(3, 16, 16),
+        shuffle=True,
+        path_imgrec=os.path.join(REC, "imgs.rec"),
+        path_imgidx=os.path.join(REC, "imgs.idx"),
+        rand_crop=True,
+        rand_mirror=True,
+        resize=18,
+    )
     _check_batches(it, "shuffle", 1)
 
 
@@ -194,9 +222,12 @@ class _Scale(mx.image.Augmenter):
 
 
 def test_image_iter_user_augmenter_and_errors(tmp_path):
-    it = mx.image.ImageIter(batch_size=2, data_shape=(3, 4, 4),
-                            path_imgrec=os.path.join(REC, "imgs.rec"),
-                            aug_list=[mx.image.CenterCropAug((4, 4)), _Scale()])
+    it = mx.image.ImageIter(
+        batch_size=2,
+        data_shape=(3, 4, 4),
+        path_imgrec=os.path.join(REC, "imgs.rec"),
+        aug_list=[mx.image.CenterCropAug((4, 4)), _Scale()],
+    )
     assert np.all(it.next().data[0].asnumpy() == 1)
     with pytest.raises(ValueError, match="needs path_imgrec, path_imglist or imglist"):
         mx.image.ImageIter(2, (3, 4, 4))

@@ -5,6 +5,7 @@ prefetch pipeline, and a conv net trained from an im2rec-made .rec.
 Tolerance: pixel-exact (float32 arithmetic as MXNet) except bicubic resizes (inter_method 2,
 or 9 when enlarging), which may differ by 1 grey level (OpenCV 3.4 in MXNet vs 4.x here).
 """
+
 import json
 import os
 import shutil
@@ -55,8 +56,7 @@ def test_matches_mxnet(name):
             real = len(got) - (3 if name == "no_round" and b == 2 else pad)
             diff = np.abs(got[:real].astype(np.float32) - want[:real].astype(np.float32))
             assert diff.max() <= (1 if bicubic else 1e-5), pre
-            np.testing.assert_array_equal(batch.label[0].asnumpy()[:real],
-                                          Z[pre + "label"][:real])
+            np.testing.assert_array_equal(batch.label[0].asnumpy()[:real], Z[pre + "label"][:real])
             assert batch.pad == (3 if name == "no_round" and b == 2 else pad)
             n += 1
         if f"{name}:{epoch}:0:data" in Z.files:
@@ -76,11 +76,16 @@ def test_uint8_and_int8_variants():
 
 def test_mean_img_created_then_loaded(tmp_path):
     path = str(tmp_path / "mean.bin")
-    kw = dict(path_imgrec=os.path.join(REC, "imgs.rec"), data_shape=(3, 16, 16), batch_size=4,
-              mean_img=path)
+    kw = dict(
+        path_imgrec=os.path.join(REC, "imgs.rec"),
+        data_shape=(3, 16, 16),
+        batch_size=4,
+        mean_img=path,
+    )
     it = mx.io.ImageRecordIter(**kw)
-    np.testing.assert_allclose(mx.nd.load(path)["mean_img"].asnumpy(), Z["mean_img:mean"],
-                               atol=1e-4)  # MXNet sums in float32, mxmod in float64
+    np.testing.assert_allclose(
+        mx.nd.load(path)["mean_img"].asnumpy(), Z["mean_img:mean"], atol=1e-4
+    )  # MXNet sums in float32, mxmod in float64
     np.testing.assert_allclose(it.next().data[0].asnumpy(), Z["mean_img:0:0:data"], atol=1e-4)
     it2 = mx.io.ImageRecordIter(**kw)  # the file now exists: loaded, not recomputed
     np.testing.assert_allclose(it2.next().data[0].asnumpy(), Z["mean_img:0:0:data"], atol=1e-4)
@@ -92,10 +97,23 @@ def _epoch_labels(it):
 
 
 def test_shuffle_and_random_augmentation_are_seeded():
-    kw = dict(path_imgrec=os.path.join(REC, "imgs.rec"), path_imgidx=os.path.join(REC, "imgs.idx"),
-              data_shape=(3, 16, 16), batch_size=4, shuffle=True, rand_crop=True,
-              rand_mirror=True, max_random_scale=1.2, min_random_scale=0.9, random_h=10,
-              random_s=10, random_l=10, max_aspect_ratio=0.2, seed=5, preprocess_threads=2)
+    kw = dict(
+        path_imgrec=os.path.join(REC, "imgs.rec"),
+        path_imgidx=os.path.join(REC, "imgs.idx"),
+        data_shape=(3, 16, 16),
+        batch_size=4,
+        shuffle=True,
+        rand_crop=True,
+        rand_mirror=True,
+        max_random_scale=1.2,
+        min_random_scale=0.9,
+        random_h=10,
+        random_s=10,
+        random_l=10,
+        max_aspect_ratio=0.2,
+        seed=5,
+        preprocess_threads=2,
+    )
     a, b = mx.io.ImageRecordIter(**kw), mx.io.ImageRecordIter(**kw)
     for _ in range(2):
         ba, bb = a.next(), b.next()
@@ -104,18 +122,25 @@ def test_shuffle_and_random_augmentation_are_seeded():
     assert sorted(sum(first, ())) == sorted(sum(second, ()))  # same images
     assert first != second  # a new order every epoch
     c = mx.io.ImageRecordIter(**dict(kw, seed=6))
-    assert not np.array_equal(c.next().data[0].asnumpy(), mx.io.ImageRecordIter(**kw).next()
-                              .data[0].asnumpy())
+    assert not np.array_equal(
+        c.next().data[0].asnumpy(), mx.io.ImageRecordIter(**kw).next().data[0].asnumpy()
+    )
 
 
 def test_place_on_puts_batches_on_a_sharded_mesh():
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
     mesh = Mesh(np.array(jax.devices()[:4]), ("d",))
-    it = mx.io.ImageRecordIter(path_imgrec=os.path.join(REC, "imgs.rec"),
-                               data_shape=(3, 16, 16), batch_size=4)
-    it.place_on({"data": NamedSharding(mesh, PartitionSpec("d")),
-                 "softmax_label": NamedSharding(mesh, PartitionSpec("d"))})
+    it = mx.io.ImageRecordIter(
+        path_imgrec=os.path.join(REC, "imgs.rec"), data_shape=(3, 16, 16), batch_size=4
+    )
+    it.place_on(
+        {
+            "data": NamedSharding(mesh, PartitionSpec("d")),
+            "softmax_label": NamedSharding(mesh, PartitionSpec("d")),
+        }
+    )
     batch = it.next()
     sharding = batch.data[0]._data.sharding
     assert isinstance(sharding, NamedSharding) and sharding.spec == PartitionSpec("d")
@@ -129,21 +154,19 @@ def test_parameter_errors():
     with pytest.raises(TypeError, match="can only accept keyword arguments"):
         mx.io.ImageRecordIter(rec)
     with pytest.raises(MXNetError, match=r"unknown parameter\(s\) \['rand_flip'\]"):
-        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2,
-                              rand_flip=True)
+        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2, rand_flip=True)
     with pytest.raises(MXNetError, match="ctx='tpu' must be 'cpu' or 'gpu'"):
         mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2, ctx="tpu")
     with pytest.raises(MXNetError, match="required parameter data_shape is missing"):
         mx.io.ImageRecordIter(path_imgrec=rec, batch_size=2)
     with pytest.raises(NotImplementedError, match="option brightness=0.4 is not implemented"):
-        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2,
-                              brightness=0.4)
+        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2, brightness=0.4)
     with pytest.raises(NotImplementedError, match="aug_seq='det_aug_default'"):
-        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2,
-                              aug_seq="det_aug_default")
+        mx.io.ImageRecordIter(
+            path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2, aug_seq="det_aug_default"
+        )
     with pytest.raises(MXNetError, match="dtype 'float16': use float32, uint8 or int8"):
-        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2,
-                              dtype="float16")
+        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2, dtype="float16")
     with pytest.raises(MXNetError, match="must be bigger than the batch size"):
         mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=40)
     it = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 40, 40), batch_size=2)
@@ -155,29 +178,40 @@ def test_parameter_errors():
 
 def test_missing_and_truncated_files(tmp_path):
     with pytest.raises(MXNetError, match="cannot open RecordIO file .*none.rec"):
-        mx.io.ImageRecordIter(path_imgrec=str(tmp_path / "none.rec"), data_shape=(3, 8, 8),
-                              batch_size=2)
+        mx.io.ImageRecordIter(
+            path_imgrec=str(tmp_path / "none.rec"), data_shape=(3, 8, 8), batch_size=2
+        )
     with pytest.raises(MXNetError, match="cannot open index file .*none.idx"):
-        mx.io.ImageRecordIter(path_imgrec=os.path.join(REC, "imgs.rec"),
-                              path_imgidx=str(tmp_path / "none.idx"), data_shape=(3, 8, 8),
-                              batch_size=2)
+        mx.io.ImageRecordIter(
+            path_imgrec=os.path.join(REC, "imgs.rec"),
+            path_imgidx=str(tmp_path / "none.idx"),
+            data_shape=(3, 8, 8),
+            batch_size=2,
+        )
     raw = open(os.path.join(REC, "imgs.rec"), "rb").read()
-    (tmp_path / "cut.rec").write_bytes(raw[:len(raw) - 300])
+    (tmp_path / "cut.rec").write_bytes(raw[: len(raw) - 300])
     with pytest.raises(MXNetError, match=r"cut.rec: record 11 is truncated"):
-        mx.io.ImageRecordIter(path_imgrec=str(tmp_path / "cut.rec"), data_shape=(3, 8, 8),
-                              batch_size=2)
+        mx.io.ImageRecordIter(
+            path_imgrec=str(tmp_path / "cut.rec"), data_shape=(3, 8, 8), batch_size=2
+        )
     # with the index the cut is found when the record is read, in next()
-    it = mx.io.ImageRecordIter(path_imgrec=str(tmp_path / "cut.rec"),
-                               path_imgidx=os.path.join(REC, "imgs.idx"), data_shape=(3, 8, 8),
-                               batch_size=4)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=str(tmp_path / "cut.rec"),
+        path_imgidx=os.path.join(REC, "imgs.idx"),
+        data_shape=(3, 8, 8),
+        batch_size=4,
+    )
     with pytest.raises(MXNetError, match=r"cut.rec: record 11 .*truncated"):
         for _ in it:
             pass
     (tmp_path / "bad.idx").write_text("0\t999999\n")
     with pytest.raises(MXNetError, match="bad.idx: offset 999999 is past the end"):
-        mx.io.ImageRecordIter(path_imgrec=os.path.join(REC, "imgs.rec"),
-                              path_imgidx=str(tmp_path / "bad.idx"), data_shape=(3, 8, 8),
-                              batch_size=1)
+        mx.io.ImageRecordIter(
+            path_imgrec=os.path.join(REC, "imgs.rec"),
+            path_imgidx=str(tmp_path / "bad.idx"),
+            data_shape=(3, 8, 8),
+            batch_size=1,
+        )
 
 
 def test_undecodable_image_and_label_width(tmp_path):
@@ -195,16 +229,23 @@ def test_undecodable_image_and_label_width(tmp_path):
         it.next()
     multi = os.path.join(REC, "multi.rec")
     it = mx.io.ImageRecordIter(path_imgrec=multi, data_shape=(3, 8, 8), batch_size=2)
-    with pytest.raises(MXNetError, match="provides 2-dimensional label but label_width is set "
-                                         "to 1"):
+    with pytest.raises(
+        MXNetError, match="provides 2-dimensional label but label_width is set to 1"
+    ):
         it.next()
-    it = mx.io.ImageRecordIter(path_imgrec=os.path.join(REC, "imgs.rec"), data_shape=(3, 8, 8),
-                               batch_size=2, label_width=3)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=os.path.join(REC, "imgs.rec"), data_shape=(3, 8, 8), batch_size=2, label_width=3
+    )
     with pytest.raises(MXNetError, match="label_width must be 1 unless an imglist"):
         it.next()
     with pytest.raises(MXNetError, match=r"multi.lst:1: 2 label\(s\) but label_width is 3"):
-        mx.io.ImageRecordIter(path_imgrec=multi, data_shape=(3, 8, 8), batch_size=2,
-                              label_width=3, path_imglist=os.path.join(REC, "multi.lst"))
+        mx.io.ImageRecordIter(
+            path_imgrec=multi,
+            data_shape=(3, 8, 8),
+            batch_size=2,
+            label_width=3,
+            path_imglist=os.path.join(REC, "multi.lst"),
+        )
 
 
 def test_four_channel_png(tmp_path):
@@ -212,24 +253,34 @@ def test_four_channel_png(tmp_path):
     bgra = np.zeros((6, 6, 4), np.uint8)
     bgra[..., 0], bgra[..., 1], bgra[..., 2], bgra[..., 3] = 10, 20, 30, 40  # B, G, R, A
     w = mx.recordio.MXRecordIO(path, "w")
-    w.write(mx.recordio.pack_img(mx.recordio.IRHeader(0, 1.0, 0, 0), bgra, quality=1,
-                                 img_fmt=".png"))
-    w.write(mx.recordio.pack_img(mx.recordio.IRHeader(0, 1.0, 1, 0), bgra[..., :3], quality=1,
-                                 img_fmt=".png"))
+    w.write(
+        mx.recordio.pack_img(mx.recordio.IRHeader(0, 1.0, 0, 0), bgra, quality=1, img_fmt=".png")
+    )
+    w.write(
+        mx.recordio.pack_img(
+            mx.recordio.IRHeader(0, 1.0, 1, 0), bgra[..., :3], quality=1, img_fmt=".png"
+        )
+    )
     w.close()
-    it = mx.io.ImageRecordIter(path_imgrec=path, data_shape=(4, 6, 6), batch_size=1,
-                               mean_a=40, round_batch=False)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=path, data_shape=(4, 6, 6), batch_size=1, mean_a=40, round_batch=False
+    )
     np.testing.assert_array_equal(it.next().data[0].asnumpy()[0, :, 0, 0], [30, 20, 10, 0])
     with pytest.raises(MXNetError, match="Invalid image with index 1 .*expected 4 channels, got 3"):
         it.next()
 
 
 def test_worker_failure_is_reported_not_hung(monkeypatch):
-    it = mx.io.ImageRecordIter(path_imgrec=os.path.join(REC, "imgs.rec"), data_shape=(3, 8, 8),
-                               batch_size=2, preprocess_threads=2)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=os.path.join(REC, "imgs.rec"),
+        data_shape=(3, 8, 8),
+        batch_size=2,
+        preprocess_threads=2,
+    )
 
     def boom(*a):
         raise ValueError("worker exploded")
+
     monkeypatch.setattr(it, "_sample", boom)
     it.reset()
     with pytest.raises(ValueError, match="worker exploded"):
@@ -242,15 +293,18 @@ def test_worker_failure_is_reported_not_hung(monkeypatch):
 
 
 def test_reset_mid_epoch_stops_prefetch():
-    it = mx.io.ImageRecordIter(path_imgrec=os.path.join(REC, "imgs.rec"), data_shape=(3, 8, 8),
-                               batch_size=2, prefetch_buffer=1)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=os.path.join(REC, "imgs.rec"),
+        data_shape=(3, 8, 8),
+        batch_size=2,
+        prefetch_buffer=1,
+    )
     it.next()
     before = threading.active_count()
     for _ in range(5):
         it.reset()
     assert threading.active_count() <= before + 1
     assert len(list(it)) == 6
-
 
 
 def test_epoch_cut_short_carries_no_wrap():
@@ -269,9 +323,15 @@ def test_dropped_iterator_releases_its_threads():
     import gc
     import time
     import weakref
+
     before = {t.ident for t in threading.enumerate()}
-    it = mx.io.ImageRecordIter(path_imgrec=os.path.join(REC, "imgs.rec"), data_shape=(3, 8, 8),
-                               batch_size=2, prefetch_buffer=1, preprocess_threads=2)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=os.path.join(REC, "imgs.rec"),
+        data_shape=(3, 8, 8),
+        batch_size=2,
+        prefetch_buffer=1,
+        preprocess_threads=2,
+    )
     it.next()  # the producer now waits on a full queue
     ref = weakref.ref(it)
     del it
@@ -287,15 +347,24 @@ def test_dropped_iterator_releases_its_threads():
 
 def test_train_conv_net_from_im2rec(tmp_path):
     from mxmod.tools import im2rec
+
     shutil.copytree(os.path.join(DATA, "img"), tmp_path / "img")
     prefix = str(tmp_path / "train")
     assert im2rec.main(["--list", "--recursive", prefix, str(tmp_path / "img")]) == 0
-    assert im2rec.main([prefix, str(tmp_path / "img"), "--resize", "20", "--num-thread",
-                        "2"]) == 0
-    train = mx.io.ImageRecordIter(path_imgrec=prefix + ".rec", path_imgidx=prefix + ".idx",
-                                  data_shape=(3, 16, 16), batch_size=4, shuffle=True,
-                                  rand_mirror=True, mean_r=128, mean_g=128, mean_b=128,
-                                  scale=1 / 64.0, preprocess_threads=2)
+    assert im2rec.main([prefix, str(tmp_path / "img"), "--resize", "20", "--num-thread", "2"]) == 0
+    train = mx.io.ImageRecordIter(
+        path_imgrec=prefix + ".rec",
+        path_imgidx=prefix + ".idx",
+        data_shape=(3, 16, 16),
+        batch_size=4,
+        shuffle=True,
+        rand_mirror=True,
+        mean_r=128,
+        mean_g=128,
+        mean_b=128,
+        scale=1 / 64.0,
+        preprocess_threads=2,
+    )
     data = mx.sym.Variable("data")
     net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=8, name="conv1")
     net = mx.sym.Activation(net, act_type="relu")
@@ -304,9 +373,24 @@ def test_train_conv_net_from_im2rec(tmp_path):
     net = mx.sym.SoftmaxOutput(net, name="softmax")
     mod = mx.mod.Module(net, context=mx.cpu())
     mx.random.seed(0)
-    mod.fit(train, num_epoch=15, optimizer="adam", optimizer_params={"learning_rate": 0.01},
-            initializer=mx.init.Xavier(), eval_metric="acc")
-    acc = mod.score(mx.io.ImageRecordIter(path_imgrec=prefix + ".rec", data_shape=(3, 16, 16),
-                                          batch_size=4, mean_r=128, mean_g=128, mean_b=128,
-                                          scale=1 / 64.0), "acc")[0][1]
+    mod.fit(
+        train,
+        num_epoch=15,
+        optimizer="adam",
+        optimizer_params={"learning_rate": 0.01},
+        initializer=mx.init.Xavier(),
+        eval_metric="acc",
+    )
+    acc = mod.score(
+        mx.io.ImageRecordIter(
+            path_imgrec=prefix + ".rec",
+            data_shape=(3, 16, 16),
+            batch_size=4,
+            mean_r=128,
+            mean_g=128,
+            mean_b=128,
+            scale=1 / 64.0,
+        ),
+        "acc",
+    )[0][1]
     assert acc >= 0.9

@@ -3,6 +3,7 @@ BatchNorm's moving stats), ``__shape__``/``__dtype__`` in inference, sparse ``st
 
 Goldens: tests/fixtures/surface/init_attrs.json, Module.init_params(mx.init.Xavier()) in MXNet.
 """
+
 import json
 import os
 import sys
@@ -106,8 +107,11 @@ def test_sparse_storage_in_mxnet_json_is_refused():
     net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
     doc = json.loads(net.tojson())
     doc["nodes"][1].setdefault("attrs", {})["__storage_type__"] = "1"  # fc_weight row_sparse
-    with pytest.raises(NotImplementedError, match=r"\('fc_weight'\) has __storage_type__=1 .* "
-                                                  "sparse storage is not supported"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"\('fc_weight'\) has __storage_type__=1 .* "
+        "sparse storage is not supported",
+    ):
         mx.sym.load_json(json.dumps(doc))
     doc["nodes"][1]["attrs"]["__storage_type__"] = "0"
     assert mx.sym.load_json(json.dumps(doc)).list_arguments() == ["data", "fc_weight", "fc_bias"]

@@ -1,4 +1,5 @@
 """mx.init: MXNet 1.9.1 dispatch (spec 5.1), every initializer (spec 5.2), errors."""
+
 import json
 import logging
 import os
@@ -27,13 +28,23 @@ def test_initdesc_is_str():
     assert d.global_init is None and InitDesc("x").attrs == {}
 
 
-@pytest.mark.parametrize("name, value", [
-    ("fc_weight", 3.0), ("fc_bias", 0.0), ("bn_gamma", 1.0), ("bn_beta", 0.0),
-    ("q_min", 0.0), ("q_max", 1.0), ("fc_bias_quantize", 0.0),
-    # mxmod fallbacks where MXNet relies on BatchNorm's __init__ attribute
-    ("bn_moving_mean", 0.0), ("bn_moving_var", 1.0), ("bn_moving_inv_var", 0.0),
-    ("kl_moving_avg", 0.0),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("fc_weight", 3.0),
+        ("fc_bias", 0.0),
+        ("bn_gamma", 1.0),
+        ("bn_beta", 0.0),
+        ("q_min", 0.0),
+        ("q_max", 1.0),
+        ("fc_bias_quantize", 0.0),
+        # mxmod fallbacks where MXNet relies on BatchNorm's __init__ attribute
+        ("bn_moving_mean", 0.0),
+        ("bn_moving_var", 1.0),
+        ("bn_moving_inv_var", 0.0),
+        ("kl_moving_avg", 0.0),
+    ],
+)
 def test_suffix_dispatch(name, value):
     a = arr((2, 3))
     a[:] = 7.0
@@ -49,18 +60,24 @@ def test_weight_quantize_is_one_int8_broadcast():
 
 
 def test_unknown_suffix_error_names_param_and_fix():
-    with pytest.raises(ValueError, match=r"Unknown initialization pattern for rnn_state\..*"
-                                         r"mx\.sym\.Variable\('rnn_state', init=mx\.init"):
+    with pytest.raises(
+        ValueError,
+        match=r"Unknown initialization pattern for rnn_state\..*"
+        r"mx\.sym\.Variable\('rnn_state', init=mx\.init",
+    ):
         mx.init.Uniform()(InitDesc("rnn_state"), arr((2,)))
 
 
-@pytest.mark.parametrize("name, init, expect", [
-    ("bn_moving_var", '["one", {}]', 1.0),
-    ("bn_moving_mean", '["zero", {}]', 0.0),
-    ("prelu_gamma", '["Constant", {"value": 0.25}]', 0.25),
-    ("anything", '["constant", {"value": 2}]', 2.0),
-    ("fc_bias", '["constant", {"value": 5}]', 5.0),
-])
+@pytest.mark.parametrize(
+    "name, init, expect",
+    [
+        ("bn_moving_var", '["one", {}]', 1.0),
+        ("bn_moving_mean", '["zero", {}]', 0.0),
+        ("prelu_gamma", '["Constant", {"value": 0.25}]', 0.25),
+        ("anything", '["constant", {"value": 2}]', 2.0),
+        ("fc_bias", '["constant", {"value": 5}]', 5.0),
+    ],
+)
 def test_init_attr_overrides_name(name, init, expect):
     np.testing.assert_allclose(run(mx.init.Xavier(), name, (4,), {"__init__": init}), expect)
 
@@ -74,11 +91,22 @@ def test_init_attr_lstmbias_and_global_init_set():
     assert d.global_init is g
 
 
-@pytest.mark.parametrize("name, expect", [
-    ("fc_bias", 0.0), ("bn_gamma", 1.0), ("bn_beta", 0.0), ("fc_weight", 3.0),
-    ("bn_moving_mean", 0.0), ("bn_moving_var", 1.0), ("x_moving_inv_var", 0.0),
-    ("x_moving_avg", 0.0), ("q_min", 0.0), ("q_max", 1.0), ("stn_loc_weight", 0.0),
-])
+@pytest.mark.parametrize(
+    "name, expect",
+    [
+        ("fc_bias", 0.0),
+        ("bn_gamma", 1.0),
+        ("bn_beta", 0.0),
+        ("fc_weight", 3.0),
+        ("bn_moving_mean", 0.0),
+        ("bn_moving_var", 1.0),
+        ("x_moving_inv_var", 0.0),
+        ("x_moving_avg", 0.0),
+        ("q_min", 0.0),
+        ("q_max", 1.0),
+        ("stn_loc_weight", 0.0),
+    ],
+)
 def test_legacy_string_path(name, expect):
     a = arr((6,))
     with pytest.warns(DeprecationWarning, match="init\\(str, NDArray\\) has been deprecated"):
@@ -114,15 +142,21 @@ def test_base_init_weight_abstract():
 
 
 # ----------------------------------------------------------------------------- dumps / registry
-@pytest.mark.parametrize("init, text", [
-    (mx.init.Xavier(), '["xavier", {"rnd_type": "uniform", "factor_type": "avg", "magnitude": 3}]'),
-    (mx.init.Uniform(), '["uniform", {"scale": 0.07}]'),
-    (mx.init.Normal(), '["normal", {"sigma": 0.01}]'),
-    (mx.init.Zero(), '["zero", {}]'),
-    (mx.init.MSRAPrelu(), '["msraprelu", {"factor_type": "avg", "slope": 0.25}]'),
-    (mx.init.Constant(3), '["constant", {"value": 3}]'),
-    (mx.init.LSTMBias(), '["lstmbias", {"forget_bias": 1.0}]'),
-])
+@pytest.mark.parametrize(
+    "init, text",
+    [
+        (
+            mx.init.Xavier(),
+            '["xavier", {"rnd_type": "uniform", "factor_type": "avg", "magnitude": 3}]',
+        ),
+        (mx.init.Uniform(), '["uniform", {"scale": 0.07}]'),
+        (mx.init.Normal(), '["normal", {"sigma": 0.01}]'),
+        (mx.init.Zero(), '["zero", {}]'),
+        (mx.init.MSRAPrelu(), '["msraprelu", {"factor_type": "avg", "slope": 0.25}]'),
+        (mx.init.Constant(3), '["constant", {"value": 3}]'),
+        (mx.init.LSTMBias(), '["lstmbias", {"forget_bias": 1.0}]'),
+    ],
+)
 def test_dumps_verified_strings(init, text):
     assert init.dumps() == text
     assert mx.init.create(text) == init
@@ -137,9 +171,21 @@ def test_constant_array_dumps_to_list():
 def test_registry_names():
     from mxmod.initializer._base import _REGISTRY
 
-    assert _REGISTRY.names() == ["bilinear", "constant", "fusedrnn", "lstmbias", "msraprelu",
-                                 "normal", "one", "ones", "orthogonal", "uniform", "xavier",
-                                 "zero", "zeros"]
+    assert _REGISTRY.names() == [
+        "bilinear",
+        "constant",
+        "fusedrnn",
+        "lstmbias",
+        "msraprelu",
+        "normal",
+        "one",
+        "ones",
+        "orthogonal",
+        "uniform",
+        "xavier",
+        "zero",
+        "zeros",
+    ]
 
 
 def test_create_forms():
@@ -172,6 +218,7 @@ def test_create_errors():
 def restore_init_registry(monkeypatch):
     """Registrations made by a test vanish after it (the registry is process-wide)."""
     from mxmod.initializer._base import _REGISTRY
+
     monkeypatch.setattr(_REGISTRY, "_items", dict(_REGISTRY._items))
     return _REGISTRY
 
@@ -214,10 +261,15 @@ def test_seed_reproducible():
     assert not np.array_equal(b, c)
 
 
-@pytest.mark.parametrize("shape, factor_type, factor", [
-    ((64, 32), "avg", (32 + 64) / 2), ((64, 32), "in", 32), ((64, 32), "out", 64),
-    ((16, 8, 3, 3), "avg", (8 * 9 + 16 * 9) / 2),
-])
+@pytest.mark.parametrize(
+    "shape, factor_type, factor",
+    [
+        ((64, 32), "avg", (32 + 64) / 2),
+        ((64, 32), "in", 32),
+        ((64, 32), "out", 64),
+        ((16, 8, 3, 3), "avg", (8 * 9 + 16 * 9) / 2),
+    ],
+)
 def test_xavier_uniform_bounds(shape, factor_type, factor):
     scale = np.sqrt(3.0 / factor)
     v = run(mx.init.Xavier(factor_type=factor_type), "c_weight", shape)
@@ -269,8 +321,9 @@ def bilinear_ref(shape):
 
 @pytest.mark.parametrize("shape", [(1, 1, 4, 4), (2, 3, 3, 5)])
 def test_bilinear_exact(shape):
-    np.testing.assert_allclose(run(mx.init.Bilinear(), "up_weight", shape), bilinear_ref(shape),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        run(mx.init.Bilinear(), "up_weight", shape), bilinear_ref(shape), rtol=1e-6
+    )
 
 
 def test_bilinear_needs_4d():
@@ -281,8 +334,9 @@ def test_bilinear_needs_4d():
 def test_constants_and_lstmbias():
     np.testing.assert_array_equal(run(mx.init.One(), "w_weight", (2, 2)), 1)
     np.testing.assert_array_equal(run(mx.init.create("zeros"), "w_weight", (2, 2)), 0)
-    np.testing.assert_array_equal(run(mx.init.LSTMBias(2.5), "w_weight", (12,)),
-                                  [0, 0, 0, 2.5, 2.5, 2.5, 0, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(
+        run(mx.init.LSTMBias(2.5), "w_weight", (12,)), [0, 0, 0, 2.5, 2.5, 2.5, 0, 0, 0, 0, 0, 0]
+    )
 
 
 def test_keeps_dtype_and_context():
@@ -328,8 +382,11 @@ def test_load(tmp_path, caplog):
     np.testing.assert_array_equal(c.asnumpy(), [1, 1])
     assert "Initialized fc_weight by loading" in caplog.text
     assert "Initialized other_weight by default" in caplog.text
-    with pytest.raises(ValueError, match=r"fc_weight cannot be initialized from loading\. Shape "
-                                         r"mismatch, target \(2, 2\) vs loaded \(1, 2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"fc_weight cannot be initialized from loading\. Shape "
+        r"mismatch, target \(2, 2\) vs loaded \(1, 2\)",
+    ):
         ld(InitDesc("fc_weight"), arr((2, 2)))
     with pytest.raises(ValueError, match="Cannot Initialize x_weight. Not found"):
         mx.init.Load({})(InitDesc("x_weight"), arr((2,)))
@@ -353,9 +410,14 @@ def fused_size(mode, ni, h, layers, bidir):
     return size
 
 
-@pytest.mark.parametrize("mode, layers, bidir", [
-    ("lstm", 2, False), ("gru", 1, True), ("rnn_tanh", 2, True),
-])
+@pytest.mark.parametrize(
+    "mode, layers, bidir",
+    [
+        ("lstm", 2, False),
+        ("gru", 1, True),
+        ("rnn_tanh", 2, True),
+    ],
+)
 def test_fused_rnn_layout(mode, layers, bidir):
     h, ni = 3, 5
     m = {"lstm": 4, "gru": 3, "rnn_tanh": 1}[mode]
@@ -376,8 +438,9 @@ def test_fused_rnn_layout(mode, layers, bidir):
 def test_fused_rnn_global_init_json_and_errors():
     size = fused_size("lstm", 2, 2, 1, False)
     a = arr((size,))
-    mx.init.Constant(4.0)(InitDesc("rnn_parameters", {"__init__": mx.init.FusedRNN(
-        None, 2, 1, "lstm").dumps()}), a)
+    mx.init.Constant(4.0)(
+        InitDesc("rnn_parameters", {"__init__": mx.init.FusedRNN(None, 2, 1, "lstm").dumps()}), a
+    )
     assert (a.asnumpy() == 4.0).sum() == 4 * 2 * (2 + 2)  # weights from the global init
     f = mx.init.FusedRNN('["constant", {"value": 2}]', 2, 1, "lstm")
     assert json.loads(f.dumps())[1]["init"] == '["constant", {"value": 2}]'

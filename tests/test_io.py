@@ -1,5 +1,6 @@
 """mx.io: DataDesc, DataBatch, DataIter, NDArrayIter (exact MXNet 1.9.1 batch sequences),
 ResizeIter, PrefetchingIter, and every user error."""
+
 import copy
 import pickle
 import time
@@ -20,8 +21,9 @@ def _epochs(it, n=3):
 
 
 def _iter10(handle, **kw):
-    return mx.io.NDArrayIter(np.arange(10).reshape(10, 1), batch_size=4,
-                             last_batch_handle=handle, **kw)
+    return mx.io.NDArrayIter(
+        np.arange(10).reshape(10, 1), batch_size=4, last_batch_handle=handle, **kw
+    )
 
 
 # ------------------------------------------------------------------ DataDesc / DataBatch
@@ -41,18 +43,23 @@ def test_data_desc_is_a_name_shape_tuple():
 def test_data_desc_helpers():
     assert mx.io.DataDesc.get_batch_axis(None) == 0
     assert mx.io.DataDesc.get_batch_axis("TNC") == 1
-    descs = mx.io.DataDesc.get_list([("a", (1, 2)), ("b", (3,))],
-                                    [("a", np.int32), ("b", "float16")])
-    assert [(d.name, d.shape, d.dtype) for d in descs] == [("a", (1, 2), np.int32),
-                                                           ("b", (3,), "float16")]
+    descs = mx.io.DataDesc.get_list(
+        [("a", (1, 2)), ("b", (3,))], [("a", np.int32), ("b", "float16")]
+    )
+    assert [(d.name, d.shape, d.dtype) for d in descs] == [
+        ("a", (1, 2), np.int32),
+        ("b", (3,), "float16"),
+    ]
     assert mx.io.DataDesc.get_list([("a", (1,))], None)[0].dtype is np.float32
 
 
 def test_data_batch():
     b = mx.io.DataBatch([mx.nd.zeros((2, 3))], [mx.nd.zeros((2,))], pad=1)
     assert str(b) == "DataBatch: data shapes: [(2, 3)] label shapes: [(2,)]"
-    assert str(mx.io.DataBatch([mx.nd.zeros((2, 3))])) == \
-        "DataBatch: data shapes: [(2, 3)] label shapes: None"
+    assert (
+        str(mx.io.DataBatch([mx.nd.zeros((2, 3))]))
+        == "DataBatch: data shapes: [(2, 3)] label shapes: None"
+    )
     b.bucket_key = 5
     assert (b.pad, b.index, b.bucket_key, b.provide_data) == (1, None, 5, None)
     with pytest.raises(TypeError, match="Data must be list of NDArrays: got NDArray, wrap it"):
@@ -124,8 +131,9 @@ def test_ndarrayiter_shuffle_matches_mxnet_sequences():
 
 
 def test_ndarrayiter_labels_follow_the_shuffle():
-    it = mx.io.NDArrayIter(np.arange(12).reshape(6, 2), np.arange(6) * 10, batch_size=3,
-                           shuffle=True)
+    it = mx.io.NDArrayIter(
+        np.arange(12).reshape(6, 2), np.arange(6) * 10, batch_size=3, shuffle=True
+    )
     for b in it:
         data, label = b.data[0].asnumpy(), b.label[0].asnumpy()
         np.testing.assert_array_equal(data[:, 0] / 2 * 10, label)
@@ -140,8 +148,9 @@ def test_ndarrayiter_hard_reset_drops_roll_over():
 
 
 def test_ndarrayiter_inputs_names_and_dtypes():
-    it = mx.io.NDArrayIter({"b": np.zeros((4, 2)), "a": np.ones((4, 3), np.int64)},
-                           {"lab": np.arange(4)}, batch_size=2)
+    it = mx.io.NDArrayIter(
+        {"b": np.zeros((4, 2)), "a": np.ones((4, 3), np.int64)}, {"lab": np.arange(4)}, batch_size=2
+    )
     assert [d.name for d in it.provide_data] == ["a", "b"]  # sorted by name
     assert it.provide_data[0].dtype is np.float32  # numpy inputs become float32
     assert it.provide_data[0].shape == (2, 3) and it.provide_data[0].layout == "NCHW"
@@ -149,8 +158,9 @@ def test_ndarrayiter_inputs_names_and_dtypes():
     it = mx.io.NDArrayIter([np.zeros((4, 2)), np.ones((4, 3))], [np.zeros(4)], batch_size=2)
     assert [d.name for d in it.provide_data] == ["_0_data", "_1_data"]
     assert it.provide_label[0].name == "softmax_label"
-    it = mx.io.NDArrayIter(mx.nd.array(np.arange(6).reshape(3, 2), dtype="int32"), batch_size=2,
-                           data_name="x")
+    it = mx.io.NDArrayIter(
+        mx.nd.array(np.arange(6).reshape(3, 2), dtype="int32"), batch_size=2, data_name="x"
+    )
     assert repr(it.provide_data[0]) == "DataDesc[x,(2, 2),<class 'numpy.int32'>,NCHW]"
     batch = next(it)
     assert batch.data[0].dtype == np.int32 and batch.index is None
@@ -183,8 +193,11 @@ def test_ndarrayiter_errors():
         mx.io.NDArrayIter(None)
     with pytest.raises(ValueError, match="needs at least one data array: got an empty list"):
         mx.io.NDArrayIter([])
-    with pytest.raises(ValueError, match=r"last_batch_handle must be one of \['pad', 'discard', "
-                                         r"'roll_over'\], got 'keep'"):
+    with pytest.raises(
+        ValueError,
+        match=r"last_batch_handle must be one of \['pad', 'discard', "
+        r"'roll_over'\], got 'keep'",
+    ):
         mx.io.NDArrayIter(x, last_batch_handle="keep")
     with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
         mx.io.NDArrayIter(x, batch_size=0)

@@ -1,4 +1,5 @@
 """mx.kv: MXNet 1.9.1 local-store semantics (spec 3.1) and the Module helpers (3.2, 3.3)."""
+
 import os
 
 import numpy as np
@@ -19,8 +20,18 @@ def nd(x, ctx=None):
 
 
 # ----------------------------------------------------------------------------- create
-@pytest.mark.parametrize("name", ["local", "device", "LOCAL", "local_update_cpu",
-                                  "local_allreduce_cpu", "local_allreduce_device", "nccl"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "local",
+        "device",
+        "LOCAL",
+        "local_update_cpu",
+        "local_allreduce_cpu",
+        "local_allreduce_device",
+        "nccl",
+    ],
+)
 def test_create_local_types(name):
     kv = mx.kv.create(name)
     assert isinstance(kv, mx.kv.KVStore) and kv.type == name.lower()
@@ -37,8 +48,9 @@ def test_create_unknown_names_raise(name):
 
 @pytest.mark.parametrize("name", ["dist_async", "dist_device_async", "DIST_ASYNC"])
 def test_create_dist_async_explains_sync(name):
-    with pytest.raises(NotImplementedError, match="asynchronous.*synchronous all-reduce.*"
-                                                  "'dist_sync'"):
+    with pytest.raises(
+        NotImplementedError, match="asynchronous.*synchronous all-reduce.*'dist_sync'"
+    ):
         mx.kv.create(name)
 
 
@@ -50,22 +62,34 @@ def test_create_errors_and_registry():
     assert kv.rank == 0 and kv.num_workers == 1
 
 
-_JOB_VARS = ("DMLC_ROLE", "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_WORKER",
-             "DMLC_WORKER_ID", "DMLC_TASK_ID", "JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES",
-             "JAX_PROCESS_ID")
+_JOB_VARS = (
+    "DMLC_ROLE",
+    "DMLC_PS_ROOT_URI",
+    "DMLC_PS_ROOT_PORT",
+    "DMLC_NUM_WORKER",
+    "DMLC_WORKER_ID",
+    "DMLC_TASK_ID",
+    "JAX_COORDINATOR_ADDRESS",
+    "JAX_NUM_PROCESSES",
+    "JAX_PROCESS_ID",
+)
 
 
 @pytest.mark.parametrize("name", ["dist_sync", "dist_device_sync", "dist_sync_device"])
 def test_dist_needs_a_launcher(name, monkeypatch):
     for v in _JOB_VARS + ("MXMOD_KVSTORE_DIST_SINGLE",):
         monkeypatch.delenv(v, raising=False)
-    with pytest.raises(MXNetError, match=r"no launcher variables are set: start the script "
-                                         r"with `python -m mxmod\.launch -n N"):
+    with pytest.raises(
+        MXNetError,
+        match=r"no launcher variables are set: start the script "
+        r"with `python -m mxmod\.launch -n N",
+    ):
         mx.kv.create(name)
     monkeypatch.setenv("MXMOD_KVSTORE_DIST_SINGLE", "1")
     kv = mx.kv.create(name)
     assert kv.type == name and kv.rank == 0 and kv.num_workers == 1
     kv.barrier()  # one worker: returns at once
+
 
 # ----------------------------------------------------------------------------- data movement
 def test_push_sums_and_replaces():
@@ -191,8 +215,7 @@ def test_save_load_optimizer_states(tmp_path):
     kv2.set_optimizer(mx.optimizer.SGD())
     kv2.load_optimizer_states(fname)
     assert kv2._updater.optimizer.momentum == 0.9
-    np.testing.assert_array_equal(kv2._updater.states[0].asnumpy(),
-                                  kv._updater.states[0].asnumpy())
+    np.testing.assert_array_equal(kv2._updater.states[0].asnumpy(), kv._updater.states[0].asnumpy())
     kv3 = mx.kv.create("local")
     with pytest.raises(MXNetError, match="Cannot save states.*kv.set_optimizer"):
         kv3.save_optimizer_states(fname)
@@ -298,14 +321,17 @@ def _two_device_setup():
     arg_params = {n: nd(v) for n, v in init.items()}
     param_arrays = [[nd(init[n], c) for c in ctxs] for n in names]
     grads = {"fc_weight": [[1.0, 1.0], [3.0, -1.0]], "fc_bias": [[1.0], [1.0]]}
-    grad_arrays = [[nd(np.reshape(g, init[n].shape), c) for g, c in zip(grads[n], ctxs)]
-                   for n in names]
+    grad_arrays = [
+        [nd(np.reshape(g, init[n].shape), c) for g, c in zip(grads[n], ctxs)] for n in names
+    ]
     return names, arg_params, param_arrays, grad_arrays, init
 
 
 def _expected(init, lr=0.1):
-    return {"fc_weight": init["fc_weight"] - lr * np.array([[4.0, 0.0]]),
-            "fc_bias": init["fc_bias"] - lr * np.array([2.0])}
+    return {
+        "fc_weight": init["fc_weight"] - lr * np.array([[4.0, 0.0]]),
+        "fc_bias": init["fc_bias"] - lr * np.array([2.0]),
+    }
 
 
 def test_update_on_kvstore_path():
@@ -325,8 +351,11 @@ def test_update_params_local_updater_path():
     names, arg_params, param_arrays, grad_arrays, init = _two_device_setup()
     kv = mx.kv.create("local")
     _initialize_kvstore(kv, param_arrays, arg_params, names, False)
-    opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, param_idx2name={
-        i * 2 + k: n for i, n in enumerate(names) for k in range(2)})
+    opt = mx.optimizer.SGD(
+        learning_rate=0.1,
+        momentum=0.9,
+        param_idx2name={i * 2 + k: n for i, n in enumerate(names) for k in range(2)},
+    )
     updater = mx.optimizer.get_updater(opt)
     _update_params(param_arrays, grad_arrays, updater, 2, kvstore=kv, param_names=names)
     exp = _expected(init)

@@ -1,4 +1,5 @@
 """mx.kv against values recorded with MXNet 1.9.1 (tests/fixtures/gen_kvstore_goldens.py)."""
+
 import os
 
 import numpy as np
@@ -53,30 +54,25 @@ def test_str_keys_pushpull_and_broadcast(rec):
 
 def test_optimizer_on_the_store(rec):
     kv = mx.kv.create("device")
-    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01,
-                                      rescale_grad=0.5))
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01, rescale_grad=0.5))
     kv.init("fc_weight", nd(rec["opt:init"]))
     out = [nd(np.zeros((3, 2)), c) for c in CTX]
     for step in range(3):
-        kv.push("fc_weight", [nd(rec[f"opt:g{step}_0"], CTX[0]),
-                              nd(rec[f"opt:g{step}_1"], CTX[1])])
+        kv.push("fc_weight", [nd(rec[f"opt:g{step}_0"], CTX[0]), nd(rec[f"opt:g{step}_1"], CTX[1])])
         kv.pull("fc_weight", out=out)
-        np.testing.assert_allclose(out[0].asnumpy(), rec[f"opt:w{step}"], rtol=1e-5,
-                                   atol=1e-6)
+        np.testing.assert_allclose(out[0].asnumpy(), rec[f"opt:w{step}"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out[1].asnumpy(), rec["opt:w_dev1"], rtol=1e-5, atol=1e-6)
 
 
 def test_optimizer_states_round_trip_through_files(rec, tmp_path):
     kv = mx.kv.create("device")
-    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01,
-                                      rescale_grad=0.5))
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01, rescale_grad=0.5))
     kv.init("fc_weight", nd(rec["opt:init"]))
     kv.push("fc_weight", [nd(rec["opt:g0_0"]), nd(rec["opt:g0_1"])])
     fname = str(tmp_path / "kv.states")
     kv.save_optimizer_states(fname)
     kv2 = mx.kv.create("device")
-    kv2.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01,
-                                       rescale_grad=0.5))
+    kv2.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01, rescale_grad=0.5))
     kv2.init("fc_weight", nd(rec["opt:w0"]))
     kv2.load_optimizer_states(fname)
     for step in (1, 2):  # the momentum carried over: the same weights as one store
@@ -112,14 +108,12 @@ def gc_rec():
 
 
 def _gc_module(gc_rec, ctx):
-    mod = mx.mod.Module(_mlp(), context=ctx,
-                        compression_params={"type": "2bit", "threshold": 0.05})
+    mod = mx.mod.Module(_mlp(), context=ctx, compression_params={"type": "2bit", "threshold": 0.05})
     it = mx.io.NDArrayIter(gc_rec["x"], gc_rec["y"], batch_size=8)
     mod.bind(it.provide_data, it.provide_label)
     init = {k[5:]: mx.nd.array(v) for k, v in gc_rec.items() if k.startswith("init:")}
     mod.set_params(init, {})
-    mod.init_optimizer(kvstore="device", optimizer="sgd",
-                       optimizer_params={"learning_rate": 0.5})
+    mod.init_optimizer(kvstore="device", optimizer="sgd", optimizer_params={"learning_rate": 0.5})
     return mod, it
 
 

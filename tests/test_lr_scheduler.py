@@ -1,4 +1,5 @@
 """mx.lr_scheduler: MXNet 1.9.1 sequences (spec 4.5 vectors), closed forms, errors."""
+
 import jax
 import numpy as np
 import pytest
@@ -13,12 +14,14 @@ def seq(s, n):
 
 def test_factor_vector():
     s = lrs.FactorScheduler(step=3, factor=0.5, base_lr=1)
-    np.testing.assert_allclose(seq(s, 11), [1, 1, 1, 1, .5, .5, .5, .25, .25, .25, .125])
+    np.testing.assert_allclose(seq(s, 11), [1, 1, 1, 1, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.125])
 
 
 def test_factor_warmup_vector():
     s = lrs.FactorScheduler(step=3, factor=0.5, base_lr=1, warmup_steps=2, warmup_begin_lr=0.1)
-    np.testing.assert_allclose(seq(s, 11), [0.1, 0.55, 1, 1, .5, .5, .5, .25, .25, .25, .125])
+    np.testing.assert_allclose(
+        seq(s, 11), [0.1, 0.55, 1, 1, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.125]
+    )
 
 
 def test_factor_floor_and_statefulness():
@@ -29,33 +32,42 @@ def test_factor_floor_and_statefulness():
 
 def test_multifactor_vector():
     s = lrs.MultiFactorScheduler([2, 5], 0.1, base_lr=1)
-    np.testing.assert_allclose(seq(s, 8), [1, 1, 1, .1, .1, .1, .01, .01])
+    np.testing.assert_allclose(seq(s, 8), [1, 1, 1, 0.1, 0.1, 0.1, 0.01, 0.01])
 
 
 def test_poly_vector():
     s = lrs.PolyScheduler(10, base_lr=1, pwr=2, warmup_steps=2)
     np.testing.assert_allclose(
-        seq(s, 13), [0, .5, 1, .765625, .5625, .390625, .25, .140625, .0625, .015625, 0, 0, 0]
+        seq(s, 13),
+        [0, 0.5, 1, 0.765625, 0.5625, 0.390625, 0.25, 0.140625, 0.0625, 0.015625, 0, 0, 0],
     )
 
 
 def test_cosine_vector():
-    s = lrs.CosineScheduler(10, base_lr=1, final_lr=.1, warmup_steps=2, warmup_mode="constant",
-                            warmup_begin_lr=.5)
+    s = lrs.CosineScheduler(
+        10, base_lr=1, final_lr=0.1, warmup_steps=2, warmup_mode="constant", warmup_begin_lr=0.5
+    )
     np.testing.assert_allclose(
-        seq(s, 13), [.5, .5, 1, .9657, .8682, .7222, .55, .3778, .2318, .1343, .1, .1, .1],
+        seq(s, 13),
+        [0.5, 0.5, 1, 0.9657, 0.8682, 0.7222, 0.55, 0.3778, 0.2318, 0.1343, 0.1, 0.1, 0.1],
         atol=1e-4,
     )
 
 
-@pytest.mark.parametrize("make", [
-    lambda: lrs.FactorScheduler(step=3, factor=0.5, base_lr=1, warmup_steps=2, warmup_begin_lr=.1),
-    lambda: lrs.FactorScheduler(step=1, factor=0.5, stop_factor_lr=0.1, base_lr=1),
-    lambda: lrs.MultiFactorScheduler([2, 5], 0.1, base_lr=1, warmup_steps=1),
-    lambda: lrs.PolyScheduler(10, base_lr=1, pwr=2, warmup_steps=2),
-    lambda: lrs.CosineScheduler(10, base_lr=1, final_lr=.1, warmup_steps=2,
-                                warmup_mode="constant", warmup_begin_lr=.5),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: lrs.FactorScheduler(
+            step=3, factor=0.5, base_lr=1, warmup_steps=2, warmup_begin_lr=0.1
+        ),
+        lambda: lrs.FactorScheduler(step=1, factor=0.5, stop_factor_lr=0.1, base_lr=1),
+        lambda: lrs.MultiFactorScheduler([2, 5], 0.1, base_lr=1, warmup_steps=1),
+        lambda: lrs.PolyScheduler(10, base_lr=1, pwr=2, warmup_steps=2),
+        lambda: lrs.CosineScheduler(
+            10, base_lr=1, final_lr=0.1, warmup_steps=2, warmup_mode="constant", warmup_begin_lr=0.5
+        ),
+    ],
+)
 def test_jax_schedule_matches_stateful(make):
     fn = jax.jit(jax.vmap(make().jax_schedule()))
     ref = make()
@@ -77,22 +89,32 @@ def test_base_call_abstract():
         lrs.LRScheduler()(1)
 
 
-@pytest.mark.parametrize("make, exc, msg", [
-    (lambda: lrs.LRScheduler(warmup_steps=-1), ValueError, "Warmup steps has to be positive"),
-    (lambda: lrs.LRScheduler(warmup_steps=1.5), TypeError, "warmup_steps must be an int"),
-    (lambda: lrs.LRScheduler(base_lr=0.1, warmup_begin_lr=0.2), ValueError,
-     "Base lr has to be higher than warmup_begin_lr"),
-    (lambda: lrs.LRScheduler(warmup_mode="cubic"), ValueError, "linear and constant"),
-    (lambda: lrs.FactorScheduler(step=0), ValueError, "step must be greater or equal than 1"),
-    (lambda: lrs.FactorScheduler(step=2, factor=1.5), ValueError, "Factor must be no more than 1"),
-    (lambda: lrs.MultiFactorScheduler([3, 2]), ValueError, "increasing integer list"),
-    (lambda: lrs.MultiFactorScheduler([0, 2]), ValueError, "greater or equal than 1"),
-    (lambda: lrs.MultiFactorScheduler([]), ValueError, "non-empty list"),
-    (lambda: lrs.MultiFactorScheduler([2], factor=2), ValueError, "Factor must be no more"),
-    (lambda: lrs.PolyScheduler(0), ValueError, "strictly positive"),
-    (lambda: lrs.PolyScheduler(5.0), TypeError, "max_update must be an int"),
-    (lambda: lrs.CosineScheduler(3, warmup_steps=3), ValueError, "larger than warmup_steps"),
-])
+@pytest.mark.parametrize(
+    "make, exc, msg",
+    [
+        (lambda: lrs.LRScheduler(warmup_steps=-1), ValueError, "Warmup steps has to be positive"),
+        (lambda: lrs.LRScheduler(warmup_steps=1.5), TypeError, "warmup_steps must be an int"),
+        (
+            lambda: lrs.LRScheduler(base_lr=0.1, warmup_begin_lr=0.2),
+            ValueError,
+            "Base lr has to be higher than warmup_begin_lr",
+        ),
+        (lambda: lrs.LRScheduler(warmup_mode="cubic"), ValueError, "linear and constant"),
+        (lambda: lrs.FactorScheduler(step=0), ValueError, "step must be greater or equal than 1"),
+        (
+            lambda: lrs.FactorScheduler(step=2, factor=1.5),
+            ValueError,
+            "Factor must be no more than 1",
+        ),
+        (lambda: lrs.MultiFactorScheduler([3, 2]), ValueError, "increasing integer list"),
+        (lambda: lrs.MultiFactorScheduler([0, 2]), ValueError, "greater or equal than 1"),
+        (lambda: lrs.MultiFactorScheduler([]), ValueError, "non-empty list"),
+        (lambda: lrs.MultiFactorScheduler([2], factor=2), ValueError, "Factor must be no more"),
+        (lambda: lrs.PolyScheduler(0), ValueError, "strictly positive"),
+        (lambda: lrs.PolyScheduler(5.0), TypeError, "max_update must be an int"),
+        (lambda: lrs.CosineScheduler(3, warmup_steps=3), ValueError, "larger than warmup_steps"),
+    ],
+)
 def test_errors(make, exc, msg):
     with pytest.raises(exc, match=msg):
         make()

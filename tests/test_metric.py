@@ -1,5 +1,6 @@
 """mx.metric: MXNet 1.9.1 numbers (computed independently with numpy from the spec's
 definitions), registry/create, errors, and the device-side form (== host form)."""
+
 import math
 import warnings
 from collections import OrderedDict
@@ -22,16 +23,26 @@ def _probs(n, c):
 
 
 LABEL3 = np.array([0, 1, 2, 1], np.float32)
-PRED3 = np.array([[.7, .2, .1], [.1, .8, .1], [.3, .3, .4], [.5, .3, .2]], np.float32)
-B = [dict(l3=rng.randint(0, 3, 8).astype(np.float32), p3=_probs(8, 3),
-          l2=rng.randint(0, 2, 8).astype(np.float32), p2=_probs(8, 2),
-          rl=rng.randn(8).astype(np.float32), rp=rng.randn(8, 1).astype(np.float32),
-          rl2=rng.randn(8, 3).astype(np.float32), rp2=rng.randn(8, 3).astype(np.float32))
-     for _ in range(3)]
+PRED3 = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4], [0.5, 0.3, 0.2]], np.float32)
+B = [
+    dict(
+        l3=rng.randint(0, 3, 8).astype(np.float32),
+        p3=_probs(8, 3),
+        l2=rng.randint(0, 2, 8).astype(np.float32),
+        p2=_probs(8, 2),
+        rl=rng.randn(8).astype(np.float32),
+        rp=rng.randn(8, 1).astype(np.float32),
+        rl2=rng.randn(8, 3).astype(np.float32),
+        rp2=rng.randn(8, 3).astype(np.float32),
+    )
+    for _ in range(3)
+]
 
-REGISTRY = ("acc accuracy caffe ce composite compositeevalmetric crossentropy custommetric f1 "
-            "loss mae mcc mse negativeloglikelihood nll_loss pcc pearsoncorrelation pearsonr "
-            "perplexity rmse top_k_acc top_k_accuracy topkaccuracy torch").split()
+REGISTRY = (
+    "acc accuracy caffe ce composite compositeevalmetric crossentropy custommetric f1 "
+    "loss mae mcc mse negativeloglikelihood nll_loss pcc pearsoncorrelation pearsonr "
+    "perplexity rmse top_k_acc top_k_accuracy topkaccuracy torch"
+).split()
 
 
 def _run(metric, lk, pk, batches=B):
@@ -73,8 +84,13 @@ def test_get_config_round_trip():
     m = mx.metric.create(["acc", mx.metric.CrossEntropy(eps=1e-3, output_names=["o"])])
     config = m.get_config()
     assert config["metric"] == "CompositeEvalMetric"
-    assert config["metrics"][1] == {"eps": 1e-3, "metric": "CrossEntropy", "name": "cross-entropy",
-                                    "output_names": ["o"], "label_names": None}
+    assert config["metrics"][1] == {
+        "eps": 1e-3,
+        "metric": "CrossEntropy",
+        "name": "cross-entropy",
+        "output_names": ["o"],
+        "label_names": None,
+    }
     again = mx.metric.create(config)
     assert [type(c) for c in again.metrics] == [mx.metric.Accuracy, mx.metric.CrossEntropy]
     assert again.metrics[1].eps == 1e-3
@@ -99,6 +115,7 @@ def test_create_errors():
 def restore_metric_registry(monkeypatch):
     """Registrations made by a test do not leak into later tests (registry goldens)."""
     from mxmod.metric import _registry
+
     monkeypatch.setattr(_registry._REGISTRY, "_items", dict(_registry._REGISTRY._items))
 
 
@@ -120,7 +137,7 @@ def test_register_and_alias(restore_metric_registry):
 # ------------------------------------------------------------------ base protocol
 def test_base_counters_local_and_global():
     m = mx.metric.Accuracy()
-    assert math.isnan(m.get()[1]) and m.get() [0] == "accuracy"
+    assert math.isnan(m.get()[1]) and m.get()[0] == "accuracy"
     m.update([A(LABEL3)], [A(PRED3)])
     m.reset_local()
     assert math.isnan(m.get()[1]) and m.get_global()[1] == 0.75
@@ -146,8 +163,13 @@ def test_user_subclass_without_global_stats():
     m.update([], [])
     assert m.get() == ("half", 0.5) and m.get_global() == ("half", 0.5)
     assert m.get_global_name_value() == [("half", 0.5)]
-    assert m.get_config() == {"foo": 1, "metric": "Half", "name": "half",
-                              "output_names": None, "label_names": None}
+    assert m.get_config() == {
+        "foo": 1,
+        "metric": "Half",
+        "name": "half",
+        "output_names": None,
+        "label_names": None,
+    }
     assert not m._supports_device()
     with pytest.raises(NotImplementedError, match="must implement update"):
         mx.metric.EvalMetric("x").update([], [])
@@ -276,17 +298,21 @@ def test_perplexity():
     m.update([A(labels)], [A(preds)])
     keep = labels != 1
     assert m.num_inst == keep.sum()
-    assert m.get_global()[1] == pytest.approx(math.exp(-np.log(picked[keep]).sum() / keep.sum()),
-                                              rel=1e-6)
+    assert m.get_global()[1] == pytest.approx(
+        math.exp(-np.log(picked[keep]).sum() / keep.sum()), rel=1e-6
+    )
     with pytest.raises(ValueError, match=r"shape mismatch: \(3,\) vs. \(8, 3\)"):
         m.update([A(labels[:3])], [A(preds)])
 
 
-@pytest.mark.parametrize("cls,fn", [
-    (mx.metric.MAE, lambda d: np.abs(d).mean()),
-    (mx.metric.MSE, lambda d: (d ** 2).mean()),
-    (mx.metric.RMSE, lambda d: np.sqrt((d ** 2).mean())),
-])
+@pytest.mark.parametrize(
+    "cls,fn",
+    [
+        (mx.metric.MAE, lambda d: np.abs(d).mean()),
+        (mx.metric.MSE, lambda d: (d**2).mean()),
+        (mx.metric.RMSE, lambda d: np.sqrt((d**2).mean())),
+    ],
+)
 def test_regression_metrics_average_per_batch_values(cls, fn):
     want = np.mean([fn(b["rl"][:, None] - b["rp"]) for b in B])
     assert _run(cls(), "rl", "rp") == pytest.approx(want, rel=1e-6)
@@ -306,17 +332,22 @@ def test_pearson_macro_and_micro():
     want = np.mean([np.corrcoef(b["rp2"].ravel(), b["rl2"].ravel())[0, 1] for b in B])
     assert _run(mx.metric.PearsonCorrelation(), "rl2", "rp2") == pytest.approx(want, rel=1e-6)
     micro = mx.metric.PearsonCorrelation(average="micro")
-    pooled = np.corrcoef(np.concatenate([b["rp2"].ravel() for b in B]),
-                         np.concatenate([b["rl2"].ravel() for b in B]))[0, 1]
+    pooled = np.corrcoef(
+        np.concatenate([b["rp2"].ravel() for b in B]), np.concatenate([b["rl2"].ravel() for b in B])
+    )[0, 1]
     assert _run(micro, "rl2", "rp2") == pytest.approx(pooled, rel=1e-6)
     assert micro.get_global() == ("pearsonr", 0.0)  # MXNet quirk
-    with pytest.raises(ValueError, match=r"Shape of labels \(8,\) does not match shape of "
-                                         r"predictions \(8, 1\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Shape of labels \(8,\) does not match shape of "
+        r"predictions \(8, 1\)",
+    ):
         micro.update([A(B[0]["rl"])], [A(B[0]["rp"])])
 
 
-@pytest.mark.parametrize("cls,name", [(mx.metric.Loss, "loss"), (mx.metric.Torch, "torch"),
-                                      (mx.metric.Caffe, "caffe")])
+@pytest.mark.parametrize(
+    "cls,name", [(mx.metric.Loss, "loss"), (mx.metric.Torch, "torch"), (mx.metric.Caffe, "caffe")]
+)
 def test_loss_metrics_mean_of_outputs(cls, name):
     m = cls()
     m.update(None, A(B[0]["rp2"]))  # labels ignored, single NDArray wrapped
@@ -396,28 +427,37 @@ def test_device_form_matches_host(make, lk, pk):
         if i == 1:
             host.reset_local()
             dev.reset_local()
-    np.testing.assert_allclose(np.array(_state(dev)[:2], dtype=object)[:, 1].tolist(),
-                               np.array(_state(host)[:2], dtype=object)[:, 1].tolist(), rtol=2e-5)
+    np.testing.assert_allclose(
+        np.array(_state(dev)[:2], dtype=object)[:, 1].tolist(),
+        np.array(_state(host)[:2], dtype=object)[:, 1].tolist(),
+        rtol=2e-5,
+    )
     assert _state(dev)[0][0] == _state(host)[0][0]
 
 
 def test_device_stats_inside_jit_with_dicts_and_stacked_accumulation():
-    m = mx.metric.create([mx.metric.Accuracy(output_names=["out"], label_names=["lab"]),
-                          mx.metric.MSE(output_names=["aux"], label_names=["reg"])])
+    m = mx.metric.create(
+        [
+            mx.metric.Accuracy(output_names=["out"], label_names=["lab"]),
+            mx.metric.MSE(output_names=["aux"], label_names=["reg"]),
+        ]
+    )
 
     @jax.jit
     def step(lab, reg, pred):
-        return m._device_stats_dict(OrderedDict([("lab", lab), ("reg", reg)]),
-                                    OrderedDict([("out", pred), ("aux", pred)]))
+        return m._device_stats_dict(
+            OrderedDict([("lab", lab), ("reg", reg)]), OrderedDict([("out", pred), ("aux", pred)])
+        )
 
     # two "devices": stats stacked along a leading axis, folded in order
     s1 = step(jnp.asarray(LABEL3), jnp.asarray(PRED3), jnp.asarray(PRED3))
     s2 = step(jnp.asarray(LABEL3[::-1].copy()), jnp.zeros((4, 3)), jnp.asarray(PRED3))
-    m._accumulate_device(jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), s1, s2),
-                         stacked=True)
+    m._accumulate_device(
+        jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), s1, s2), stacked=True
+    )
     assert m.metrics[0].get()[1] == pytest.approx((3 + 1) / 8)  # reversed labels: 1 hit
     assert m.metrics[0].num_inst == 8 and m.metrics[1].num_inst == 2
-    assert m.metrics[1].get()[1] == pytest.approx((PRED3 ** 2).mean() / 2, rel=1e-6)
+    assert m.metrics[1].get()[1] == pytest.approx((PRED3**2).mean() / 2, rel=1e-6)
 
 
 def test_device_stats_are_additive_where_declared():

@@ -1,4 +1,5 @@
 """mx.model.save_checkpoint / load_checkpoint / load_params (spec 8.4)."""
+
 import logging
 import struct
 from pathlib import Path
@@ -18,8 +19,10 @@ def fc_net():
 
 def fixture_params():
     """The values tests/fixtures/gen_ndarray_files.py checkpointed with real MXNet."""
-    return {"fc_weight": mx.nd.array(np.arange(6).reshape(3, 2) / 4.0),
-            "fc_bias": mx.nd.array([0.5, -0.5, 1.0])}
+    return {
+        "fc_weight": mx.nd.array(np.arange(6).reshape(3, 2) / 4.0),
+        "fc_bias": mx.nd.array([0.5, -0.5, 1.0]),
+    }
 
 
 def test_save_checkpoint_writes_mxnet_bytes_and_logs(tmp_path, caplog):
@@ -50,7 +53,10 @@ def test_round_trip_with_aux_and_other_context(tmp_path):
     raw = (tmp_path / "net-0012.params").read_bytes()
     assert struct.unpack_from("<ii", raw, 24 + 12 + 16) == (1, 0)  # saved as cpu(0), as MXNet
     assert mx.nd.load(prefix + "-0012.params").keys() == {
-        "arg:w", "aux:bn_moving_mean", "aux:bn_moving_var"}
+        "arg:w",
+        "aux:bn_moving_mean",
+        "aux:bn_moving_var",
+    }
     sym, arg2, aux2 = mx.model.load_checkpoint(prefix, 12)
     assert sym.tojson() == fc_net().tojson()
     assert list(arg2) == ["w"] and list(aux2) == ["bn_moving_mean", "bn_moving_var"]
@@ -68,15 +74,21 @@ def test_epoch_padding_and_no_symbol(tmp_path):
 
 def test_missing_files_name_the_file_and_fix(tmp_path):
     prefix = str(tmp_path / "m")
-    with pytest.raises(MXNetError, match=r"m-0002\.params' does not exist \(no params file "
-                                         r"exists under this prefix\); check the prefix and"):
+    with pytest.raises(
+        MXNetError,
+        match=r"m-0002\.params' does not exist \(no params file "
+        r"exists under this prefix\); check the prefix and",
+    ):
         mx.model.load_params(prefix, 2)
     mx.model.save_checkpoint(prefix, 1, None, {"a": mx.nd.ones((1,))}, {})
     mx.model.save_checkpoint(prefix, 5, None, {"a": mx.nd.ones((1,))}, {})
     with pytest.raises(MXNetError, match=r"epochs saved under this prefix: 1, 5"):
         mx.model.load_params(prefix, 2)
-    with pytest.raises(MXNetError, match=r"m-symbol\.json' does not exist; check the prefix.*"
-                                         r"load_params\(prefix, epoch\)"):
+    with pytest.raises(
+        MXNetError,
+        match=r"m-symbol\.json' does not exist; check the prefix.*"
+        r"load_params\(prefix, epoch\)",
+    ):
         mx.model.load_checkpoint(prefix, 1)
 
 
@@ -87,8 +99,9 @@ def test_load_params_edge_cases(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         assert mx.model.load_params(prefix, 1) == ({}, {})
     assert f"Params file '{fname}' is empty" in caplog.messages
-    mx.nd.save(fname, {"arg:a": mx.nd.ones((1,)), "opt:x": mx.nd.ones((1,)),
-                       "aux:b:c": mx.nd.zeros((1,))})
+    mx.nd.save(
+        fname, {"arg:a": mx.nd.ones((1,)), "opt:x": mx.nd.ones((1,)), "aux:b:c": mx.nd.zeros((1,))}
+    )
     arg, aux = mx.model.load_params(prefix, 1)
     assert list(arg) == ["a"] and list(aux) == ["b:c"]  # split at the first ':'
     mx.nd.save(fname, [mx.nd.ones((1,))])

@@ -5,6 +5,7 @@ small models: MXNet exports them with ``tests/fixtures/gen_model_zoo.py`` into a
 folder, then mxmod loads each with ``load_checkpoint`` + ``Module`` and must reproduce
 MXNet's output to 1e-4 of its scale and its symbol file byte for byte.
 """
+
 import importlib.util
 import os
 import subprocess
@@ -22,7 +23,8 @@ pytestmark = pytest.mark.slow
 
 def zoo_check():
     spec = importlib.util.spec_from_file_location(
-        "model_zoo_check", ROOT / "benchmarks" / "model_zoo_check.py")
+        "model_zoo_check", ROOT / "benchmarks" / "model_zoo_check.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -35,8 +37,9 @@ def exported(tmp_path_factory):
         print(msg)
         pytest.skip(msg)
     out = tmp_path_factory.mktemp("zoo")
-    res = subprocess.run([MXNET_PY, str(GEN), str(out), *MODELS], capture_output=True,
-                         text=True, timeout=600)
+    res = subprocess.run(
+        [MXNET_PY, str(GEN), str(out), *MODELS], capture_output=True, text=True, timeout=600
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     return out
 

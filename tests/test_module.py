@@ -1,4 +1,5 @@
 """Module behaviour through the public API, as MXNet users call it (issue #3)."""
+
 import numpy as np
 import pytest
 
@@ -51,8 +52,15 @@ def test_seed_tutorial_end_to_end(n_dev, tmp_path):
             mod.update()
         accs.append(metric.get()[1])
     assert accs[-1] > accs[0] and accs[-1] > 0.6
-    mod.fit(train, eval_data=val, optimizer="sgd", optimizer_params={"learning_rate": 0.1},
-            eval_metric="acc", num_epoch=8, batch_end_callback=mx.callback.Speedometer(20, 4))
+    mod.fit(
+        train,
+        eval_data=val,
+        optimizer="sgd",
+        optimizer_params={"learning_rate": 0.1},
+        eval_metric="acc",
+        num_epoch=8,
+        batch_end_callback=mx.callback.Speedometer(20, 4),
+    )
     out = mod.predict(val)
     assert out.shape == (40, 4)
     np.testing.assert_allclose(out.asnumpy().sum(1), 1, rtol=1e-5)
@@ -81,8 +89,9 @@ def test_fixed_params_are_not_updated():
     x, y = toy(40)
     mod = mx.mod.Module(mlp(), fixed_param_names=["fc1_weight"])
     it = mx.io.NDArrayIter(x, y, batch_size=20)
-    mod.fit(it, num_epoch=2, optimizer_params={"learning_rate": 0.5},
-            initializer=mx.init.Uniform(0.1))
+    mod.fit(
+        it, num_epoch=2, optimizer_params={"learning_rate": 0.5}, initializer=mx.init.Uniform(0.1)
+    )
     before = None
     mod2 = mx.mod.Module(mlp(), fixed_param_names=["fc1_weight"])
     mod2.bind(it.provide_data, it.provide_label)
@@ -97,11 +106,15 @@ def test_fixed_params_are_not_updated():
     assert not np.allclose(after["fc2_weight"].asnumpy(), before["fc2_weight"])
 
 
-@pytest.mark.parametrize("ctx,work_load", [
-    ([mx.cpu(i) for i in range(8)], None),         # one program over a mesh of 8 devices
-    ([mx.cpu(0), mx.cpu(1)], [1, 3]),              # uneven split: per-device replicas
-    ([mx.cpu(0), mx.cpu(0), mx.cpu(1)], None),     # shared device: per-device replicas
-], ids=["mesh8", "uneven", "shared"])
+@pytest.mark.parametrize(
+    "ctx,work_load",
+    [
+        ([mx.cpu(i) for i in range(8)], None),  # one program over a mesh of 8 devices
+        ([mx.cpu(0), mx.cpu(1)], [1, 3]),  # uneven split: per-device replicas
+        ([mx.cpu(0), mx.cpu(0), mx.cpu(1)], None),  # shared device: per-device replicas
+    ],
+    ids=["mesh8", "uneven", "shared"],
+)
 def test_multi_device_equals_single_device(ctx, work_load):
     x, y = toy(80)
     results = []
@@ -110,13 +123,16 @@ def test_multi_device_equals_single_device(ctx, work_load):
         mod.bind([("data", (40, 10))], [("softmax_label", (40,))])
         mod.init_params(mx.init.Zero())
         rng = np.random.RandomState(3)
-        arg = {k: mx.nd.array(rng.uniform(-0.3, 0.3, v.shape).astype("float32"))
-               for k, v in sorted(mod.get_params()[0].items())}
+        arg = {
+            k: mx.nd.array(rng.uniform(-0.3, 0.3, v.shape).astype("float32"))
+            for k, v in sorted(mod.get_params()[0].items())
+        }
         mod.set_params(arg, {})
         mod.init_optimizer(optimizer_params={"learning_rate": 0.2, "momentum": 0.9})
         for i in range(2):
-            b = mx.io.DataBatch([mx.nd.array(x[i * 40:(i + 1) * 40])],
-                                [mx.nd.array(y[i * 40:(i + 1) * 40])])
+            b = mx.io.DataBatch(
+                [mx.nd.array(x[i * 40 : (i + 1) * 40])], [mx.nd.array(y[i * 40 : (i + 1) * 40])]
+            )
             mod.forward_backward(b)
             mod.update()
         results.append({k: v.asnumpy() for k, v in mod.get_params()[0].items()})
@@ -128,8 +144,9 @@ def test_second_batch_and_lr_change_do_not_recompile():
     x, y = toy(100)
     mod = bound()
     sched = mx.lr_scheduler.FactorScheduler(step=1, factor=0.5)
-    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
-                                                           "lr_scheduler": sched})
+    mod.init_optimizer(
+        optimizer="sgd", optimizer_params={"learning_rate": 0.1, "lr_scheduler": sched}
+    )
     it = mx.io.NDArrayIter(x, y, batch_size=20)
     metric = mx.metric.create("acc")
     sizes = []
@@ -222,7 +239,7 @@ def test_monitor_reports_outputs_and_arguments():
     mon.tic()
     mod.forward(mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.ones((2, 4))]), is_train=False)
     stats = {name: float(v) for _, name, v in mon.toc()}
-    assert stats["fc1_weight"] == pytest.approx(np.sqrt((w ** 2).mean()), rel=1e-5)
+    assert stats["fc1_weight"] == pytest.approx(np.sqrt((w**2).mean()), rel=1e-5)
 
 
 def test_states_and_unmerged_outputs():
@@ -230,8 +247,9 @@ def test_states_and_unmerged_outputs():
     state = mx.sym.Variable("state")
     net = mx.sym.FullyConnected(data, num_hidden=3, name="fc") + state
     net = mx.sym.MakeLoss(net, name="loss")
-    mod = mx.mod.Module(net, label_names=None, state_names=["state"],
-                        context=[mx.cpu(0), mx.cpu(1)])
+    mod = mx.mod.Module(
+        net, label_names=None, state_names=["state"], context=[mx.cpu(0), mx.cpu(1)]
+    )
     mod.bind([("data", (4, 2))])
     mod.init_params(mx.init.Zero())
     mod.set_states(value=1.5)
@@ -255,8 +273,9 @@ def test_pre_sliced_batches_and_metric():
     whole = mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)])
     mod.forward(whole, is_train=False)
     expect = mod.get_outputs()[0].asnumpy()
-    parts = [mx.io.DataBatch([mx.nd.array(x[i:i + 4])], [mx.nd.array(y[i:i + 4])])
-             for i in (0, 4)]
+    parts = [
+        mx.io.DataBatch([mx.nd.array(x[i : i + 4])], [mx.nd.array(y[i : i + 4])]) for i in (0, 4)
+    ]
     mod.forward(parts, is_train=False)
     np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), expect, rtol=1e-6)
     m1, m2 = mx.metric.create("acc"), mx.metric.create("acc")
@@ -269,8 +288,12 @@ def test_fit_runs_one_compiled_dispatch_per_batch():
     x, y = toy(200)
     it = mx.io.NDArrayIter(x, y, batch_size=20)
     mod = mx.mod.Module(mlp())
-    mod.fit(it, num_epoch=1, optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
-            initializer=mx.init.Uniform(0.1))
+    mod.fit(
+        it,
+        num_epoch=1,
+        optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+        initializer=mx.init.Uniform(0.1),
+    )
     progs = mod._exec_group._progs
     calls = {}
 
@@ -278,6 +301,7 @@ def test_fit_runs_one_compiled_dispatch_per_batch():
         def wrapped(*a, **k):
             calls[key[0]] = calls.get(key[0], 0) + 1
             return fn(*a, **k)
+
         return wrapped
 
     for key, fn in list(progs._cache.items()):
@@ -299,4 +323,4 @@ def test_switching_batch_shapes_does_not_recompile():
     mod.fit(train, eval_data=val, num_epoch=4, begin_epoch=2)
     assert mod._exec_group._progs is progs
     after = [f._cache_size() for f in progs._cache.values() if hasattr(f, "_cache_size")]
-    assert after[:len(sizes)] == sizes, (sizes, after)
+    assert after[: len(sizes)] == sizes, (sizes, after)

@@ -1,5 +1,6 @@
 """The Module core: compile counts, the deferred step, MXNet's executor-group surface
 (shapes and per-device meaning), the private attributes subclasses use, bad input."""
+
 import numpy as np
 import pytest
 
@@ -25,8 +26,11 @@ def toy(n=80, d=10, classes=4, seed=0):
 def compiled_count(sym):
     """Compilations of every program bound to ``sym`` (all Modules share them)."""
     progs = mx.executor.compiled_for(sym).programs.values()
-    return {key[0]: sum(f._cache_size() for k, f in p._cache.items() if k[0] == key[0])
-            for p in progs for key in p._cache}
+    return {
+        key[0]: sum(f._cache_size() for k, f in p._cache.items() if k[0] == key[0])
+        for p in progs
+        for key in p._cache
+    }
 
 
 def bound(sym=None, ctx=None, batch=8, **kw):
@@ -41,13 +45,21 @@ def test_first_fit_batch_compiles_the_step_once_and_two_modules_share_it():
     x, y = toy()
     it = mx.io.NDArrayIter(x, y, batch_size=8)
     mod = mx.mod.Module(sym)
-    mod.fit(it, num_epoch=1, optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
-            initializer=mx.init.Uniform(0.1))
+    mod.fit(
+        it,
+        num_epoch=1,
+        optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+        initializer=mx.init.Uniform(0.1),
+    )
     assert compiled_count(sym) == {"step": 1}
     mod.fit(it, num_epoch=3, begin_epoch=1)
     mod2 = mx.mod.Module(sym)
-    mod2.fit(it, num_epoch=2, optimizer_params={"learning_rate": 0.05, "momentum": 0.9},
-             initializer=mx.init.Uniform(0.1))
+    mod2.fit(
+        it,
+        num_epoch=2,
+        optimizer_params={"learning_rate": 0.05, "momentum": 0.9},
+        initializer=mx.init.Uniform(0.1),
+    )
     assert compiled_count(sym) == {"step": 1}
 
 
@@ -89,8 +101,11 @@ def test_executor_group_surface_shapes_and_per_device_meaning():
     single.bind([("data", (4, 10))], [("softmax_label", (4,))])
     single.set_params(*mod.get_params())
     for k in range(2):
-        single.forward_backward(mx.io.DataBatch([mx.nd.array(x[4 * k:4 * k + 4])],
-                                                [mx.nd.array(y[4 * k:4 * k + 4])]))
+        single.forward_backward(
+            mx.io.DataBatch(
+                [mx.nd.array(x[4 * k : 4 * k + 4])], [mx.nd.array(y[4 * k : 4 * k + 4])]
+            )
+        )
         want = single._exec_group.grad_arrays[0][0].asnumpy()
         np.testing.assert_allclose(g.grad_arrays[0][k].asnumpy(), want, rtol=1e-5, atol=1e-7)
     assert g.execs[1].arg_dict["data"].shape == (4, 10)
@@ -129,11 +144,31 @@ def test_writing_through_param_arrays_changes_the_next_step():
 def test_private_attributes_subclasses_read():
     mod = bound(fixed_param_names=["fc1_bias"])
     mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
-    for name in ("_exec_group", "_arg_params", "_aux_params", "_params_dirty", "_optimizer",
-                 "_kvstore", "_update_on_kvstore", "_updater", "_preload_opt_states",
-                 "_group2ctxs", "_compression_params", "_work_load_list", "_context", "_symbol",
-                 "_data_shapes", "_label_shapes", "_param_names", "_fixed_param_names",
-                 "_aux_names", "_state_names", "_output_names", "_total_exec_bytes", "_grad_req"):
+    for name in (
+        "_exec_group",
+        "_arg_params",
+        "_aux_params",
+        "_params_dirty",
+        "_optimizer",
+        "_kvstore",
+        "_update_on_kvstore",
+        "_updater",
+        "_preload_opt_states",
+        "_group2ctxs",
+        "_compression_params",
+        "_work_load_list",
+        "_context",
+        "_symbol",
+        "_data_shapes",
+        "_label_shapes",
+        "_param_names",
+        "_fixed_param_names",
+        "_aux_names",
+        "_state_names",
+        "_output_names",
+        "_total_exec_bytes",
+        "_grad_req",
+    ):
         assert hasattr(mod, name), name
     assert mod._param_names == ["fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"]
     assert mod._fixed_param_names == ["fc1_bias"] and mod._output_names == ["softmax_output"]
@@ -143,17 +178,25 @@ def test_private_attributes_subclasses_read():
 
 def test_mxnet_module_level_helpers():
     from mxmod.module.base_module import _as_list, _check_input_names, _parse_data_desc
+
     assert mx.__version__ == "1.9.1" and mx.__version__ >= "1.3.0"
     assert mx.base._as_list(3) == [3] and _as_list((1, 2)) == [1, 2]
-    data, label = _parse_data_desc(["data"], ["softmax_label"], [("data", (2, 3))],
-                                   [("softmax_label", (2,))])
+    data, label = _parse_data_desc(
+        ["data"], ["softmax_label"], [("data", (2, 3))], [("softmax_label", (2,))]
+    )
     assert data[0].shape == (2, 3) and label[0].name == "softmax_label"
     with pytest.raises(ValueError, match="Did you mean"):
         _check_input_names(mlp(), ["dat"], "data", True)
-    for helper in ("_create_kvstore", "_initialize_kvstore", "_update_params",
-                   "_update_params_on_kvstore", "BatchEndParam"):
+    for helper in (
+        "_create_kvstore",
+        "_initialize_kvstore",
+        "_update_params",
+        "_update_params_on_kvstore",
+        "BatchEndParam",
+    ):
         assert callable(getattr(mx.model, helper))
     from mxmod.ndarray import utils
+
     assert utils.zeros((2,)).shape == (2,) and callable(utils.load) and callable(utils.save)
 
 
@@ -165,14 +208,16 @@ def test_update_params_fast_path_matches_the_fused_update():
         mod = mx.mod.Module(mlp(), context=[mx.cpu(0), mx.cpu(1)])
         mod.bind([("data", (16, 10))], [("softmax_label", (16,))])
         mod.init_params(mx.init.Constant(0.05))
-        mod.init_optimizer(kvstore="local", optimizer_params={"learning_rate": 0.1,
-                                                              "momentum": 0.9})
+        mod.init_optimizer(
+            kvstore="local", optimizer_params={"learning_rate": 0.1, "momentum": 0.9}
+        )
         for _ in range(3):
             mod.forward_backward(batch)
             if use_helper:
                 g = mod._exec_group
-                mx.model._update_params_on_kvstore(g.param_arrays, g.grad_arrays, mod._kvstore,
-                                                   g.param_names)
+                mx.model._update_params_on_kvstore(
+                    g.param_arrays, g.grad_arrays, mod._kvstore, g.param_names
+                )
             else:
                 mod.update()
         results.append(mod.get_params()[0]["fc1_weight"].asnumpy())
@@ -182,7 +227,9 @@ def test_update_params_fast_path_matches_the_fused_update():
 # ---------------------------------------------------------------- bad input
 def test_bind_with_a_dict_of_shapes_names_the_fix():
     mod = mx.mod.Module(mlp())
-    with pytest.raises(TypeError, match=r"not a dict; write data_shapes=\[\('data', \(10, 20\)\)\]"):
+    with pytest.raises(
+        TypeError, match=r"not a dict; write data_shapes=\[\('data', \(10, 20\)\)\]"
+    ):
         mod.bind(data_shapes={"data": (10, 20)})
 
 
@@ -236,8 +283,11 @@ def test_optimizer_states_are_checked_against_the_bound_parameters(tmp_path):
     mod.save_optimizer_states(fname)
     other = bound(sym=mlp(hidden=12))
     other.init_optimizer(optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
-    with pytest.raises(MXNetError, match=r"state of 'fc1_bias' has shape \(16,\) but the bound "
-                                         r"parameter needs \(12,\)"):
+    with pytest.raises(
+        MXNetError,
+        match=r"state of 'fc1_bias' has shape \(16,\) but the bound "
+        r"parameter needs \(12,\)",
+    ):
         other.load_optimizer_states(fname)
     adam = bound()
     adam.init_optimizer(optimizer="adam")
@@ -254,8 +304,10 @@ def test_optimizer_needing_host_values_trains_through_mxnets_update_path(n_dev):
     """An update() that reads values on the host cannot be traced: the Module runs MXNet's
     kvstore/updater path on the executor-group views, with the same numbers."""
     import sys
+
     sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/fixtures")
     import module_core_cases as cases
+
     traced = cases.register_custom_sgd(mx)
 
     @mx.optimizer.Optimizer.register
@@ -293,10 +345,14 @@ def test_modules_sharing_weights_see_each_others_updates():
     after = a.get_params()[0]["fc2_bias"].asnumpy()
     assert np.abs(after).sum() > 0  # a's update ran before b's forward
     np.testing.assert_array_equal(b.get_params()[0]["fc2_bias"].asnumpy(), after)
-    with pytest.raises(MXNetError, match=r"weight given \(16, 10\) but data \(4, 10\) needs "
-                                         r"\(12, 10\)"):
-        mx.mod.Module(mlp(hidden=12)).bind([("data", (4, 10))], [("softmax_label", (4,))],
-                                           shared_module=a)
+    with pytest.raises(
+        MXNetError,
+        match=r"weight given \(16, 10\) but data \(4, 10\) needs "
+        r"\(12, 10\)",
+    ):
+        mx.mod.Module(mlp(hidden=12)).bind(
+            [("data", (4, 10))], [("softmax_label", (4,))], shared_module=a
+        )
 
 
 def test_sparse_namespaces_name_sparse_storage():

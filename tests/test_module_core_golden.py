@@ -2,6 +2,7 @@
 a user Module subclass that clips per-device gradients and updates through
 ``mx.model._update_params``, an optimizer written the MXNet way, and BatchNorm's
 moving-statistics rules (frozen prefix, forward without backward)."""
+
 import os
 import sys
 
@@ -42,8 +43,15 @@ def fit(sym, module, x, y, optimizer, opt_params, epochs=2):
     aux_names = set(sym.list_auxiliary_states())
     arg = {k: mx.nd.array(v) for k, v in params.items() if k not in aux_names}
     aux = {k: mx.nd.array(v) for k, v in params.items() if k in aux_names}
-    module.fit(it, num_epoch=epochs, optimizer=optimizer, optimizer_params=opt_params,
-               arg_params=arg, aux_params=aux, eval_metric="acc")
+    module.fit(
+        it,
+        num_epoch=epochs,
+        optimizer=optimizer,
+        optimizer_params=opt_params,
+        arg_params=arg,
+        aux_params=aux,
+        eval_metric="acc",
+    )
     return module, params
 
 
@@ -52,8 +60,14 @@ def test_subclass_clipping_per_device_grads_through_update_params(n_dev):
     x, y = cases.data()
     ctx = [mx.cpu(i) for i in range(n_dev)]
     cls = cases.clipping_module_class(mx)
-    mod, _ = fit(cases.mlp(mx), cls(cases.mlp(mx), context=ctx), x, y, "sgd",
-                 {"learning_rate": 0.5, "momentum": 0.9, "wd": 1e-3})
+    mod, _ = fit(
+        cases.mlp(mx),
+        cls(cases.mlp(mx), context=ctx),
+        x,
+        y,
+        "sgd",
+        {"learning_rate": 0.5, "momentum": 0.9, "wd": 1e-3},
+    )
     gold = golden(f"clip_{n_dev}dev")
     # per-device gradient norms: each device's own slice, as MXNet's grad_arrays
     np.testing.assert_allclose(mod.norms, gold["norms"], rtol=1e-4)
@@ -67,8 +81,14 @@ def test_mxnet_style_optimizer_trains_a_module_through_fit(n_dev):
     x, y = cases.data()
     name = cases.register_custom_sgd(mx)
     ctx = [mx.cpu(i) for i in range(n_dev)]
-    mod, _ = fit(cases.mlp(mx), mx.mod.Module(cases.mlp(mx), context=ctx), x, y, name,
-                 {"learning_rate": 0.3, "momentum": 0.9, "wd": 1e-3})
+    mod, _ = fit(
+        cases.mlp(mx),
+        mx.mod.Module(cases.mlp(mx), context=ctx),
+        x,
+        y,
+        name,
+        {"learning_rate": 0.3, "momentum": 0.9, "wd": 1e-3},
+    )
     check_params(mod, golden(f"customopt_{n_dev}dev"))
 
 
@@ -92,10 +112,12 @@ def test_training_forward_alone_leaves_batchnorm_statistics():
     mod.bind([("data", (cases.BATCH,) + bx.shape[1:])], [("softmax_label", (cases.BATCH,))])
     params = cases.init_params(shapes_of(sym, (cases.BATCH,) + bx.shape[1:]))
     aux_names = set(sym.list_auxiliary_states())
-    mod.init_params(arg_params={k: mx.nd.array(v) for k, v in params.items() if k not in aux_names},
-                    aux_params={k: mx.nd.array(v) for k, v in params.items() if k in aux_names})
+    mod.init_params(
+        arg_params={k: mx.nd.array(v) for k, v in params.items() if k not in aux_names},
+        aux_params={k: mx.nd.array(v) for k, v in params.items() if k in aux_names},
+    )
     mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1})
-    batch = mx.io.DataBatch([mx.nd.array(bx[:cases.BATCH])], [mx.nd.array(by[:cases.BATCH])])
+    batch = mx.io.DataBatch([mx.nd.array(bx[: cases.BATCH])], [mx.nd.array(by[: cases.BATCH])])
     gold = golden("bn_forward_only")
     mod.forward(batch, is_train=True)
     mod.get_outputs()[0].asnumpy()

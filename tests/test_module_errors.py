@@ -1,4 +1,5 @@
 """Every Module user mistake gets an error that names what was wrong and the fix."""
+
 import numpy as np
 import pytest
 
@@ -58,8 +59,11 @@ def test_batch_not_matching_provide_data():
     mod = bound()
     mod.init_params()
     bad = mx.io.DataBatch([mx.nd.ones((4, 6))], [mx.nd.zeros((4,))])
-    with pytest.raises(MXNetError, match=r"FullyConnected 'fc1': weight given \(8, 5\) but data "
-                                         r"\(4, 6\) needs \(8, 6\)"):
+    with pytest.raises(
+        MXNetError,
+        match=r"FullyConnected 'fc1': weight given \(8, 5\) but data "
+        r"\(4, 6\) needs \(8, 6\)",
+    ):
         mod.forward(bad)
     two = mx.io.DataBatch([mx.nd.ones((4, 5)), mx.nd.ones((4, 5))], [mx.nd.zeros((4,))])
     with pytest.raises(MXNetError, match="2 data arrays but the module is bound with 1"):
@@ -77,10 +81,14 @@ def test_arg_params_missing_or_wrong_shape():
     mod = bound()
     with pytest.raises(RuntimeError, match="fc1_bias is not presented.*allow_missing=True"):
         mod.init_params(arg_params={"fc1_weight": mx.nd.zeros((8, 5))})
-    with pytest.raises(MXNetError, match=r"'fc1_weight' has shape \(3, 5\) but the symbol needs "
-                                         r"\(8, 5\)"):
-        mod.init_params(arg_params={"fc1_weight": mx.nd.zeros((3, 5)),
-                                    "fc1_bias": mx.nd.zeros((8,))})
+    with pytest.raises(
+        MXNetError,
+        match=r"'fc1_weight' has shape \(3, 5\) but the symbol needs "
+        r"\(8, 5\)",
+    ):
+        mod.init_params(
+            arg_params={"fc1_weight": mx.nd.zeros((3, 5)), "fc1_bias": mx.nd.zeros((8,))}
+        )
     mod.init_params(arg_params={"fc1_weight": mx.nd.ones((8, 5))}, allow_missing=True)
     assert mod.get_params()[0]["fc1_weight"].asnumpy().sum() == 40
 
@@ -99,7 +107,9 @@ def test_work_load_list_with_empty_slices():
 def test_unknown_optimizer_metric_initializer_names_list_known_ones():
     mod = bound()
     mod.init_params()
-    with pytest.raises(ValueError, match="Cannot find optimizer sgdd; registered optimizers are: .*sgd"):
+    with pytest.raises(
+        ValueError, match="Cannot find optimizer sgdd; registered optimizers are: .*sgd"
+    ):
         mod.init_optimizer(optimizer="sgdd")
     with pytest.raises(ValueError, match="acc"):
         mx.metric.create("accurracy")

@@ -1,5 +1,6 @@
 """Issue 12's Module family against MXNet 1.9.1 (fixtures from
 ``tests/fixtures/gen_module_family_goldens.py``; cases in ``module_family_cases.py``)."""
+
 import os
 import sys
 
@@ -11,7 +12,7 @@ from mxmod.contrib.svrg_optimization.svrg_module import SVRGModule
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures")
 sys.path.insert(0, HERE)
-import module_family_cases as cases
+import module_family_cases as cases  # noqa: E402
 
 GOLD = os.path.join(HERE, "module_family")
 
@@ -41,18 +42,27 @@ def test_bucketing_lstm_matches_mxnet(ctx):
 
 def test_mxnet_bucketing_checkpoint_loads_and_predicts_as_mxnet():
     want = golden("bucketing")
-    mod = mx.mod.BucketingModule.load(os.path.join(GOLD, "bucketing"), 2,
-                                      sym_gen=cases.lm_sym_gen(mx), default_bucket_key=5)
+    mod = mx.mod.BucketingModule.load(
+        os.path.join(GOLD, "bucketing"), 2, sym_gen=cases.lm_sym_gen(mx), default_bucket_key=5
+    )
     assert sorted(mod._buckets) == [3, 5]
-    mod.bind([("data", (cases.BATCH, 5))], [("softmax_label", (cases.BATCH, 5))],
-             for_training=False)
+    mod.bind(
+        [("data", (cases.BATCH, 5))], [("softmax_label", (cases.BATCH, 5))], for_training=False
+    )
     for key, x, _ in cases.lm_batches()[:2]:
-        mod.forward(mx.io.DataBatch([mx.nd.array(x)], None, bucket_key=key,
-                                    provide_data=[("data", x.shape)],
-                                    provide_label=[("softmax_label", x.shape)]),
-                    is_train=False)
-        np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), want[f"out:{key}"],
-                                   rtol=1e-5, atol=1e-6)
+        mod.forward(
+            mx.io.DataBatch(
+                [mx.nd.array(x)],
+                None,
+                bucket_key=key,
+                provide_data=[("data", x.shape)],
+                provide_label=[("softmax_label", x.shape)],
+            ),
+            is_train=False,
+        )
+        np.testing.assert_allclose(
+            mod.get_outputs()[0].asnumpy(), want[f"out:{key}"], rtol=1e-5, atol=1e-6
+        )
     check_params(mod, want)
 
 

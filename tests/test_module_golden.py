@@ -1,5 +1,6 @@
 """Module training trajectories equal real MXNet 1.9.1's (fixtures/gen_module_goldens.py),
 on one device and on several simulated devices."""
+
 import os
 
 import numpy as np
@@ -56,19 +57,35 @@ def _replay(name, n_dev, fused, fixture=None, work_load_list=None):
             out = mod.get_outputs()[0].asnumpy()
             mod.backward()
             mod.update()
-        np.testing.assert_allclose(out, ref[f"out{s}"], rtol=1e-4, atol=1e-5,
-                                   err_msg=f"{name} step {s} outputs")
+        np.testing.assert_allclose(
+            out, ref[f"out{s}"], rtol=1e-4, atol=1e-5, err_msg=f"{name} step {s} outputs"
+        )
         arg_now, aux_now = mod.get_params()
         for k, v in arg_now.items():
-            np.testing.assert_allclose(v.asnumpy(), ref[f"arg{s}:{k}"], rtol=1e-4, atol=1e-5,
-                                       err_msg=f"{name} step {s} param {k}")
+            np.testing.assert_allclose(
+                v.asnumpy(),
+                ref[f"arg{s}:{k}"],
+                rtol=1e-4,
+                atol=1e-5,
+                err_msg=f"{name} step {s} param {k}",
+            )
         for k, v in aux_now.items():
-            np.testing.assert_allclose(v.asnumpy(), ref[f"aux{s}:{k}"], rtol=1e-4, atol=1e-5,
-                                       err_msg=f"{name} step {s} aux {k}")
+            np.testing.assert_allclose(
+                v.asnumpy(),
+                ref[f"aux{s}:{k}"],
+                rtol=1e-4,
+                atol=1e-5,
+                err_msg=f"{name} step {s} aux {k}",
+            )
     mod.set_params(*mod.get_params())  # what fit does at each epoch end
     mod.forward(mx.io.DataBatch([mx.nd.array(ref["x0"])]), is_train=False)
-    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), ref["eval_out"], rtol=1e-4,
-                               atol=1e-5, err_msg=f"{name} inference outputs")
+    np.testing.assert_allclose(
+        mod.get_outputs()[0].asnumpy(),
+        ref["eval_out"],
+        rtol=1e-4,
+        atol=1e-5,
+        err_msg=f"{name} inference outputs",
+    )
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["imperative", "fused"])

@@ -1,6 +1,7 @@
 """fit(steps_per_dispatch=N): blocks of N steps in one lax.scan equal N single steps
 (parameters, aux states, what every batch_end_callback sees), the tail of an epoch, the
 mesh, and the fallbacks with their reasons."""
+
 import logging
 
 import numpy as np
@@ -35,9 +36,17 @@ def _fit(n, ctx=None, metric="acc", batch_size=16, num_epoch=2, net=None, **kw):
         seen.append((p.epoch, p.nbatch, p.eval_metric.get()))
 
     sched = mx.lr_scheduler.FactorScheduler(3, 0.9, base_lr=0.1)
-    mod.fit(it, num_epoch=num_epoch, optimizer="sgd", eval_metric=metric,
-            optimizer_params={"momentum": 0.9, "lr_scheduler": sched},
-            initializer=mx.init.Xavier(), batch_end_callback=cb, steps_per_dispatch=n, **kw)
+    mod.fit(
+        it,
+        num_epoch=num_epoch,
+        optimizer="sgd",
+        eval_metric=metric,
+        optimizer_params={"momentum": 0.9, "lr_scheduler": sched},
+        initializer=mx.init.Xavier(),
+        batch_end_callback=cb,
+        steps_per_dispatch=n,
+        **kw,
+    )
     arg, aux = mod.get_params()
     return mod, seen, {k: v.asnumpy() for k, v in {**arg, **aux}.items()}
 
@@ -79,10 +88,14 @@ def test_fallback_is_logged_and_exact(caplog):
     metric = mx.metric.CustomMetric(lambda label, pred: float((pred.argmax(1) == label).mean()))
     with caplog.at_level(logging.WARNING):
         _, seen_c, p_c = _fit(4, metric=metric)
-    assert "fit(steps_per_dispatch=4) runs single steps: the metric CustomMetric is " \
-           "updated on the host" in caplog.text
-    _, _, p1 = _fit(1, metric=mx.metric.CustomMetric(
-        lambda label, pred: float((pred.argmax(1) == label).mean())))
+    assert (
+        "fit(steps_per_dispatch=4) runs single steps: the metric CustomMetric is "
+        "updated on the host" in caplog.text
+    )
+    _, _, p1 = _fit(
+        1,
+        metric=mx.metric.CustomMetric(lambda label, pred: float((pred.argmax(1) == label).mean())),
+    )
     _same(p1, p_c)
     assert len(seen_c) == 20
 
@@ -105,9 +118,14 @@ def test_a_batch_of_another_shape_runs_as_a_single_step():
         mx.random.seed(3)
         mod = mx.mod.Module(_net(dropout=False))
         seen = []
-        mod.fit(Iter(X[:96], Y[:96], batch_size=16), num_epoch=1, optimizer="sgd",
-                initializer=mx.init.Xavier(), steps_per_dispatch=n,
-                batch_end_callback=lambda p: seen.append(p.eval_metric.get()[1]))
+        mod.fit(
+            Iter(X[:96], Y[:96], batch_size=16),
+            num_epoch=1,
+            optimizer="sgd",
+            initializer=mx.init.Xavier(),
+            steps_per_dispatch=n,
+            batch_end_callback=lambda p: seen.append(p.eval_metric.get()[1]),
+        )
         arg = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
         if n == 1:
             ref, ref_seen = arg, seen

@@ -1,5 +1,6 @@
 """mx.io.MNISTIter and mx.io.CSVIter against MXNet 1.9.1 (tests/fixtures/data/
 small_iters.npz, made by gen_data_fixtures.py), LibSVMIter's refusal, and errors."""
+
 import os
 import struct
 
@@ -13,9 +14,11 @@ D = os.path.join(os.path.dirname(__file__), "fixtures", "data", "small")
 Z = np.load(os.path.join(os.path.dirname(D), "small_iters.npz"))
 IMG, LAB = os.path.join(D, "images-idx3-ubyte"), os.path.join(D, "labels-idx1-ubyte")
 
-MNIST = {"mnist": dict(batch_size=5, shuffle=False),
-         "mnist_flat": dict(batch_size=4, shuffle=False, flat=True),
-         "mnist_parts": dict(batch_size=3, shuffle=False, num_parts=2, part_index=1)}
+MNIST = {
+    "mnist": dict(batch_size=5, shuffle=False),
+    "mnist_flat": dict(batch_size=4, shuffle=False, flat=True),
+    "mnist_parts": dict(batch_size=3, shuffle=False, num_parts=2, part_index=1),
+}
 
 
 @pytest.mark.parametrize("name", sorted(MNIST))
@@ -38,8 +41,12 @@ def test_mnist_shuffle_is_one_fixed_permutation():
     first = it.next().label[0].asnumpy()
     it.reset()
     again = it.next().label[0].asnumpy()
-    plain = mx.io.MNISTIter(image=IMG, label=LAB, silent=True, batch_size=23,
-                            shuffle=False).next().label[0].asnumpy()
+    plain = (
+        mx.io.MNISTIter(image=IMG, label=LAB, silent=True, batch_size=23, shuffle=False)
+        .next()
+        .label[0]
+        .asnumpy()
+    )
     np.testing.assert_array_equal(first, again)  # shuffled once, as MXNet
     assert sorted(first) == sorted(plain) and not np.array_equal(first, plain)
 
@@ -61,11 +68,19 @@ def test_mnist_errors(tmp_path):
         mx.io.MNISTIter(image=IMG, label=LAB, flatten=True)
 
 
-CSV = {"csv_round": dict(data_shape=(2, 3), batch_size=3),
-       "csv_noround": dict(data_shape=(6,), batch_size=3, round_batch=False,
-                           label_csv=os.path.join(D, "label.csv"), label_shape=(2,)),
-       "csv_label1": dict(data_shape=(6,), batch_size=4, label_csv=os.path.join(D, "data.csv"),
-                          label_shape=(6,))}
+CSV = {
+    "csv_round": dict(data_shape=(2, 3), batch_size=3),
+    "csv_noround": dict(
+        data_shape=(6,),
+        batch_size=3,
+        round_batch=False,
+        label_csv=os.path.join(D, "label.csv"),
+        label_shape=(2,),
+    ),
+    "csv_label1": dict(
+        data_shape=(6,), batch_size=4, label_csv=os.path.join(D, "data.csv"), label_shape=(6,)
+    ),
+}
 
 
 @pytest.mark.parametrize("name", sorted(CSV))

@@ -1,4 +1,5 @@
 """mx.nd.save / mx.nd.load against files written by real MXNet 1.9.1 (tests/fixtures/nd)."""
+
 import json
 import os
 import re
@@ -128,8 +129,10 @@ def test_single_ndarray_is_a_list_of_one(tmp_path):
     assert isinstance(mx.nd.load(str(tmp_path / "s")), list)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "uint8", "int8", "int32", "bool",
-                                   "bfloat16", "float64", "int64"])
+@pytest.mark.parametrize(
+    "dtype",
+    ["float32", "float16", "uint8", "int8", "int32", "bool", "bfloat16", "float64", "int64"],
+)
 def test_round_trip_every_dtype(dtype, tmp_path, x64):
     host = np.array([[0, 1, 2], [3, 1, 0]]).astype(dtype)
     a = mx.nd.array(host, dtype=dtype)
@@ -142,8 +145,11 @@ def test_round_trip_every_dtype(dtype, tmp_path, x64):
 
 
 def test_round_trip_32_bit_without_x64_and_0d(tmp_path):
-    vals = [mx.nd.array([1.5, 2.5]), mx.nd.ones((2, 2), dtype="int32"),
-            mx.nd.array(np.float32(7.0))]
+    vals = [
+        mx.nd.array([1.5, 2.5]),
+        mx.nd.ones((2, 2), dtype="int32"),
+        mx.nd.array(np.float32(7.0)),
+    ]
     mx.nd.save(str(tmp_path / "f"), vals)
     got = mx.nd.load_frombuffer((tmp_path / "f").read_bytes())
     assert [g.shape for g in got] == [(2,), (2, 2), ()]
@@ -153,7 +159,7 @@ def test_round_trip_32_bit_without_x64_and_0d(tmp_path):
 
 
 def test_numpy_64_bit_keeps_dtype_without_x64(tmp_path):
-    mx.nd.save(str(tmp_path / "f"), [np.array([0.1]), np.array([2 ** 40])])
+    mx.nd.save(str(tmp_path / "f"), [np.array([0.1]), np.array([2**40])])
     f64, i64 = io.load_numpy(str(tmp_path / "f"))
     assert f64.dtype == np.float64 and f64[0] == 0.1 and i64.dtype == np.int64
 
@@ -181,8 +187,11 @@ def test_legacy_records_load():
 
 # ------------------------------------------------------------------------ errors
 def test_sparse_raises_not_implemented_naming_storage():
-    with pytest.raises(NotImplementedError, match=r"row_sparse\.params.*'arg:emb'.*row_sparse "
-                                                  r"storage.*tostype\('default'\)"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"row_sparse\.params.*'arg:emb'.*row_sparse "
+        r"storage.*tostype\('default'\)",
+    ):
         mx.nd.load(str(ND / "row_sparse.params"))
     with pytest.raises(NotImplementedError, match=r"array 0 uses csr storage"):
         mx.nd.load(str(ND / "csr.nd"))
@@ -242,18 +251,21 @@ def test_garbage_never_crashes_elsewhere(seed, tmp_path):
         assert len(out) == 9
 
 
-@pytest.mark.parametrize("patch, match", [
-    ((24, "<I", 0xDEADBEEF), r"array 0 starts with 0xdeadbeef, not an NDArray record magic"),
-    ((28, "<i", 7), r"array 0 has an invalid storage type 7"),
-    ((32, "<i", 1 << 30), r"array 0 shape \(1073741824 dims\) needs"),
-    ((36, "<q", -5), r"array 0 shape has a negative dimension"),
-    ((36, "<q", 1 << 40), r"array 0 data \(3298534883328 x float32\) needs"),
-    ((52, "<i", 9), r"array 0 names an invalid context \(dev_type 9"),
-    ((60, "<i", 42), r"array 0 has an unknown dtype flag 42"),
-    ((16, "<Q", 1 << 60), r"header claims 1152921504606846976 arrays"),
-    ((122, "<Q", 1), r"it holds 2 arrays but 1 names"),
-    ((130, "<Q", 1 << 50), r"name 0 needs"),
-])
+@pytest.mark.parametrize(
+    "patch, match",
+    [
+        ((24, "<I", 0xDEADBEEF), r"array 0 starts with 0xdeadbeef, not an NDArray record magic"),
+        ((28, "<i", 7), r"array 0 has an invalid storage type 7"),
+        ((32, "<i", 1 << 30), r"array 0 shape \(1073741824 dims\) needs"),
+        ((36, "<q", -5), r"array 0 shape has a negative dimension"),
+        ((36, "<q", 1 << 40), r"array 0 data \(3298534883328 x float32\) needs"),
+        ((52, "<i", 9), r"array 0 names an invalid context \(dev_type 9"),
+        ((60, "<i", 42), r"array 0 has an unknown dtype flag 42"),
+        ((16, "<Q", 1 << 60), r"header claims 1152921504606846976 arrays"),
+        ((122, "<Q", 1), r"it holds 2 arrays but 1 names"),
+        ((130, "<Q", 1 << 50), r"name 0 needs"),
+    ],
+)
 def test_corrupted_fields(patch, match):
     raw = bytearray((ND / "spec_dict.params").read_bytes())
     pos, fmt, value = patch
@@ -320,15 +332,23 @@ def test_crash_during_save_keeps_previous_file(tmp_path, monkeypatch):
 # ------------------------------------------------------- loading mxmod files in MXNet
 def test_mxmod_files_load_in_real_mxnet(tmp_path, x64):
     if not os.path.exists(MXNET_PY):
-        pytest.skip(f"real MXNet not installed at {MXNET_PY}; byte equality with its files "
-                    f"is still checked against tests/fixtures/nd")
+        pytest.skip(
+            f"real MXNet not installed at {MXNET_PY}; byte equality with its files "
+            f"is still checked against tests/fixtures/nd"
+        )
     manifest, expected = {}, {}
     rng = np.random.RandomState(0)
     cases = {
-        "all_list.nd": [rng.randn(2, 3).astype(d) for d in
-                        ("float32", "float64", "float16", "int32", "int64")]
-        + [np.arange(5, dtype="uint8"), np.array([-3, 4], "int8"), np.array([True, False]),
-           np.array([1.0, -2.5], "f4").astype(BF16), np.zeros((0,), "f4")],
+        "all_list.nd": [
+            rng.randn(2, 3).astype(d) for d in ("float32", "float64", "float16", "int32", "int64")
+        ]
+        + [
+            np.arange(5, dtype="uint8"),
+            np.array([-3, 4], "int8"),
+            np.array([True, False]),
+            np.array([1.0, -2.5], "f4").astype(BF16),
+            np.zeros((0,), "f4"),
+        ],
         "dict.params": {"arg:w\u00e9": rng.randn(4, 2).astype("f4"), "aux:m": np.ones(3, "f2")},
         "scalar.nd": [np.array(2.5, "f4"), np.array([1.0], "f4")],
     }
@@ -336,24 +356,32 @@ def test_mxmod_files_load_in_real_mxnet(tmp_path, x64):
         values = data if isinstance(data, list) else list(data.values())
         nds = [mx.nd.array(v, dtype=v.dtype) for v in values]
         mx.nd.save(str(tmp_path / fname), nds if isinstance(data, list) else dict(zip(data, nds)))
-        manifest[fname] = {"kind": "list" if isinstance(data, list) else "dict",
-                           "names": None if isinstance(data, list) else list(data),
-                           "dtypes": [v.dtype.name for v in values],
-                           "shapes": [list(v.shape) for v in values],
-                           "np_shape": fname == "scalar.nd"}
+        manifest[fname] = {
+            "kind": "list" if isinstance(data, list) else "dict",
+            "names": None if isinstance(data, list) else list(data),
+            "dtypes": [v.dtype.name for v in values],
+            "shapes": [list(v.shape) for v in values],
+            "np_shape": fname == "scalar.nd",
+        }
         for i, v in enumerate(values):
             expected[f"{fname}|{i}"] = v.view("<u2") if v.dtype == BF16 else v
     sym = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc")
     arg = {"fc_weight": mx.nd.ones((3, 2)), "fc_bias": mx.nd.array([1, 2, 3])}
     aux = {"bn_moving_mean": mx.nd.zeros((2,))}
     mx.model.save_checkpoint(str(tmp_path / "ck"), 7, sym, arg, aux)
-    manifest["ck"] = {"kind": "checkpoint", "prefix": "ck", "epoch": 7, "arg": list(arg),
-                      "aux": list(aux)}
+    manifest["ck"] = {
+        "kind": "checkpoint",
+        "prefix": "ck",
+        "epoch": 7,
+        "arg": list(arg),
+        "aux": list(aux),
+    }
     for tag, params in (("arg", arg), ("aux", aux)):
         expected.update({f"ckpt|{tag}:{k}": v.asnumpy() for k, v in params.items()})
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     np.savez(tmp_path / "expected.npz", **expected)
-    res = subprocess.run([MXNET_PY, str(CHECKER), str(tmp_path)], capture_output=True,
-                         text=True, timeout=120)
+    res = subprocess.run(
+        [MXNET_PY, str(CHECKER), str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "4/4 files match" in res.stdout

@@ -305,8 +305,8 @@ def test_arithmetic_and_reflected():
     np_eq(a * a, [1, 4])
     np_eq(2 / a, [2, 1])
     np_eq(a % 2, [1, 0])
-    np_eq(2 ** a, [2, 4])
-    np_eq(a ** 2, [1, 4])
+    np_eq(2**a, [2, 4])
+    np_eq(a**2, [1, 4])
     np_eq(-a, [-1, -2])
     np_eq(abs(nd.array([-1])), [1])
     np_eq(nd.array([[1, 2]]) + nd.array([[1], [2]]), [[2, 3], [3, 4]])
@@ -322,7 +322,7 @@ def test_integer_arithmetic_matches_mxnet():
     np_eq(i % nd.array([3, -3], dtype="int32"), [2, -2])
     np_eq(10 % nd.array([-7, 7]), [-4, 3])
     np_eq(nd.array([1, 2], dtype="int32") * 1.5, [1, 2])  # scalar cast to int first
-    np_eq(2 ** i, [0, 128])
+    np_eq(2**i, [0, 128])
     np_eq(nd.array([1, 2], dtype="uint8") - 3, [254, 255])
     assert (i / 2).dtype is np.int32
 
@@ -376,9 +376,19 @@ def test_copies_never_share_a_buffer():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # cpu(8) shares device 0 with cpu(0) (8 devices)
         wrapped = a.copyto(cpu(8))
-    copies = [a.copy(), a.copyto(cpu(0)), wrapped, a.astype("float32"),
-              nd.array(a), nd.broadcast_to(a, (3,)), nd.transpose(a), targets, setto,
-              nd.slice_axis(a, 0, 0, None), nd.clip(a, 0, 10)]
+    copies = [
+        a.copy(),
+        a.copyto(cpu(0)),
+        wrapped,
+        a.astype("float32"),
+        nd.array(a),
+        nd.broadcast_to(a, (3,)),
+        nd.transpose(a),
+        targets,
+        setto,
+        nd.slice_axis(a, 0, 0, None),
+        nd.clip(a, 0, 10),
+    ]
     jax.jit(lambda x: x + 1, donate_argnums=0)(a._data)  # deletes a's buffer
     for c in copies:
         np_eq(c, [1, 2, 3])
@@ -469,10 +479,14 @@ def test_one_hot_softmax_where_clip():
     assert oh.dtype is np.int32
     tight = {"rtol": 1e-6, "atol": 1e-7}  # MXNet's float32 defaults (1e-4, 1e-3) are loose
     assert_almost_equal(nd.softmax(nd.array([[1, 2]])), [[0.26894143, 0.7310586]], **tight)
-    assert_almost_equal(nd.softmax(nd.array([[1, 2], [3, 5]]), axis=0),
-                        [[0.11920292, 0.04742587], [0.880797, 0.95257413]], **tight)
-    assert_almost_equal(nd.softmax(nd.array([[1, 2]]), temperature=2.0),
-                        [[0.37754068, 0.62245935]], **tight)
+    assert_almost_equal(
+        nd.softmax(nd.array([[1, 2], [3, 5]]), axis=0),
+        [[0.11920292, 0.04742587], [0.880797, 0.95257413]],
+        **tight,
+    )
+    assert_almost_equal(
+        nd.softmax(nd.array([[1, 2]]), temperature=2.0), [[0.37754068, 0.62245935]], **tight
+    )
     assert_almost_equal(nd.log_softmax(nd.array([[0, 0]])), [[-0.6931472] * 2], **tight)
     with pytest.raises(MXNetError, match="only support floating point types, not int32"):
         nd.softmax(nd.array([1], dtype="int32"))
@@ -526,8 +540,11 @@ def test_concat_concatenate_stack():
     np_eq(nd.concatenate([nd.array([1, 2]), nd.array([3])]), [1, 2, 3])
     np_eq(nd.stack(nd.array([1, 2]), nd.array([3, 4]), axis=1), [[1, 3], [2, 4]])
     assert nd.stack(nd.ones(2), nd.ones(2), axis=-1).shape == (2, 2)
-    with pytest.raises(MXNetError, match=r"concat: input 1 has shape \(3, 2\), incompatible with "
-                                         r"input 0 of shape \(2, 2\) along axis 1"):
+    with pytest.raises(
+        MXNetError,
+        match=r"concat: input 1 has shape \(3, 2\), incompatible with "
+        r"input 0 of shape \(2, 2\) along axis 1",
+    ):
         nd.concat(nd.ones((2, 2)), nd.ones((3, 2)), dim=1)
     with pytest.raises(MXNetError, match=r"stack: input 1 has shape \(3,\)"):
         nd.stack(nd.ones(2), nd.ones(3))
@@ -542,7 +559,7 @@ def test_elementwise_functions_keep_dtype():
     np_eq(nd.log(i), [0, 0])  # MXNet computes in the input dtype
     np_eq(nd.sqrt(i), [1, 1])
     assert nd.exp(i).dtype is np.int32
-    assert_almost_equal(nd.array([[1, 2]]).exp(), [[np.e, np.e ** 2]], rtol=1e-6, atol=0)
+    assert_almost_equal(nd.array([[1, 2]]).exp(), [[np.e, np.e**2]], rtol=1e-6, atol=0)
     np_eq(nd.square(nd.array([1, 3])), [1, 9])
     np_eq(nd.abs(nd.array([-1, 2])), [1, 2])
     np_eq(nd.maximum(nd.array([1, 2]), 1.5), [1.5, 2])

@@ -2,6 +2,7 @@
 
 Goldens: tests/fixtures/surface/numpy_interop.json (gen_surface_goldens.py).
 """
+
 import json
 import os
 
@@ -15,8 +16,12 @@ GOLD = os.path.join(os.path.dirname(__file__), "fixtures", "surface", "numpy_int
 
 def _describe(value):
     if isinstance(value, mx.nd.NDArray):
-        return {"type": "NDArray", "dtype": np.dtype(value.dtype).name,
-                "value": value.asnumpy().tolist(), "shape": list(value.shape)}
+        return {
+            "type": "NDArray",
+            "dtype": np.dtype(value.dtype).name,
+            "value": value.asnumpy().tolist(),
+            "shape": list(value.shape),
+        }
     if isinstance(value, np.ndarray):
         return {"type": "ndarray", "dtype": value.dtype.name, "value": value.tolist()}
     if isinstance(value, np.generic):

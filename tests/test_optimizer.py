@@ -1,4 +1,5 @@
 """mx.optimizer: MXNet 1.9.1 conformance (spec 4.1-4.4), fused core, optax bridge, states."""
+
 import io
 import pickle
 
@@ -36,11 +37,14 @@ def nd(x, dtype="float32"):
 
 
 # ----------------------------------------------------------------------------- spec 4.3 vectors
-@pytest.mark.parametrize("name, extra, step1, step2", [
-    ("sgd", dict(momentum=0.9), [0.445, -0.91, 1.955], [0.34105, -0.7399, 1.86995]),
-    ("sgd", {}, [0.445, -0.91, 1.955], [0.39055, -0.8209, 1.91045]),
-    ("ccsgd", {}, [0.445, -0.91, 1.955], [0.39055, -0.8209, 1.91045]),
-])
+@pytest.mark.parametrize(
+    "name, extra, step1, step2",
+    [
+        ("sgd", dict(momentum=0.9), [0.445, -0.91, 1.955], [0.34105, -0.7399, 1.86995]),
+        ("sgd", {}, [0.445, -0.91, 1.955], [0.39055, -0.8209, 1.91045]),
+        ("ccsgd", {}, [0.445, -0.91, 1.955], [0.39055, -0.8209, 1.91045]),
+    ],
+)
 def test_conformance_vectors(name, extra, step1, step2):
     opt = mx.optimizer.create(name, learning_rate=0.1, **COMMON, **extra)
     upd = mx.optimizer.get_updater(opt)
@@ -80,12 +84,18 @@ SHAPES = [(3, 4), (3,), (4,), (4,)]
 
 
 def make_sgd(**kw):
-    sym = FakeSym({"fc_weight": {"__lr_mult__": "2.0"}, "bn_gamma": {"__wd_mult__": "0.5"}},
-                  NAMES)
+    sym = FakeSym({"fc_weight": {"__lr_mult__": "2.0"}, "bn_gamma": {"__wd_mult__": "0.5"}}, NAMES)
     sched = FactorScheduler(step=2, factor=0.5, base_lr=0.2)
-    return mx.optimizer.SGD(momentum=0.9, wd=0.01, rescale_grad=0.25, clip_gradient=1.5,
-                            lr_scheduler=sched, sym=sym,
-                            param_idx2name=dict(enumerate(NAMES)), **kw)
+    return mx.optimizer.SGD(
+        momentum=0.9,
+        wd=0.01,
+        rescale_grad=0.25,
+        clip_gradient=1.5,
+        lr_scheduler=sched,
+        sym=sym,
+        param_idx2name=dict(enumerate(NAMES)),
+        **kw,
+    )
 
 
 def data(seed=0, steps=5):
@@ -124,8 +134,9 @@ def test_imperative_matches_numpy_reference():
         upd(list(range(4)), [nd(g) for g in grads], w_nd)
         lr = sched(step)
         for i in range(4):
-            ref_w[i], ref_m[i] = np_sgd(ref_w[i], grads[i], ref_m[i], lr * lr_mult[i],
-                                        0.01 * wd_mult[i], 0.9, 0.25, 1.5)
+            ref_w[i], ref_m[i] = np_sgd(
+                ref_w[i], grads[i], ref_m[i], lr * lr_mult[i], 0.01 * wd_mult[i], 0.9, 0.25, 1.5
+            )
         for i in range(4):
             np.testing.assert_allclose(w_nd[i].asnumpy(), ref_w[i], rtol=1e-5, atol=1e-6)
     assert opt.num_update == 5
@@ -138,8 +149,7 @@ def run_fused(opt, ws, gs, jit=True):
     fn = jax.jit(opt.fused_update) if jit else opt.fused_update
     for grads in gs:
         hyper = opt.fused_hyper()
-        params, state = fn(params, {n: jnp.asarray(g) for n, g in zip(NAMES, grads)}, state,
-                           hyper)
+        params, state = fn(params, {n: jnp.asarray(g) for n, g in zip(NAMES, grads)}, state, hyper)
     return params, state
 
 
@@ -153,8 +163,9 @@ def test_fused_equals_imperative():
         upd(NAMES, [nd(g) for g in grads], w_nd)  # name keys, like update_on_kvstore
     for n, w in zip(NAMES, w_nd):
         np.testing.assert_allclose(np.asarray(params[n]), w.asnumpy(), rtol=2e-7, atol=1e-7)
-        np.testing.assert_allclose(np.asarray(state[n]), upd.states[n].asnumpy(), rtol=2e-7,
-                                   atol=1e-7)
+        np.testing.assert_allclose(
+            np.asarray(state[n]), upd.states[n].asnumpy(), rtol=2e-7, atol=1e-7
+        )
     assert opt_f.num_update == opt_i.num_update == len(gs)
     assert opt_f._index_update_count == opt_i._index_update_count
 
@@ -198,7 +209,7 @@ def test_scheduler_never_recompiles_imperative():
 
 
 def test_fused_hyper_counts_like_mxnet():
-    opt = mx.optimizer.SGD(begin_num_update=10, lr_scheduler=FactorScheduler(1, 0.5, base_lr=1.))
+    opt = mx.optimizer.SGD(begin_num_update=10, lr_scheduler=FactorScheduler(1, 0.5, base_lr=1.0))
     opt.fused_init({"a": jnp.zeros(2), "b": jnp.zeros(2)})
     h = opt.fused_hyper()
     assert int(h["t"]) == 11 and opt.num_update == 11
@@ -228,8 +239,12 @@ def test_fused_signature_tracks_settings():
 # ----------------------------------------------------------------------------- multi-precision
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
 def test_multi_precision_fp16(momentum):
-    opt = mx.optimizer.SGD(momentum=momentum, learning_rate=0.1, multi_precision=True,
-                           **{k: v for k, v in COMMON.items()})
+    opt = mx.optimizer.SGD(
+        momentum=momentum,
+        learning_rate=0.1,
+        multi_precision=True,
+        **{k: v for k, v in COMMON.items()},
+    )
     w16 = nd(W0, "float16")
     state = opt.create_state_multi_precision(0, w16)
     assert isinstance(state, tuple) and state[1].dtype == np.float32  # (mom, w32) for SGD
@@ -248,7 +263,8 @@ def test_multi_precision_fp16(momentum):
     fstate = fopt.fused_init(params)
     for _ in range(2):
         params, fstate = jax.jit(fopt.fused_update)(
-            params, {"fc_weight": jnp.asarray(G0, jnp.float16)}, fstate, fopt.fused_hyper())
+            params, {"fc_weight": jnp.asarray(G0, jnp.float16)}, fstate, fopt.fused_hyper()
+        )
     np.testing.assert_allclose(np.asarray(fstate["fc_weight"][1]), w32.asnumpy(), rtol=1e-6)
     assert params["fc_weight"].dtype == jnp.float16
 
@@ -342,8 +358,11 @@ def test_set_states_refuses_pickle_and_garbage():
     upd = mx.optimizer.get_updater(mx.optimizer.SGD())
     with pytest.raises(NotImplementedError, match="never unpickles"):
         upd.set_states(pickle.dumps({0: None}))
-    with pytest.raises(MXNetFileError, match=r"optimizer states: offset 0: starts with "
-                                             r"b'hell' \(expected an mxmod optimizer-state"):
+    with pytest.raises(
+        MXNetFileError,
+        match=r"optimizer states: offset 0: starts with "
+        r"b'hell' \(expected an mxmod optimizer-state",
+    ):
         upd.set_states(b"hello")
     buf = io.BytesIO()
     np.savez(buf, x=np.zeros(2))
@@ -467,8 +486,9 @@ def test_user_imperative_subclass_fused_by_tracing():
     params = {"a": jnp.asarray(W0)}
     opt = Mine()
     state = opt.fused_init(params)
-    params, state = jax.jit(opt.fused_update)(params, {"a": jnp.asarray(G0)}, state,
-                                              opt.fused_hyper())
+    params, state = jax.jit(opt.fused_update)(
+        params, {"a": jnp.asarray(G0)}, state, opt.fused_hyper()
+    )
     np.testing.assert_allclose(params["a"], np.subtract(W0, G0))
     np.testing.assert_array_equal(state["a"], 1)
     upd = mx.optimizer.get_updater(Mine())

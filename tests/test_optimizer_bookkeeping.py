@@ -1,6 +1,7 @@
 """Per-step host cost of the fused path (issue 9): ``fused_hyper`` counts lazily (O(1) in the
 number of parameters, MXNet's per-index counts when read), ``fused_signature`` is cached
 until a setting changes (attributes, ``set_*_mult``, in-place dict edits)."""
+
 import pickle
 import types
 
@@ -74,8 +75,7 @@ def test_counts_follow_the_device_and_survive_pickle_and_codec():
     opt._set_current_context(1)
     opt.fused_hyper()
     opt.fused_hyper()
-    assert opt._all_index_update_counts == {0: dict.fromkeys(NAMES, 1),
-                                            1: dict.fromkeys(NAMES, 2)}
+    assert opt._all_index_update_counts == {0: dict.fromkeys(NAMES, 1), 1: dict.fromkeys(NAMES, 2)}
     opt.fused_hyper()  # pending again
     o2 = pickle.loads(pickle.dumps(opt))
     assert o2._all_index_update_counts[1] == dict.fromkeys(NAMES, 3)

@@ -3,6 +3,7 @@ subclass overriding ``create_state``/``update`` with NDArray ops runs imperative
 inside compiled steps; code that needs host values falls back. The classes
 (tests/fixtures/custom_optimizers.py) ran in MXNet 1.9.1 for the goldens
 (tests/fixtures/gen_custom_optimizer_goldens.py)."""
+
 import importlib.util
 import json
 from pathlib import Path
@@ -28,8 +29,9 @@ def make(case, **over):
     cls_name, kwargs = co.CASES[case]
     kwargs = {**kwargs, **over}
     if case == "plainsgd":
-        kwargs["lr_scheduler"] = FactorScheduler(step=1, factor=0.5,
-                                                 base_lr=kwargs["learning_rate"])
+        kwargs["lr_scheduler"] = FactorScheduler(
+            step=1, factor=0.5, base_lr=kwargs["learning_rate"]
+        )
     return CLASSES[cls_name](param_idx2name=dict(enumerate(co.NAMES)), **kwargs)
 
 
@@ -98,12 +100,15 @@ def test_fused_matches_mxnet(case):
     assert opt._index_update_count == {n: co.STEPS for n in co.NAMES}
 
 
-@pytest.mark.parametrize("case, builtin, kwargs", [
-    ("plainsgd", "sgd", {}),
-    ("momentumsgd", "sgd", {"momentum": 0.9}),
-    ("adagradlike", "adagrad", {"eps": 1e-7}),
-    ("adamlike", "adam", {}),
-])
+@pytest.mark.parametrize(
+    "case, builtin, kwargs",
+    [
+        ("plainsgd", "sgd", {}),
+        ("momentumsgd", "sgd", {"momentum": 0.9}),
+        ("adagradlike", "adagrad", {"eps": 1e-7}),
+        ("adamlike", "adam", {}),
+    ],
+)
 def test_fused_equals_builtin_rule(case, builtin, kwargs):
     _, d = load(f"updater_{case}")
     mine = make(case)
@@ -145,8 +150,9 @@ def test_multi_precision_wrapper_traced():
     state = opt.fused_init(params)
     assert state["fc_weight"][0].dtype == jnp.float32  # (weight32, momentum) as in MXNet
     for _ in range(2):
-        params, state = jax.jit(opt.fused_update)(params, {"fc_weight": jnp.asarray(g0)},
-                                                  state, opt.fused_hyper())
+        params, state = jax.jit(opt.fused_update)(
+            params, {"fc_weight": jnp.asarray(g0)}, state, opt.fused_hyper()
+        )
     upd = mx.optimizer.get_updater(make("momentumsgd", multi_precision=True))
     w = mx.nd.array(w0, dtype="float16")
     for _ in range(2):
@@ -160,8 +166,11 @@ def test_multi_precision_wrapper_traced():
 def test_host_values_fall_back_with_a_clear_error():
     opt = make("normclipsgd")
     assert not opt.fused_supported()
-    with pytest.raises(NotImplementedError, match=r"NormClipSGD: its update\(\) cannot run "
-                       r"inside a compiled step \(it needs host values.*get_updater"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"NormClipSGD: its update\(\) cannot run "
+        r"inside a compiled step \(it needs host values.*get_updater",
+    ):
         opt.fused_init({"fc_weight": jnp.ones((3, 4))})
     assert opt.num_update == 0  # probing counted nothing
 
@@ -229,8 +238,13 @@ def module_run(case, use_fit=False):
         x = np.concatenate([d[f"x{s}"] for s in range(steps)])
         y = np.concatenate([d[f"y{s}"] for s in range(steps)])
         it = mx.io.NDArrayIter(x, y, batch_size=batch, shuffle=False)
-        mod.fit(it, num_epoch=1, arg_params=init, optimizer=cfg["optimizer"],
-                optimizer_params=cfg["params"])
+        mod.fit(
+            it,
+            num_epoch=1,
+            arg_params=init,
+            optimizer=cfg["optimizer"],
+            optimizer_params=cfg["params"],
+        )
         return [_host(mod.get_params()[0])], [steps - 1], d
     mod.bind(data_shapes=[("data", d["x0"].shape)], label_shapes=[("softmax_label", (batch,))])
     mod.init_params(arg_params=init)

@@ -2,6 +2,7 @@
 AdamW, GroupAdaGrad against trajectories recorded with MXNet 1.9.1
 (tests/fixtures/gen_optimizer_goldens_adaptive.py), through the imperative Updater, the
 fused core and to_optax."""
+
 import inspect
 import json
 from collections import OrderedDict
@@ -17,15 +18,30 @@ import mxmod as mx
 from mxmod.lr_scheduler import FactorScheduler
 
 FIX = Path(__file__).parent / "fixtures" / "optimizers"
-OPTS = {"adam", "adagrad", "rmsprop", "adadelta", "ftrl", "adamax", "nadam", "adamw",
-        "groupadagrad"}
-CASES = sorted(p.stem for p in FIX.glob("*.npz")
-               if json.loads(str(np.load(p)["config"]))["opt"] in OPTS)
+OPTS = {
+    "adam",
+    "adagrad",
+    "rmsprop",
+    "adadelta",
+    "ftrl",
+    "adamax",
+    "nadam",
+    "adamw",
+    "groupadagrad",
+}
+CASES = sorted(
+    p.stem for p in FIX.glob("*.npz") if json.loads(str(np.load(p)["config"]))["opt"] in OPTS
+)
 # the fused/optax paths share the imperative rule; what they add (name-keyed multipliers,
 # a shared t, multi-precision, scheduler closed form) the non-default variants exercise
 FUSED_CASES = [c for c in CASES if not c.endswith("_default")]
 OPTAX_CASES = [c for c in CASES if c.endswith("_full")] + [
-    "rmsprop_centered", "adamw_step", "nadam_mp16", "adam_mp16", "adadelta_mp16"]
+    "rmsprop_centered",
+    "adamw_step",
+    "nadam_mp16",
+    "adam_mp16",
+    "adadelta_mp16",
+]
 
 
 def load(case):
@@ -37,8 +53,7 @@ def make_opt(cfg):
     kwargs = dict(cfg["kwargs"])
     if cfg["sched"]:
         kwargs["lr_scheduler"] = FactorScheduler(**cfg["sched"])
-    opt = mx.optimizer.create(cfg["opt"], param_idx2name=dict(enumerate(cfg["names"])),
-                              **kwargs)
+    opt = mx.optimizer.create(cfg["opt"], param_idx2name=dict(enumerate(cfg["names"])), **kwargs)
     if cfg["lr_mult"]:
         opt.set_lr_mult(cfg["lr_mult"])
     if cfg["wd_mult"]:
@@ -67,8 +82,9 @@ def nd(x):
 
 # ``*_default`` trajectories (rescale 1, no wd/clip) add nothing to the spec 4.3 vectors
 # below except for the bias-corrected optimizers; the other variants run everywhere
-IMPERATIVE_CASES = [c for c in CASES if not c.endswith("_default")
-                    or c.split("_")[0] in ("adam", "adamw", "nadam")]
+IMPERATIVE_CASES = [
+    c for c in CASES if not c.endswith("_default") or c.split("_")[0] in ("adam", "adamw", "nadam")
+]
 
 
 @pytest.fixture(scope="module", params=IMPERATIVE_CASES)
@@ -96,8 +112,9 @@ def test_imperative_updater_matches_mxnet(golden):
             # AdaDelta scales the caller's gradient in place; the others leave it alone
             close(g.asnumpy(), d[f"gafter{k}_{i}"], cfg["dtype"], f"{case} grad {k}/{i}")
     for i in range(n):
-        leaves = jax.tree_util.tree_leaves(upd.states[i], is_leaf=lambda x: x is not None
-                                           and not isinstance(x, tuple))
+        leaves = jax.tree_util.tree_leaves(
+            upd.states[i], is_leaf=lambda x: x is not None and not isinstance(x, tuple)
+        )
         close_state([x.asnumpy() for x in leaves], d, i, case)
     if "m_schedule" in d:
         assert opt.m_schedule == pytest.approx(float(d["m_schedule"]), rel=1e-12)
@@ -182,21 +199,40 @@ W0, G0 = [0.5, -1.0, 2.0], [1.0, -2.0, 0.5]
 COMMON = dict(rescale_grad=0.5, wd=0.1, clip_gradient=0.8, param_idx2name={0: "fc_weight"})
 
 
-@pytest.mark.parametrize("name, extra, step1, step2", [
-    ("adam", {}, [0.499, -0.999, 1.999], [0.498, -0.998, 1.998]),
-    ("adagrad", {"learning_rate": 0.1}, [0.395, -0.89, 1.88], [0.320339, -0.810389, 1.790489]),
-    ("rmsprop", {}, [0.496838, -0.996838, 1.996838], [0.494544, -0.994544, 1.994544]),
-    ("rmsprop", {"centered": True}, [0.496667, -0.996667, 1.996667],
-     [0.491118, -0.991118, 1.991119]),
-    ("adadelta", {"learning_rate": 0.1}, [0.440002, -0.890001, 1.790008],
-     [0.385744, -0.790742, 1.600756]),
-    ("ftrl", {"learning_rate": 0.1}, [0.131788, -0.397238, 0.376190],
-     [0.102669, -0.359878, 0.357856]),
-    ("adamax", {}, [0.498, -0.998, 1.998], [0.496, -0.996, 1.996]),
-    ("nadam", {}, [0.498944, -0.998944, 1.998944], [0.498160, -0.998160, 1.998160]),
-    ("groupadagrad", {"learning_rate": 0.1, "wd": 0.0}, [0.411266, -0.858025, 1.955633],
-     [0.348521, -0.757633, 1.924260]),
-])
+@pytest.mark.parametrize(
+    "name, extra, step1, step2",
+    [
+        ("adam", {}, [0.499, -0.999, 1.999], [0.498, -0.998, 1.998]),
+        ("adagrad", {"learning_rate": 0.1}, [0.395, -0.89, 1.88], [0.320339, -0.810389, 1.790489]),
+        ("rmsprop", {}, [0.496838, -0.996838, 1.996838], [0.494544, -0.994544, 1.994544]),
+        (
+            "rmsprop",
+            {"centered": True},
+            [0.496667, -0.996667, 1.996667],
+            [0.491118, -0.991118, 1.991119],
+        ),
+        (
+            "adadelta",
+            {"learning_rate": 0.1},
+            [0.440002, -0.890001, 1.790008],
+            [0.385744, -0.790742, 1.600756],
+        ),
+        (
+            "ftrl",
+            {"learning_rate": 0.1},
+            [0.131788, -0.397238, 0.376190],
+            [0.102669, -0.359878, 0.357856],
+        ),
+        ("adamax", {}, [0.498, -0.998, 1.998], [0.496, -0.996, 1.996]),
+        ("nadam", {}, [0.498944, -0.998944, 1.998944], [0.498160, -0.998160, 1.998160]),
+        (
+            "groupadagrad",
+            {"learning_rate": 0.1, "wd": 0.0},
+            [0.411266, -0.858025, 1.955633],
+            [0.348521, -0.757633, 1.924260],
+        ),
+    ],
+)
 def test_conformance_vectors(name, extra, step1, step2):
     kwargs = {**COMMON, **extra}
     opt = mx.optimizer.create(name, **kwargs)
@@ -212,15 +248,23 @@ def test_conformance_vectors(name, extra, step1, step2):
 DEFAULTS = {
     "adam": ("Adam", dict(lr=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=True)),
     "adagrad": ("AdaGrad", dict(lr=0.01, float_stable_eps=1e-7)),
-    "rmsprop": ("RMSProp", dict(lr=0.001, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
-                                centered=False, clip_weights=None)),
+    "rmsprop": (
+        "RMSProp",
+        dict(lr=0.001, gamma1=0.9, gamma2=0.9, epsilon=1e-8, centered=False, clip_weights=None),
+    ),
     "adadelta": ("AdaDelta", dict(rho=0.9, epsilon=1e-5)),
     "ftrl": ("Ftrl", dict(lr=0.1, lamda1=0.01, beta=1)),
     "adamax": ("Adamax", dict(lr=0.002, beta1=0.9, beta2=0.999)),
-    "nadam": ("Nadam", dict(lr=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                            schedule_decay=0.004, m_schedule=1.0)),
-    "adamw": ("AdamW", dict(lr=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6,
-                            correct_bias=True, use_fused_step=True)),
+    "nadam": (
+        "Nadam",
+        dict(lr=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, schedule_decay=0.004, m_schedule=1.0),
+    ),
+    "adamw": (
+        "AdamW",
+        dict(
+            lr=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, correct_bias=True, use_fused_step=True
+        ),
+    ),
     "groupadagrad": ("GroupAdaGrad", dict(lr=0.01, float_stable_eps=1e-5)),
 }
 
@@ -239,10 +283,18 @@ def test_registry_names_and_defaults(name):
 def test_contrib_namespace_and_signatures():
     assert mx.optimizer.contrib.GroupAdaGrad is mx.optimizer.GroupAdaGrad
     sig = inspect.signature(mx.optimizer.Nadam)
-    assert list(sig.parameters)[:5] == ["learning_rate", "beta1", "beta2", "epsilon",
-                                        "schedule_decay"]
+    assert list(sig.parameters)[:5] == [
+        "learning_rate",
+        "beta1",
+        "beta2",
+        "epsilon",
+        "schedule_decay",
+    ]
     assert list(inspect.signature(mx.optimizer.Ftrl).parameters)[:3] == [
-        "lamda1", "learning_rate", "beta"]
+        "lamda1",
+        "learning_rate",
+        "beta",
+    ]
 
 
 def test_ftrl_keeps_scheduler_base_lr():
@@ -251,24 +303,27 @@ def test_ftrl_keeps_scheduler_base_lr():
     assert opt.lr == 0.2 and opt.learning_rate == 0.05
 
 
-@pytest.mark.parametrize("name, kwargs, attr", [
-    ("adam", {"beta1": 1.5}, "beta1"),
-    ("adam", {"beta2": 1.0}, "beta2"),
-    ("adam", {"epsilon": -1e-8}, "epsilon"),
-    ("adagrad", {"eps": -1.0}, "float_stable_eps"),
-    ("rmsprop", {"gamma1": 1.2}, "gamma1"),
-    ("rmsprop", {"gamma2": -0.1}, "gamma2"),
-    ("adadelta", {"rho": 1.0}, "rho"),
-    ("adadelta", {"epsilon": -1e-3}, "epsilon"),
-    ("ftrl", {"lamda1": -0.1}, "lamda1"),
-    ("ftrl", {"beta": -1}, "beta"),
-    ("adamax", {"beta1": -0.1}, "beta1"),
-    ("nadam", {"schedule_decay": -1}, "schedule_decay"),
-    ("nadam", {"beta2": float("nan")}, "beta2"),
-    ("adamw", {"beta1": 1.5}, "beta1"),
-    ("adamw", {"epsilon": -1.0}, "epsilon"),
-    ("groupadagrad", {"eps": -1.0}, "float_stable_eps"),
-])
+@pytest.mark.parametrize(
+    "name, kwargs, attr",
+    [
+        ("adam", {"beta1": 1.5}, "beta1"),
+        ("adam", {"beta2": 1.0}, "beta2"),
+        ("adam", {"epsilon": -1e-8}, "epsilon"),
+        ("adagrad", {"eps": -1.0}, "float_stable_eps"),
+        ("rmsprop", {"gamma1": 1.2}, "gamma1"),
+        ("rmsprop", {"gamma2": -0.1}, "gamma2"),
+        ("adadelta", {"rho": 1.0}, "rho"),
+        ("adadelta", {"epsilon": -1e-3}, "epsilon"),
+        ("ftrl", {"lamda1": -0.1}, "lamda1"),
+        ("ftrl", {"beta": -1}, "beta"),
+        ("adamax", {"beta1": -0.1}, "beta1"),
+        ("nadam", {"schedule_decay": -1}, "schedule_decay"),
+        ("nadam", {"beta2": float("nan")}, "beta2"),
+        ("adamw", {"beta1": 1.5}, "beta1"),
+        ("adamw", {"epsilon": -1.0}, "epsilon"),
+        ("groupadagrad", {"eps": -1.0}, "float_stable_eps"),
+    ],
+)
 def test_bad_hyperparameter_is_value_error(name, kwargs, attr):
     with pytest.raises(ValueError, match=attr):
         mx.optimizer.create(name, **kwargs)
@@ -312,8 +367,8 @@ def test_nadam_m_schedule_is_shared_across_parameters():
     upd = mx.optimizer.get_updater(opt)
     for i in range(3):  # three parameters, one step each: three multiplications at t=1
         upd(i, nd(np.ones(2, np.float32)), nd(np.ones(2, np.float32)))
-    mu1 = 0.9 * (1 - 0.5 * 0.96 ** 0.004)
-    assert opt.m_schedule == pytest.approx(mu1 ** 3, rel=1e-12)
+    mu1 = 0.9 * (1 - 0.5 * 0.96**0.004)
+    assert opt.m_schedule == pytest.approx(mu1**3, rel=1e-12)
 
 
 def test_adamw_zero_rescale_grad_skips_update():
@@ -328,8 +383,9 @@ def test_bfloat16_multi_precision_keeps_float32_master():
     params = {"w": jnp.asarray([0.5, -1.0], jnp.bfloat16)}
     state = opt.fused_init(params)
     assert state["w"][0].dtype == jnp.float32 and state["w"][1][0].dtype == jnp.float32
-    new, state = jax.jit(opt.fused_update)(params, {"w": jnp.ones(2, jnp.bfloat16)}, state,
-                                           opt.fused_hyper())
+    new, state = jax.jit(opt.fused_update)(
+        params, {"w": jnp.ones(2, jnp.bfloat16)}, state, opt.fused_hyper()
+    )
     assert new["w"].dtype == jnp.bfloat16
     np.testing.assert_allclose(state["w"][0], [0.4, -1.1], rtol=1e-5)
 
@@ -380,8 +436,13 @@ def test_module_fit_with_adam():
     y = rng.randint(0, 3, 60).astype(np.float32)
     it = mx.io.NDArrayIter(x, y, batch_size=20)
     mod = mx.mod.Module(net)
-    mod.fit(it, num_epoch=1, optimizer=optimizer, optimizer_params={"learning_rate": 0.01},
-            initializer=mx.init.Uniform(0.1))
+    mod.fit(
+        it,
+        num_epoch=1,
+        optimizer=optimizer,
+        optimizer_params={"learning_rate": 0.01},
+        initializer=mx.init.Uniform(0.1),
+    )
     opt = mod._optimizer
     assert type(opt).__name__.lower() == optimizer and opt.num_update == 3
     args, _ = mod.get_params()

@@ -1,5 +1,6 @@
 """SGD-family optimizers (NAG, Signum, FTML, LARS, LAMB, LBSGD, DCASGD, SGLD) against
 MXNet 1.9.1 trajectories recorded by tests/fixtures/gen_optimizer_goldens_sgd_family.py."""
+
 import json
 import pickle
 from pathlib import Path
@@ -26,8 +27,12 @@ def load(case):
 
 def build(cfg):
     sched = FactorScheduler(**cfg["sched"]) if cfg["sched"] else None
-    opt = mx.optimizer.create(cfg["opt"], param_idx2name=dict(enumerate(cfg["names"])),
-                              lr_scheduler=sched, **cfg["kwargs"])
+    opt = mx.optimizer.create(
+        cfg["opt"],
+        param_idx2name=dict(enumerate(cfg["names"])),
+        lr_scheduler=sched,
+        **cfg["kwargs"],
+    )
     opt.set_lr_mult(cfg["lr_mult"])
     return opt
 
@@ -36,8 +41,9 @@ def check(got, want):
     got = np.asarray(got)
     assert got.dtype == want.dtype
     if want.dtype == np.float16:  # the float32 master copy is checked tightly below
-        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3,
-                                   atol=1e-4)
+        np.testing.assert_allclose(
+            got.astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-4
+        )
     else:
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
 
@@ -79,8 +85,9 @@ def test_imperative_updater_matches_mxnet(case):
         upd(list(range(n)), [mx.nd.array(g, dtype=dt) for g in gs], ws)
         for i in range(n):
             check(ws[i].asnumpy(), d[f"w{s}:{i}"])
-    check_states(cfg, d, [jax.tree_util.tree_map(lambda x: x.asnumpy(), upd.states[i])
-                          for i in range(n)])
+    check_states(
+        cfg, d, [jax.tree_util.tree_map(lambda x: x.asnumpy(), upd.states[i]) for i in range(n)]
+    )
     assert opt.num_update == int(d["num_update"])
 
 
@@ -93,16 +100,28 @@ def test_fused_matches_mxnet(case):
     state = opt.fused_init(params)
     step = jax.jit(opt.fused_update)
     for s, gs in steps(cfg, d):
-        params, state = step(params, dict(zip(names, map(jnp.asarray, gs))), state,
-                             opt.fused_hyper())
+        params, state = step(
+            params, dict(zip(names, map(jnp.asarray, gs))), state, opt.fused_hyper()
+        )
         for i, nm in enumerate(names):
             check(params[nm], d[f"w{s}:{i}"])
     check_states(cfg, d, [state[nm] for nm in names])
     assert step._cache_size() == 1  # schedules, counts and extras are traced
 
 
-@pytest.mark.parametrize("case", ["nag_sched", "signum_basic", "ftml_sched", "lars_sched",
-                                  "lamb_bounds", "lbsgd_sched", "lbsgd_batch2", "dcasgd_basic"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "nag_sched",
+        "signum_basic",
+        "ftml_sched",
+        "lars_sched",
+        "lamb_bounds",
+        "lbsgd_sched",
+        "lbsgd_batch2",
+        "dcasgd_basic",
+    ],
+)
 def test_to_optax_matches_mxnet(case):
     cfg, d = load(case)
     opt = build(cfg)
@@ -118,20 +137,36 @@ def test_to_optax_matches_mxnet(case):
             check(params[nm], d[f"w{s}:{i}"])
 
 
-@pytest.mark.parametrize("name, extra, step1, step2", [
-    ("nag", dict(momentum=0.9), [0.3955, -0.829, 1.9145], [0.249282, -0.589734, 1.794867]),
-    ("signum", dict(learning_rate=0.01), [0.49, -0.99, 1.99], [0.48, -0.98, 1.98]),
-    ("ftml", {}, [0.4, -0.9, 1.9], [0.338076, -0.8375, 1.838206]),
-    ("dcasgd", {}, [0.445, -0.91, 1.955], [0.390605, -0.82113, 1.910461]),
-    ("lamb", dict(learning_rate=0.001), [0.498758, -0.998699, 1.998581],
-     [0.497517, -0.997399, 1.997162]),
-    ("lars", dict(momentum=0.9), [0.499908, -0.99985, 1.999925],
-     [0.499734, -0.999565, 1.999783]),
-    ("lbsgd", dict(momentum=0.9), [0.445, -0.91, 1.955], [0.34105, -0.7399, 1.86995]),
-])
+@pytest.mark.parametrize(
+    "name, extra, step1, step2",
+    [
+        ("nag", dict(momentum=0.9), [0.3955, -0.829, 1.9145], [0.249282, -0.589734, 1.794867]),
+        ("signum", dict(learning_rate=0.01), [0.49, -0.99, 1.99], [0.48, -0.98, 1.98]),
+        ("ftml", {}, [0.4, -0.9, 1.9], [0.338076, -0.8375, 1.838206]),
+        ("dcasgd", {}, [0.445, -0.91, 1.955], [0.390605, -0.82113, 1.910461]),
+        (
+            "lamb",
+            dict(learning_rate=0.001),
+            [0.498758, -0.998699, 1.998581],
+            [0.497517, -0.997399, 1.997162],
+        ),
+        (
+            "lars",
+            dict(momentum=0.9),
+            [0.499908, -0.99985, 1.999925],
+            [0.499734, -0.999565, 1.999783],
+        ),
+        ("lbsgd", dict(momentum=0.9), [0.445, -0.91, 1.955], [0.34105, -0.7399, 1.86995]),
+    ],
+)
 def test_spec_conformance_vectors(name, extra, step1, step2):
-    kw = dict(learning_rate=0.1, rescale_grad=0.5, wd=0.1, clip_gradient=0.8,
-              param_idx2name={0: "fc_weight"})
+    kw = dict(
+        learning_rate=0.1,
+        rescale_grad=0.5,
+        wd=0.1,
+        clip_gradient=0.8,
+        param_idx2name={0: "fc_weight"},
+    )
     kw.update(extra)
     upd = mx.optimizer.get_updater(mx.optimizer.create(name, **kw))
     w, g = mx.nd.array([0.5, -1.0, 2.0]), mx.nd.array([1.0, -2.0, 0.5])
@@ -159,8 +194,11 @@ def sgld_run(cfg, mode, n):
             upd([0], [mx.nd.array(g)], [nd_w])
             new = nd_w.asnumpy()
         else:
-            new = np.asarray(step({"fc_weight": w}, {"fc_weight": g}, {"fc_weight": None},
-                                  opt.fused_hyper())[0]["fc_weight"])
+            new = np.asarray(
+                step({"fc_weight": w}, {"fc_weight": g}, {"fc_weight": None}, opt.fused_hyper())[0][
+                    "fc_weight"
+                ]
+            )
         out.append((new, opt._get_lr(0)))
         w = jnp.full((n,), float(np.mean(new)), jnp.float32)
     return out
@@ -175,8 +213,9 @@ def test_sgld_noise_statistics_match_mxnet(case, mode):
         assert lr == pytest.approx(float(d[f"lr{s}"]))
         mean, var = np.mean(new.astype(np.float64)), np.var(new.astype(np.float64))
         # the noise is N(0, sqrt(lr)): variance lr (sd of the estimate ~ lr*sqrt(2/n))
-        assert var == pytest.approx(lr, rel=0.02) and var == pytest.approx(float(d[f"var{s}"]),
-                                                                            rel=0.03)
+        assert var == pytest.approx(lr, rel=0.02) and var == pytest.approx(
+            float(d[f"var{s}"]), rel=0.03
+        )
         sd_mean = np.sqrt(lr / n)
         assert abs(mean - float(d[f"mean{s}"])) < 8 * sd_mean
 
@@ -221,8 +260,7 @@ def test_changing_learning_rate_does_not_recompile(name):
     for k in range(4):
         if k == 2:
             opt.set_learning_rate(0.01)
-        params, state = step(params, {"fc_weight": jnp.full((3,), 0.5)}, state,
-                             opt.fused_hyper())
+        params, state = step(params, {"fc_weight": jnp.full((3,), 0.5)}, state, opt.fused_hyper())
     assert len(traces) == 1 and bool(jnp.all(jnp.isfinite(params["fc_weight"])))
 
 
@@ -266,36 +304,42 @@ def test_lars_wd_mult_only_weights():
     assert opt.wd_mult == {"bn_gamma": 0.0, "fc_bias": 0.0}
 
 
-@pytest.mark.parametrize("name, kwargs, match", [
-    ("nag", {"momentum": -1}, r"NAG: momentum must be in \[0, 1\), got momentum=-1"),
-    ("signum", {"momentum": 1.5}, "Signum: momentum"),
-    ("signum", {"wd_lh": -0.1}, "Signum: wd_lh must be >= 0, got wd_lh=-0.1"),
-    ("ftml", {"beta1": 1.5}, "FTML: beta1"),
-    ("ftml", {"beta2": -0.1}, "FTML: beta2"),
-    ("ftml", {"epsilon": -1e-8}, "FTML: epsilon"),
-    ("lars", {"momentum": -0.5}, "LARS: momentum"),
-    ("lars", {"eta": -1}, "LARS: eta"),
-    ("lars", {"eps": float("nan")}, "LARS: eps"),
-    ("lamb", {"beta1": 1.5}, "LAMB: beta1"),
-    ("lamb", {"beta2": 1.0}, "LAMB: beta2"),
-    ("lamb", {"epsilon": -1}, "LAMB: epsilon"),
-    ("lamb", {"lower_bound": 2.0, "upper_bound": 1.0}, "LAMB: lower_bound=2.0 must not exceed"),
-    ("lbsgd", {"momentum": 2}, "LBSGD: momentum"),
-    ("lbsgd", {"warmup_strategy": "cubic"}, "unknown warmup_strategy 'cubic'; known: linear"),
-    ("lbsgd", {"batch_scale": 0}, "LBSGD: batch_scale must be >= 1"),
-    ("lbsgd", {"batch_scale": 1.5}, "LBSGD: batch_scale must be an integer"),
-    ("dcasgd", {"momentum": 0.9}, "DCASGD: momentum=0.9 is not supported.*use momentum=0"),
-])
+@pytest.mark.parametrize(
+    "name, kwargs, match",
+    [
+        ("nag", {"momentum": -1}, r"NAG: momentum must be in \[0, 1\), got momentum=-1"),
+        ("signum", {"momentum": 1.5}, "Signum: momentum"),
+        ("signum", {"wd_lh": -0.1}, "Signum: wd_lh must be >= 0, got wd_lh=-0.1"),
+        ("ftml", {"beta1": 1.5}, "FTML: beta1"),
+        ("ftml", {"beta2": -0.1}, "FTML: beta2"),
+        ("ftml", {"epsilon": -1e-8}, "FTML: epsilon"),
+        ("lars", {"momentum": -0.5}, "LARS: momentum"),
+        ("lars", {"eta": -1}, "LARS: eta"),
+        ("lars", {"eps": float("nan")}, "LARS: eps"),
+        ("lamb", {"beta1": 1.5}, "LAMB: beta1"),
+        ("lamb", {"beta2": 1.0}, "LAMB: beta2"),
+        ("lamb", {"epsilon": -1}, "LAMB: epsilon"),
+        ("lamb", {"lower_bound": 2.0, "upper_bound": 1.0}, "LAMB: lower_bound=2.0 must not exceed"),
+        ("lbsgd", {"momentum": 2}, "LBSGD: momentum"),
+        ("lbsgd", {"warmup_strategy": "cubic"}, "unknown warmup_strategy 'cubic'; known: linear"),
+        ("lbsgd", {"batch_scale": 0}, "LBSGD: batch_scale must be >= 1"),
+        ("lbsgd", {"batch_scale": 1.5}, "LBSGD: batch_scale must be an integer"),
+        ("dcasgd", {"momentum": 0.9}, "DCASGD: momentum=0.9 is not supported.*use momentum=0"),
+    ],
+)
 def test_bad_hyperparameters(name, kwargs, match):
     with pytest.raises(ValueError, match=match):
         mx.optimizer.create(name, **kwargs)
 
 
-@pytest.mark.parametrize("name, kwargs, match", [
-    ("nag", {"momentum": "fast"}, "NAG: momentum must be a number, got 'fast'"),
-    ("dcasgd", {"lamda": "x"}, "DCASGD: lamda must be a number"),
-    ("lbsgd", {"warmup_epochs": None}, "LBSGD: warmup_epochs must be a number"),
-])
+@pytest.mark.parametrize(
+    "name, kwargs, match",
+    [
+        ("nag", {"momentum": "fast"}, "NAG: momentum must be a number, got 'fast'"),
+        ("dcasgd", {"lamda": "x"}, "DCASGD: lamda must be a number"),
+        ("lbsgd", {"warmup_epochs": None}, "LBSGD: warmup_epochs must be a number"),
+    ],
+)
 def test_non_numeric_hyperparameters(name, kwargs, match):
     with pytest.raises(TypeError, match=match):
         mx.optimizer.create(name, **kwargs)

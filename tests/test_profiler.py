@@ -1,5 +1,6 @@
 """mx.profiler on jax.profiler: the MXNet workflow writes a Chrome-trace file Perfetto opens,
 keeps a TensorBoard trace beside it, and reports MXNet-style aggregate statistics."""
+
 import json
 import os
 
@@ -54,8 +55,13 @@ def test_mxnet_workflow_writes_chrome_trace(tmp_path, fresh_profiler):
     runs = os.path.join(str(tmp_path / "prof_tensorboard"), "plugins", "profile")
     assert any(f.endswith(".xplane.pb") for _, _, files in os.walk(runs) for f in files)
     table = mx.profiler.dumps()
-    for block in ("mydomain\n=================", "mydomain,frame", "event", "operator",
-                  "mydomain,instant_marker"):
+    for block in (
+        "mydomain\n=================",
+        "mydomain,frame",
+        "event",
+        "operator",
+        "mydomain,instant_marker",
+    ):
         assert block in table
     stats = json.loads(mx.profiler.dumps(format="json", reset=True))
     assert stats["Time"]["mydomain"]["task1"]["Count"] == 1

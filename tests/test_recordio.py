@@ -1,5 +1,6 @@
 """mx.recordio against files written by MXNet 1.9.1 (tests/fixtures/data/recordio, made by
 gen_data_fixtures.py) and the reverse (bytes identical with MXNet's)."""
+
 import json
 import multiprocessing
 import os
@@ -62,8 +63,9 @@ def test_write_is_byte_identical_with_mxnet(tmp_path, expect):
 
 def test_indexed_read_and_unpack(expect):
     _, packed = expect
-    r = mx.recordio.MXIndexedRecordIO(os.path.join(FIX, "indexed.idx"),
-                                      os.path.join(FIX, "indexed.rec"), "r")
+    r = mx.recordio.MXIndexedRecordIO(
+        os.path.join(FIX, "indexed.idx"), os.path.join(FIX, "indexed.rec"), "r"
+    )
     assert r.keys == [3, 13, 23, 33, 43, 53]
     assert r.read_idx(33) == packed[3]
     header, payload = mx.recordio.unpack(r.read_idx(33))
@@ -91,8 +93,9 @@ def _read_in_child(r, q):
 
 def test_pickle_reopens_in_another_process(expect):
     _, packed = expect
-    r = mx.recordio.MXIndexedRecordIO(os.path.join(FIX, "indexed.idx"),
-                                      os.path.join(FIX, "indexed.rec"), "r")
+    r = mx.recordio.MXIndexedRecordIO(
+        os.path.join(FIX, "indexed.idx"), os.path.join(FIX, "indexed.rec"), "r"
+    )
     r2 = pickle.loads(pickle.dumps(r))
     assert r2.read_idx(3) == packed[0]
     ctx = multiprocessing.get_context("spawn")
@@ -150,8 +153,7 @@ def test_stale_and_malformed_index(tmp_path):
 
 def test_pack_img_roundtrip_and_bad_image():
     img = (np.arange(20 * 12 * 3) % 251).astype(np.uint8).reshape(20, 12, 3)
-    s = mx.recordio.pack_img(mx.recordio.IRHeader(0, [1, 2], 5, 0), img, quality=3,
-                             img_fmt=".png")
+    s = mx.recordio.pack_img(mx.recordio.IRHeader(0, [1, 2], 5, 0), img, quality=3, img_fmt=".png")
     header, out = mx.recordio.unpack_img(s)
     np.testing.assert_array_equal(out, img)
     np.testing.assert_array_equal(header.label, [1, 2])
@@ -173,27 +175,45 @@ def test_mxnet_reads_mxmod_files(tmp_path, expect):
     for p in payloads:
         w.write(p)
     w.close()
-    w = mx.recordio.MXIndexedRecordIO(str(tmp_path / "images.idx"), str(tmp_path / "images.rec"),
-                                      "w")
+    w = mx.recordio.MXIndexedRecordIO(
+        str(tmp_path / "images.idx"), str(tmp_path / "images.rec"), "w"
+    )
     rng = np.random.RandomState(0)
     keys = [5, 2, 9, 4]
     for k in keys:
         img = rng.randint(0, 256, (12, 14, 3)).astype(np.uint8)
-        w.write_idx(k, mx.recordio.pack_img(mx.recordio.IRHeader(0, [k, -k], k, 0), img,
-                                            quality=3, img_fmt=".png"))
+        w.write_idx(
+            k,
+            mx.recordio.pack_img(
+                mx.recordio.IRHeader(0, [k, -k], k, 0), img, quality=3, img_fmt=".png"
+            ),
+        )
     w.close()
-    it = mx.io.ImageRecordIter(path_imgrec=str(tmp_path / "images.rec"),
-                               path_imgidx=str(tmp_path / "images.idx"), data_shape=(3, 10, 10),
-                               batch_size=4, label_width=2)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=str(tmp_path / "images.rec"),
+        path_imgidx=str(tmp_path / "images.idx"),
+        data_shape=(3, 10, 10),
+        batch_size=4,
+        label_width=2,
+    )
     batch = it.next()
-    np.savez(tmp_path / "expect.npz", data=batch.data[0].asnumpy(),
-             label=batch.label[0].asnumpy())
+    np.savez(tmp_path / "expect.npz", data=batch.data[0].asnumpy(), label=batch.label[0].asnumpy())
     with open(tmp_path / "expect.json", "w") as f:
-        json.dump({"payloads": [p.hex() for p in payloads], "keys": keys,
-                   "data_shape": [3, 10, 10], "batch_size": 4}, f)
+        json.dump(
+            {
+                "payloads": [p.hex() for p in payloads],
+                "keys": keys,
+                "data_shape": [3, 10, 10],
+                "batch_size": 4,
+            },
+            f,
+        )
     if not os.path.exists(MXNET_PY):
-        pytest.skip(f"real MXNet not installed at {MXNET_PY}: the byte-identity tests above "
-                    "still compare mxmod's files with MXNet's own")
-    res = subprocess.run([MXNET_PY, CHECKER, str(tmp_path)], capture_output=True, text=True,
-                         timeout=120)
+        pytest.skip(
+            f"real MXNet not installed at {MXNET_PY}: the byte-identity tests above "
+            "still compare mxmod's files with MXNet's own"
+        )
+    res = subprocess.run(
+        [MXNET_PY, CHECKER, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0 and "OK" in res.stdout, res.stdout + res.stderr[-3000:]

@@ -1,6 +1,7 @@
 """Resume is bit-exact (issue 15): kill-and-resume from a checkpoint equals an uninterrupted
 run, with shuffling, BatchNorm, momentum/Adam and an LR schedule; shuffles match MXNet's
 orders under np.random.seed; `import mxmod` leaves numpy's global RNG alone."""
+
 import json
 import subprocess
 import sys
@@ -38,8 +39,7 @@ def _iter():
 def _optimizer(kind):
     if kind == "sgd":
         sched = mx.lr_scheduler.FactorScheduler(step=3, factor=0.5)
-        return "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4,
-                       "lr_scheduler": sched}
+        return "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4, "lr_scheduler": sched}
     sched = mx.lr_scheduler.MultiFactorScheduler(step=[4, 9], factor=0.3)
     return "adam", {"learning_rate": 0.01, "lr_scheduler": sched}
 
@@ -64,22 +64,38 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path, kind):
     arg0, aux0 = _init_params()
     name, params = _optimizer(kind)
     full = mx.mod.Module(_net(), context=mx.cpu())
-    full.fit(_iter(), num_epoch=EPOCHS, optimizer=name, optimizer_params=_optimizer(kind)[1],
-             arg_params=arg0, aux_params=aux0)
+    full.fit(
+        _iter(),
+        num_epoch=EPOCHS,
+        optimizer=name,
+        optimizer_params=_optimizer(kind)[1],
+        arg_params=arg0,
+        aux_params=aux0,
+    )
     expected = _final(full)
 
     prefix = str(tmp_path / "run")
     first = mx.mod.Module(_net(), context=mx.cpu())
-    first.fit(_iter(), num_epoch=SPLIT, optimizer=name, optimizer_params=params,
-              arg_params=arg0, aux_params=aux0,
-              epoch_end_callback=mx.callback.module_checkpoint(first, prefix,
-                                                               save_optimizer_states=True))
+    first.fit(
+        _iter(),
+        num_epoch=SPLIT,
+        optimizer=name,
+        optimizer_params=params,
+        arg_params=arg0,
+        aux_params=aux0,
+        epoch_end_callback=mx.callback.module_checkpoint(first, prefix, save_optimizer_states=True),
+    )
     del first  # the "killed" process; a new one starts from the files alone
     resumed = mx.mod.Module.load(prefix, SPLIT, load_optimizer_states=True, context=mx.cpu())
     train = _iter()
     train.set_epoch(SPLIT)  # what fit(begin_epoch=SPLIT) asks of the iterator
-    resumed.fit(train, begin_epoch=SPLIT, num_epoch=EPOCHS, optimizer=name,
-                optimizer_params=_optimizer(kind)[1])
+    resumed.fit(
+        train,
+        begin_epoch=SPLIT,
+        num_epoch=EPOCHS,
+        optimizer=name,
+        optimizer_params=_optimizer(kind)[1],
+    )
     got = _final(resumed)
     assert sorted(got) == sorted(expected)
     for key in expected:
@@ -90,8 +106,11 @@ def _batches(it):
     return [[b.data[0].asnumpy().ravel().astype(int).tolist(), int(b.pad)] for b in it]
 
 
-@pytest.mark.parametrize("case", json.loads((FIXTURES / "io" / "shuffle_orders.json")
-                                            .read_text())["cases"], ids=lambda c: c["handle"])
+@pytest.mark.parametrize(
+    "case",
+    json.loads((FIXTURES / "io" / "shuffle_orders.json").read_text())["cases"],
+    ids=lambda c: c["handle"],
+)
 def test_shuffle_orders_match_mxnet(case):
     np.random.seed(case["seed"])
     n, bs, handle = case["n"], case["batch_size"], case["handle"]
@@ -121,8 +140,9 @@ def test_set_epoch_replays_every_epoch_with_other_draws_in_between(handle):
         np.random.rand(3)  # other code drawing from numpy does not change the order
         it.reset()
     for epoch in range(5):
-        fresh = mx.io.NDArrayIter(data, batch_size=4, shuffle=True, last_batch_handle=handle,
-                                  seed=5)
+        fresh = mx.io.NDArrayIter(
+            data, batch_size=4, shuffle=True, last_batch_handle=handle, seed=5
+        )
         fresh.set_epoch(epoch)
         assert _batches(fresh) == seen[epoch], epoch
 
@@ -144,9 +164,13 @@ def test_set_epoch_and_seed_errors():
 
 
 def test_import_leaves_numpy_global_rng_untouched():
-    code = ("import numpy as np; np.random.seed(0); {imp} print(repr(np.random.rand()))")
-    out = [subprocess.run([sys.executable, "-c", code.format(imp=imp)], capture_output=True,
-                          text=True, check=True).stdout for imp in ("", "import mxmod;")]
+    code = "import numpy as np; np.random.seed(0); {imp} print(repr(np.random.rand()))"
+    out = [
+        subprocess.run(
+            [sys.executable, "-c", code.format(imp=imp)], capture_output=True, text=True, check=True
+        ).stdout
+        for imp in ("", "import mxmod;")
+    ]
     assert out[0] == out[1]
 
 

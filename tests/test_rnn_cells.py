@@ -1,6 +1,7 @@
 """``mx.rnn`` cells against real MXNet 1.9.1 (fixtures from ``fixtures/gen_rnn_cells.py``):
 same graphs byte for byte, same parameter names, same outputs for the same weights, and
 RNN checkpoints that move both ways."""
+
 import os
 import sys
 from pathlib import Path
@@ -30,13 +31,12 @@ def build(name):
 
 
 def forward(sym, args, is_train=False):
-    exe = sym.bind(mx.cpu(), args={k: mx.nd.array(v) for k, v in args.items()},
-                   grad_req="null")
+    exe = sym.bind(mx.cpu(), args={k: mx.nd.array(v) for k, v in args.items()}, grad_req="null")
     return [o.asnumpy() for o in exe.forward(is_train=is_train)]
 
 
 def prefixed(rec, tag):
-    return {k[len(tag):]: v for k, v in rec.items() if k.startswith(tag)}
+    return {k[len(tag) :]: v for k, v in rec.items() if k.startswith(tag)}
 
 
 @pytest.mark.parametrize("name", sorted(cases.CASES))
@@ -53,9 +53,17 @@ def test_graph_names_and_outputs_match_mxnet(name):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
 
 
-@pytest.mark.parametrize("name", ["lstm_lm", "fused_lstm_bi2",
-                                  *[pytest.param(n, marks=pytest.mark.slow)
-                                    for n in ("gru_ntc_merge", "bi_merge", "conv_lstm")]])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "lstm_lm",
+        "fused_lstm_bi2",
+        *[
+            pytest.param(n, marks=pytest.mark.slow)
+            for n in ("gru_ntc_merge", "bi_merge", "conv_lstm")
+        ],
+    ],
+)
 def test_gradients_match_mxnet(name):
     rec = load(name)
     sym, _, _ = build(name)
@@ -74,8 +82,7 @@ def test_gradients_match_mxnet(name):
 def test_unpack_weights_match_mxnet_and_pack_inverts(name):
     rec = load(name)
     sym, cell, input_shapes = build(name)
-    params = {k: mx.nd.array(v) for k, v in prefixed(rec, "arg:").items()
-              if k not in input_shapes}
+    params = {k: mx.nd.array(v) for k, v in prefixed(rec, "arg:").items() if k not in input_shapes}
     unpacked = cell.unpack_weights(params)
     want = prefixed(rec, "unpacked:")
     assert sorted(unpacked) == sorted(want)
@@ -93,23 +100,32 @@ def test_unfused_cells_equal_the_fused_rnn():
     np.testing.assert_allclose(unfused["out:0"], fused["out:0"], rtol=1e-5, atol=2e-6)
     for layer_dir in range(4):  # unfused states: (h, c) per layer and direction
         for k in range(2):
-            np.testing.assert_allclose(unfused[f"out:{1 + 2 * layer_dir + k}"],
-                                       fused[f"out:{1 + k}"][layer_dir], rtol=1e-5, atol=2e-6)
+            np.testing.assert_allclose(
+                unfused[f"out:{1 + 2 * layer_dir + k}"],
+                fused[f"out:{1 + k}"][layer_dir],
+                rtol=1e-5,
+                atol=2e-6,
+            )
 
 
-@pytest.mark.parametrize("mode,layout", [("lstm", "NTC"), ("lstm", "TNC"), ("gru", "TNC"),
-                                         ("rnn_tanh", "NTC"), ("rnn_relu", "TNC")])
+@pytest.mark.parametrize(
+    "mode,layout",
+    [("lstm", "NTC"), ("lstm", "TNC"), ("gru", "TNC"), ("rnn_tanh", "NTC"), ("rnn_relu", "TNC")],
+)
 def test_fused_and_unfused_agree_for_the_same_weights(mode, layout):
-    fused = mx.rnn.FusedRNNCell(4, num_layers=2, mode=mode, bidirectional=True,
-                                get_next_state=True, prefix="f_")
+    fused = mx.rnn.FusedRNNCell(
+        4, num_layers=2, mode=mode, bidirectional=True, get_next_state=True, prefix="f_"
+    )
     data = mx.sym.Variable("data")
     out, states = fused.unroll(4, data, layout=layout, merge_outputs=True)
     fsym = mx.sym.Group([out] + states)
     shape = (3, 4, 6) if layout == "NTC" else (4, 3, 6)
     arg_shapes, _, _ = fsym.infer_shape(data=shape)
     rng = np.random.RandomState(0)
-    args = {n: rng.uniform(-0.5, 0.5, s).astype("float32")
-            for n, s in zip(fsym.list_arguments(), arg_shapes)}
+    args = {
+        n: rng.uniform(-0.5, 0.5, s).astype("float32")
+        for n, s in zip(fsym.list_arguments(), arg_shapes)
+    }
     want = forward(fsym, args)
 
     stack = fused.unfuse()
@@ -128,8 +144,9 @@ def test_fused_and_unfused_agree_for_the_same_weights(mode, layout):
         for d in range(2):
             for k in range(n_states):
                 got_state = got[1 + (layer * 2 + d) * n_states + k]
-                np.testing.assert_allclose(got_state, fused_states[k][layer * 2 + d],
-                                           rtol=1e-5, atol=2e-6)
+                np.testing.assert_allclose(
+                    got_state, fused_states[k][layer * 2 + d], rtol=1e-5, atol=2e-6
+                )
 
 
 def test_mxnet_rnn_checkpoint_loads_and_runs(tmp_path):
@@ -138,18 +155,21 @@ def test_mxnet_rnn_checkpoint_loads_and_runs(tmp_path):
     loaded, arg, aux = mx.rnn.load_rnn_checkpoint(cell, str(DIR / "fused_lstm_bi2"), 0)
     assert loaded.tojson() == sym.tojson()
     assert sorted(arg) == ["lstm_parameters"] and aux == {}
-    np.testing.assert_array_equal(arg["lstm_parameters"].asnumpy(),
-                                  rec["arg:lstm_parameters"])
+    np.testing.assert_array_equal(arg["lstm_parameters"].asnumpy(), rec["arg:lstm_parameters"])
     # written back by mxmod: the same keys and values as MXNet's file
     prefix = str(tmp_path / "again")
     mx.rnn.save_rnn_checkpoint(cell, prefix, 0, sym, arg, aux)
-    mine, theirs = mx.nd.load(prefix + "-0000.params"), mx.nd.load(
-        str(DIR / "fused_lstm_bi2-0000.params"))
+    mine, theirs = (
+        mx.nd.load(prefix + "-0000.params"),
+        mx.nd.load(str(DIR / "fused_lstm_bi2-0000.params")),
+    )
     assert sorted(mine) == sorted(theirs)
     for k in theirs:
         np.testing.assert_array_equal(mine[k].asnumpy(), theirs[k].asnumpy())
-    assert Path(prefix + "-symbol.json").read_text() == (
-        DIR / "fused_lstm_bi2-symbol.json").read_text()
+    assert (
+        Path(prefix + "-symbol.json").read_text()
+        == (DIR / "fused_lstm_bi2-symbol.json").read_text()
+    )
 
 
 def test_language_model_checkpoint_from_mxnet_gives_mxnet_outputs():
@@ -172,8 +192,7 @@ def test_do_rnn_checkpoint_saves_every_period(tmp_path):
     callback = mx.rnn.do_rnn_checkpoint(cell, str(tmp_path / "cb"), period=2)
     for epoch in range(4):
         callback(epoch, sym, arg, {})
-    assert sorted(os.listdir(tmp_path)) == ["cb-0002.params", "cb-0004.params",
-                                            "cb-symbol.json"]
+    assert sorted(os.listdir(tmp_path)) == ["cb-0002.params", "cb-0004.params", "cb-symbol.json"]
     assert "arg:lstm_l1_i2h_f_weight" in mx.nd.load(str(tmp_path / "cb-0004.params"))
 
 
@@ -192,8 +211,7 @@ def test_begin_state_names_shapes_and_layouts():
     stack.add(mx.rnn.FusedRNNCell(3, num_layers=2, mode="gru", bidirectional=True, prefix="b_"))
     assert stack.state_shape == [(0, 4), (0, 4), (4, 0, 3)]
     states = stack.begin_state(func=mx.sym.Variable)
-    assert [s.name for s in states] == ["a_begin_state_0", "a_begin_state_1",
-                                        "b_begin_state_0"]
+    assert [s.name for s in states] == ["a_begin_state_0", "a_begin_state_1", "b_begin_state_0"]
     assert states[2].attr("__layout__") == "LNC"
     zeros = mx.rnn.GRUCell(4, prefix="g_").begin_state()
     assert zeros[0].name == "g_begin_state_0" and zeros[0].attr("__layout__") == "NC"
@@ -223,11 +241,13 @@ def test_zoneout_and_dropout_act_only_in_training():
     out, _ = cell.unroll(1, mx.sym.Variable("data"), merge_outputs=False)
     sym = out[0]
     rng = np.random.RandomState(1)
-    args = {"data": rng.uniform(-1, 1, (4, 1, 6)).astype("float32"),
-            "z_i2h_weight": rng.uniform(-1, 1, (50, 6)).astype("float32"),
-            "z_h2h_weight": rng.uniform(-1, 1, (50, 50)).astype("float32"),
-            "z_i2h_bias": np.full((50,), 0.5, "float32"),
-            "z_h2h_bias": np.zeros((50,), "float32")}
+    args = {
+        "data": rng.uniform(-1, 1, (4, 1, 6)).astype("float32"),
+        "z_i2h_weight": rng.uniform(-1, 1, (50, 6)).astype("float32"),
+        "z_h2h_weight": rng.uniform(-1, 1, (50, 50)).astype("float32"),
+        "z_i2h_bias": np.full((50,), 0.5, "float32"),
+        "z_h2h_bias": np.zeros((50,), "float32"),
+    }
     plain = forward(sym, args)[0]
     mx.random.seed(3)
     zoned = forward(sym, args, is_train=True)[0]
@@ -246,8 +266,10 @@ def test_merge_outputs_layouts(layout, shape):
     assert out_shapes == [(2, 4, 5) if layout == "NTC" else (4, 2, 5)]
     rng = np.random.RandomState(2)
     arg_shapes, _, _ = merged.infer_shape(data=shape)
-    args = {n: rng.uniform(-1, 1, s).astype("float32")
-            for n, s in zip(merged.list_arguments(), arg_shapes)}
+    args = {
+        n: rng.uniform(-1, 1, s).astype("float32")
+        for n, s in zip(merged.list_arguments(), arg_shapes)
+    }
     m = forward(merged, args)[0]
     steps = forward(mx.sym.Group(listed), args)
     axis = layout.find("T")
@@ -271,8 +293,11 @@ def test_unroll_input_errors():
     with pytest.raises(mx.MXNetError, match="grouped symbol"):
         cell.unroll(2, mx.sym.Group([xs[0], xs[1]]))
     out, _ = cell.unroll(5, mx.sym.Variable("data"), merge_outputs=True)
-    with pytest.raises(mx.MXNetError, match=r"cannot split axis 1 of shape \(2, 3, 6\) into "
-                                            r"num_outputs=5"):
+    with pytest.raises(
+        mx.MXNetError,
+        match=r"cannot split axis 1 of shape \(2, 3, 6\) into "
+        r"num_outputs=5",
+    ):
         out.infer_shape(data=(2, 3, 6))
     with pytest.raises(ValueError, match="unsupported layout 'NCT'"):
         mx.rnn.FusedRNNCell(4).unroll(3, mx.sym.Variable("data"), layout="NCT")
@@ -288,9 +313,11 @@ def test_cells_that_cannot_step_say_so():
     stack.add(bi)
     with pytest.raises(mx.MXNetError, match="holding a BidirectionalCell cannot be stepped"):
         stack(mx.sym.Variable("x"), stack.begin_state())
-    for bad, msg in ((mx.rnn.FusedRNNCell(4), "FusedRNNCell does not support zoneout"),
-                     (bi, "BidirectionalCell does not support zoneout"),
-                     (stack, "SequentialRNNCell holds a cell that cannot be stepped")):
+    for bad, msg in (
+        (mx.rnn.FusedRNNCell(4), "FusedRNNCell does not support zoneout"),
+        (bi, "BidirectionalCell does not support zoneout"),
+        (stack, "SequentialRNNCell holds a cell that cannot be stepped"),
+    ):
         with pytest.raises(TypeError, match=msg):
             mx.rnn.ZoneoutCell(bad, zoneout_outputs=0.1)
 
@@ -307,8 +334,9 @@ def test_modified_cell_cannot_be_used_directly():
 def test_parameter_container_errors():
     params = mx.rnn.RNNParams("p_")
     stack = mx.rnn.SequentialRNNCell(params=params)
-    with pytest.raises(ValueError, match="give params= to the SequentialRNNCell or to its "
-                                         "child cells, not both"):
+    with pytest.raises(
+        ValueError, match="give params= to the SequentialRNNCell or to its child cells, not both"
+    ):
         stack.add(mx.rnn.RNNCell(3, params=mx.rnn.RNNParams("q_")))
     with pytest.raises(TypeError, match="params must be an mx.rnn.RNNParams"):
         mx.rnn.LSTMCell(3, params={"a": 1})
@@ -339,8 +367,11 @@ def test_weight_packing_errors():
         fused.unpack_weights({})
     unpacked = fused.unpack_weights({"f_parameters": mx.nd.zeros((fused_size(3, 4, 2),))})
     unpacked["f_l1_h2h_o_weight"] = mx.nd.zeros((4, 3))
-    with pytest.raises(mx.MXNetError, match=r"'f_l1_h2h_o_weight' has shape \(4, 3\), "
-                                            r"expected \(4, 4\)"):
+    with pytest.raises(
+        mx.MXNetError,
+        match=r"'f_l1_h2h_o_weight' has shape \(4, 3\), "
+        r"expected \(4, 4\)",
+    ):
         fused.pack_weights(unpacked)
     del unpacked["f_l1_h2h_o_weight"]
     with pytest.raises(mx.MXNetError, match="parameter 'f_l1_h2h_o_weight' is missing"):

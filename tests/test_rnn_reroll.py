@@ -4,6 +4,7 @@
 ``schedule``: every case of the RNN fixtures must give MXNet's outputs through it, with
 far fewer operations to compile than the unrolled graph.
 """
+
 import sys
 from pathlib import Path
 
@@ -41,11 +42,17 @@ def evaluate(sym, reroll=True):
                 env[(id(item), 0)] = args[item.name]
                 continue
             ins = [env[(id(c), o)] for c, o in item.inputs]
-            rng = jax.random.fold_in(key, pos[id(item)]) if item.op.random and key is not None \
+            rng = (
+                jax.random.fold_in(key, pos[id(item)])
+                if item.op.random and key is not None
                 else None
-            ctx = LowerCtx(is_train=is_train, node_name=item.name, rng=rng,
-                           out_shapes=[shapes.get((id(item), k))
-                                       for k in range(item.num_outputs())])
+            )
+            ctx = LowerCtx(
+                is_train=is_train,
+                node_name=item.name,
+                rng=rng,
+                out_shapes=[shapes.get((id(item), k)) for k in range(item.num_outputs())],
+            )
             for k, o in enumerate(item.op.lower(item.parsed(), ins, [], ctx)):
                 env[(id(item), k)] = o
         return [env[(id(n), o)] for n, o in sym._outputs]
@@ -61,12 +68,19 @@ def build(name):
 
 def fixture_args(name):
     with np.load(FIX / "rnn_cells" / f"{name}.npz") as z:
-        return ({k[4:]: jnp.asarray(z[k]) for k in z.files if k.startswith("arg:")},
-                {k: z[k] for k in z.files if k.startswith("out:") or k.startswith("grad:")})
+        return (
+            {k[4:]: jnp.asarray(z[k]) for k in z.files if k.startswith("arg:")},
+            {k: z[k] for k in z.files if k.startswith("out:") or k.startswith("grad:")},
+        )
 
 
-NOT_REROLLED = {"fused_lstm_bi2", "fused_gru_ntc", "fused_rnn_relu_list", "fused_rnn_tanh_bi",
-                "zoneout_rnn"}
+NOT_REROLLED = {
+    "fused_lstm_bi2",
+    "fused_gru_ntc",
+    "fused_rnn_relu_list",
+    "fused_rnn_tanh_bi",
+    "zoneout_rnn",
+}
 
 
 @pytest.mark.parametrize("name", sorted(cases.CASES))
@@ -85,11 +99,16 @@ def test_language_model_loops_and_gradients():
     loops = find_loops(order, sym._outputs)
     assert [lp.length for lp in loops] == [3, 3]
     first, second = sorted(loops, key=lambda lp: lp.steps[0][0].name)
-    assert {n.name for n in first.steps[1]} >= {"lstm_l0_t1_i2h", "lstm_l0_t1_out",
-                                               "lstm_l0_t1_state"}
+    assert {n.name for n in first.steps[1]} >= {
+        "lstm_l0_t1_i2h",
+        "lstm_l0_t1_out",
+        "lstm_l0_t1_state",
+    }
     assert len(first.carry_init) == 2 and len(first.invariants) == 4  # (h, c); W, b x2
-    assert [n.name for n, _ in first.carry_init] == ["lstm_l0_begin_state_0",
-                                                     "lstm_l0_begin_state_1"]
+    assert [n.name for n, _ in first.carry_init] == [
+        "lstm_l0_begin_state_0",
+        "lstm_l0_begin_state_1",
+    ]
     # the second layer reads the first layer's step outputs
     assert [n.name for n, _ in second.seq[0]] == [f"lstm_l0_t{k}_out" for k in range(3)]
 
@@ -100,8 +119,7 @@ def test_language_model_loops_and_gradients():
     outs, vjp = jax.vjp(lambda p: fn({**p, **inputs}, is_train=True), params)
     grads = vjp([jnp.ones_like(o) for o in outs])[0]
     for k, v in grads.items():
-        np.testing.assert_allclose(np.asarray(v), rec["grad:" + k], rtol=1e-4, atol=1e-5,
-                                   err_msg=k)
+        np.testing.assert_allclose(np.asarray(v), rec["grad:" + k], rtol=1e-4, atol=1e-5, err_msg=k)
 
 
 def test_rerolled_program_does_not_grow_with_the_steps():
@@ -131,15 +149,23 @@ def test_dropout_inside_a_loop_draws_per_step():
     assert len(loops) == 2 and any(n.op.name == "Dropout" for n in loops[1].steps[0])
     args = {"data": jnp.ones((4, 3, 50))}
     for name in ("a", "b"):
-        args.update({f"{name}_i2h_weight": jnp.eye(50), f"{name}_h2h_weight": jnp.zeros((50, 50)),
-                     f"{name}_i2h_bias": jnp.zeros(50), f"{name}_h2h_bias": jnp.zeros(50)})
+        args.update(
+            {
+                f"{name}_i2h_weight": jnp.eye(50),
+                f"{name}_h2h_weight": jnp.zeros((50, 50)),
+                f"{name}_i2h_bias": jnp.zeros(50),
+                f"{name}_h2h_bias": jnp.zeros(50),
+            }
+        )
     plain = fn(args)
     drop = fn(args, key=jax.random.PRNGKey(0), is_train=True)
     # identity weights and zero states: b's output is tanh(tanh(1) * mask / 0.5), 0 if dropped
     masks = [np.asarray(d) == 0 for d in drop]
     assert all(np.allclose(np.asarray(p), np.tanh(np.tanh(1.0))) for p in plain)
-    assert all(np.allclose(np.asarray(d)[~m], np.tanh(2 * np.tanh(1.0)), rtol=1e-5)
-               for d, m in zip(drop, masks))
+    assert all(
+        np.allclose(np.asarray(d)[~m], np.tanh(2 * np.tanh(1.0)), rtol=1e-5)
+        for d, m in zip(drop, masks)
+    )
     assert all(0.3 < m.mean() < 0.7 for m in masks)
     assert not np.array_equal(masks[0], masks[1])  # a fresh mask every step
 
@@ -172,8 +198,9 @@ def test_begin_states_of_another_dtype_or_shape(begin_shape, dtype):
     for t in range(3):
         fc = mx.sym.FullyConnected(x, weight=w, no_bias=True, num_hidden=3, name=f"c_t{t}_i2h")
         prev = mx.sym.Cast(h, dtype="float32", name=f"c_t{t}_cast")
-        h = mx.sym.Activation(mx.sym.broadcast_add(fc, prev, name=f"c_t{t}_add"),
-                              act_type="tanh", name=f"c_t{t}_out")
+        h = mx.sym.Activation(
+            mx.sym.broadcast_add(fc, prev, name=f"c_t{t}_add"), act_type="tanh", name=f"c_t{t}_out"
+        )
     sym = mx.sym.Group([h])
     fn, loops = evaluate(sym)
     plain, _ = evaluate(sym, reroll=False)

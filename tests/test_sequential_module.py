@@ -1,5 +1,6 @@
 """SequentialModule, PythonModule and PythonLossModule: chaining, gradients through the
 chain, take_labels/auto_wiring, a bare PythonModule on its own, and errors."""
+
 import numpy as np
 import pytest
 
@@ -17,8 +18,7 @@ def toy(n=64, d=6, classes=3, seed=0):
 
 def first_layer():
     net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=10, name="fc1")
-    return mx.mod.Module(mx.sym.Activation(net, act_type="relu", name="relu1"),
-                         label_names=None)
+    return mx.mod.Module(mx.sym.Activation(net, act_type="relu", name="relu1"), label_names=None)
 
 
 def head(data_name="data"):
@@ -43,17 +43,24 @@ def softmax_grad(scores, labels):
 
 def start_params():
     rng = np.random.RandomState(1)
-    return {"fc1_weight": mx.nd.array(rng.randn(10, 6) * 0.3),
-            "fc1_bias": mx.nd.zeros((10,)),
-            "fc2_weight": mx.nd.array(rng.randn(3, 10) * 0.3),
-            "fc2_bias": mx.nd.zeros((3,))}
+    return {
+        "fc1_weight": mx.nd.array(rng.randn(10, 6) * 0.3),
+        "fc1_bias": mx.nd.zeros((10,)),
+        "fc2_weight": mx.nd.array(rng.randn(3, 10) * 0.3),
+        "fc2_bias": mx.nd.zeros((3,)),
+    }
 
 
 def fit(mod, epochs=3):
     x, y = toy()
     it = mx.io.NDArrayIter(x, y, batch_size=BATCH)
-    mod.fit(it, num_epoch=epochs, arg_params=start_params(), aux_params={},
-            optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    mod.fit(
+        it,
+        num_epoch=epochs,
+        arg_params=start_params(),
+        aux_params={},
+        optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+    )
     return {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
 
 
@@ -69,13 +76,21 @@ def test_two_modules_train_like_one():
 
 
 def test_python_loss_module_at_the_end_trains_like_softmax_output():
-    scores = mx.mod.Module(mx.sym.FullyConnected(
-        mx.sym.Activation(mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=10,
-                                                name="fc1"), act_type="relu"),
-        num_hidden=3, name="fc2"), label_names=None)
+    scores = mx.mod.Module(
+        mx.sym.FullyConnected(
+            mx.sym.Activation(
+                mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=10, name="fc1"),
+                act_type="relu",
+            ),
+            num_hidden=3,
+            name="fc2",
+        ),
+        label_names=None,
+    )
     seq = mx.mod.SequentialModule()
-    seq.add(scores).add(mx.mod.PythonLossModule(grad_func=softmax_grad), take_labels=True,
-                        auto_wiring=True)
+    seq.add(scores).add(
+        mx.mod.PythonLossModule(grad_func=softmax_grad), take_labels=True, auto_wiring=True
+    )
     got, want = fit(seq, epochs=2), fit(whole(), epochs=2)
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-5, err_msg=name)
@@ -92,8 +107,11 @@ def test_bare_python_loss_module_fits_scores_and_predicts():
     np.testing.assert_array_equal(mod.predict(it).asnumpy(), x)
     mod.forward(mx.io.DataBatch([mx.nd.array(x[:8])], [mx.nd.array(y[:8])]), is_train=True)
     mod.backward()
-    np.testing.assert_allclose(mod.get_input_grads()[0].asnumpy(),
-                               softmax_grad(mx.nd.array(x[:8]), mx.nd.array(y[:8])), rtol=1e-6)
+    np.testing.assert_allclose(
+        mod.get_input_grads()[0].asnumpy(),
+        softmax_grad(mx.nd.array(x[:8]), mx.nd.array(y[:8])),
+        rtol=1e-6,
+    )
 
 
 def test_input_gradients_flow_to_the_first_layer():
@@ -109,16 +127,19 @@ def test_input_gradients_flow_to_the_first_layer():
     for m in (seq, ref):
         m.forward(batch, is_train=True)
         m.backward()
-    np.testing.assert_allclose(seq.get_input_grads()[0].asnumpy(),
-                               ref.get_input_grads()[0].asnumpy(), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(seq.get_outputs()[0].asnumpy(),
-                               ref.get_outputs()[0].asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        seq.get_input_grads()[0].asnumpy(), ref.get_input_grads()[0].asnumpy(), rtol=1e-5, atol=1e-7
+    )
+    np.testing.assert_allclose(
+        seq.get_outputs()[0].asnumpy(), ref.get_outputs()[0].asnumpy(), rtol=1e-6
+    )
 
 
 def test_layers_without_take_labels_get_no_labels():
     seq = mx.mod.SequentialModule()
-    seq.add(first_layer()).add(mx.mod.PythonLossModule(data_names=["relu1_output"]),
-                               auto_wiring=False)
+    seq.add(first_layer()).add(
+        mx.mod.PythonLossModule(data_names=["relu1_output"]), auto_wiring=False
+    )
     seq.bind([("data", (BATCH, 6))], [("softmax_label", (BATCH,))], for_training=False)
     assert seq.label_shapes is None
     seq.init_params(mx.init.One())
@@ -152,14 +173,22 @@ def test_sequential_errors():
         seq.bind([("data", (BATCH, 6))], for_training=False, inputs_need_grad=True)
     with pytest.raises(MXNetError, match="bind"):
         seq.init_params()
-    dup = mx.mod.SequentialModule().add(whole()).add(
-        whole(), take_labels=True, auto_wiring=True)
+    dup = mx.mod.SequentialModule().add(whole()).add(whole(), take_labels=True, auto_wiring=True)
     with pytest.raises(MXNetError, match=r"(?s)Duplicated parameter names.*'fc1_weight'"):
         dup.bind([("data", (BATCH, 6))], [("softmax_label", (BATCH,))])
         dup.init_params()
-    wiring = mx.mod.SequentialModule().add(first_layer()).add(
-        mx.mod.Module(mx.sym.Group([mx.sym.Variable("a"), mx.sym.Variable("b")]),
-                      data_names=["a", "b"], label_names=None), auto_wiring=True)
+    wiring = (
+        mx.mod.SequentialModule()
+        .add(first_layer())
+        .add(
+            mx.mod.Module(
+                mx.sym.Group([mx.sym.Variable("a"), mx.sym.Variable("b")]),
+                data_names=["a", "b"],
+                label_names=None,
+            ),
+            auto_wiring=True,
+        )
+    )
     with pytest.raises(MXNetError, match=r"auto_wiring layer 1.*\['a', 'b'\].*1 outputs"):
         wiring.bind([("data", (BATCH, 6))])
 

@@ -1,5 +1,6 @@
 """Malformed optimizer-state blobs, MXNet state pickles and RecordIO files are refused with
 ``MXNetFileError`` naming the place, before anything oversized is allocated (issue 15)."""
+
 import io
 import json
 import pickle
@@ -75,40 +76,88 @@ def test_npz_header_bomb_allocates_nothing():
     upd = mx.optimizer.get_updater(mx.optimizer.SGD(momentum=0.9))
     err, peak = refusal(upd.set_states, rezip(parts))
     assert peak < 4 * 2**20
-    assert re.search(r"optimizer states: member 'a0\.npy' header: shape \(10000000000,\) of "
-                     r"float32 needs 40000000000 bytes but the member holds 8", str(err))
+    assert re.search(
+        r"optimizer states: member 'a0\.npy' header: shape \(10000000000,\) of "
+        r"float32 needs 40000000000 bytes but the member holds 8",
+        str(err),
+    )
 
 
-@pytest.mark.parametrize("edit, match", [
-    (lambda m: m.pop("format"), r"description \['optimizer', 'states', 'version'\] \(expected "
-                                r"an object with keys format, version, states, optimizer"),
-    (lambda m: m.update(version=2), r"format: 'mxmod-optimizer-states' version 2 \(expected "
-                                    r"'mxmod-optimizer-states' version 1 to 1"),
-    (lambda m: m["states"]["__dict__"][0][1].update(__nd__="a9"),
-     r"states\[0\]\.__nd__: 'a9' names no array member"),
-    (lambda m: m["states"]["__dict__"][0][1].update(dtype="float64"),
-     r"states\[0\]\.dtype: 'float64' but member 'a0' holds float32"),
-    (lambda m: m["states"]["__dict__"][0][1].update(ctx="cpu"),
-     r"states\[0\]\.ctx: 'cpu' is not a context \(expected \[device_type, device_id\]"),
-    (lambda m: m["states"]["__dict__"][0][1].update(extra=1),
-     r"states\[0\]: an object with keys \['__nd__', 'ctx', 'dtype', 'extra'\]"),
-    (lambda m: m["states"].update(__dict__=[[[1], 2]]), r"states\.key0: \[1\] is not hashable"),
-    (lambda m: m.update(optimizer={"__optimizer__": "nosuch", "attrs": {}}),
-     r"optimizer\.__optimizer__: unknown class 'nosuch' \(expected a registered optimizer"),
-    (lambda m: m.update(optimizer={"__optimizer__": "sgd", "attrs": {"aggregate_num": "x"}}),
-     r"optimizer \(sgd\)\.aggregate_num: 'x' is not an int >= 0"),
-    (lambda m: m.update(optimizer={"__optimizer__": "sgd", "attrs": {"lr": None}}),
-     r"optimizer \(sgd\)\.lr: None without an lr_scheduler"),
-    (lambda m: m.update(optimizer={"__optimizer__": "sgd", "attrs": {"lr_mult": {
-        "__dict__": [["w", "big"]]}}}), r"lr_mult: multiplier of 'w' is 'big'"),
-    (lambda m: m.update(optimizer={"__optimizer__": "sgd", "attrs": {"momentum": 1e999}}),
-     r"optimizer \(sgd\)\.momentum: inf is not finite"),
-    (lambda m: m.update(optimizer={"__optimizer__": "adam", "attrs": {"beta1": 2.0}}),
-     r"optimizer \(adam\): settings refused by Adam"),
-    (lambda m: m.update(optimizer={"__optimizer__": "sgd", "attrs": {"lr_scheduler": {
-        "__lr_scheduler__": "FactorScheduler", "attrs": {"step": 0}}}}),
-     r"optimizer\.lr_scheduler \(FactorScheduler\): settings refused by FactorScheduler"),
-])
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (
+            lambda m: m.pop("format"),
+            r"description \['optimizer', 'states', 'version'\] \(expected "
+            r"an object with keys format, version, states, optimizer",
+        ),
+        (
+            lambda m: m.update(version=2),
+            r"format: 'mxmod-optimizer-states' version 2 \(expected "
+            r"'mxmod-optimizer-states' version 1 to 1",
+        ),
+        (
+            lambda m: m["states"]["__dict__"][0][1].update(__nd__="a9"),
+            r"states\[0\]\.__nd__: 'a9' names no array member",
+        ),
+        (
+            lambda m: m["states"]["__dict__"][0][1].update(dtype="float64"),
+            r"states\[0\]\.dtype: 'float64' but member 'a0' holds float32",
+        ),
+        (
+            lambda m: m["states"]["__dict__"][0][1].update(ctx="cpu"),
+            r"states\[0\]\.ctx: 'cpu' is not a context \(expected \[device_type, device_id\]",
+        ),
+        (
+            lambda m: m["states"]["__dict__"][0][1].update(extra=1),
+            r"states\[0\]: an object with keys \['__nd__', 'ctx', 'dtype', 'extra'\]",
+        ),
+        (lambda m: m["states"].update(__dict__=[[[1], 2]]), r"states\.key0: \[1\] is not hashable"),
+        (
+            lambda m: m.update(optimizer={"__optimizer__": "nosuch", "attrs": {}}),
+            r"optimizer\.__optimizer__: unknown class 'nosuch' \(expected a registered optimizer",
+        ),
+        (
+            lambda m: m.update(optimizer={"__optimizer__": "sgd", "attrs": {"aggregate_num": "x"}}),
+            r"optimizer \(sgd\)\.aggregate_num: 'x' is not an int >= 0",
+        ),
+        (
+            lambda m: m.update(optimizer={"__optimizer__": "sgd", "attrs": {"lr": None}}),
+            r"optimizer \(sgd\)\.lr: None without an lr_scheduler",
+        ),
+        (
+            lambda m: m.update(
+                optimizer={
+                    "__optimizer__": "sgd",
+                    "attrs": {"lr_mult": {"__dict__": [["w", "big"]]}},
+                }
+            ),
+            r"lr_mult: multiplier of 'w' is 'big'",
+        ),
+        (
+            lambda m: m.update(optimizer={"__optimizer__": "sgd", "attrs": {"momentum": 1e999}}),
+            r"optimizer \(sgd\)\.momentum: inf is not finite",
+        ),
+        (
+            lambda m: m.update(optimizer={"__optimizer__": "adam", "attrs": {"beta1": 2.0}}),
+            r"optimizer \(adam\): settings refused by Adam",
+        ),
+        (
+            lambda m: m.update(
+                optimizer={
+                    "__optimizer__": "sgd",
+                    "attrs": {
+                        "lr_scheduler": {
+                            "__lr_scheduler__": "FactorScheduler",
+                            "attrs": {"step": 0},
+                        }
+                    },
+                }
+            ),
+            r"optimizer\.lr_scheduler \(FactorScheduler\): settings refused by FactorScheduler",
+        ),
+    ],
+)
 def test_description_errors_name_the_field(edit, match):
     blob = with_meta(trained_updater(momentum=0.9).get_states(), edit)
     upd = mx.optimizer.get_updater(mx.optimizer.SGD(momentum=0.9))
@@ -129,24 +178,31 @@ def test_loaded_states_are_checked_against_held_and_created_states():
     blob = trained_updater(momentum=0.9).get_states()
     held = trained_updater(momentum=0.9)
     held.states[1] = mx.nd.zeros((4,))
-    with pytest.raises(MXNetFileError, match=r"optimizer states: state of index 1 holds "
-                                             r"\(3, 2\) float32 where the state held holds "
-                                             r"\(4,\) float32"):
+    with pytest.raises(
+        MXNetFileError,
+        match=r"optimizer states: state of index 1 holds "
+        r"\(3, 2\) float32 where the state held holds "
+        r"\(4,\) float32",
+    ):
         held.set_states(blob)
     upd = mx.optimizer.get_updater(mx.optimizer.SGD(momentum=0.9))
     upd.set_states(blob)
     w = mx.nd.ones((5,))
-    with pytest.raises(MXNetFileError, match=r"state of index 0 holds \(3, 2\) float32 where "
-                                             r"the state SGD creates for a weight of shape "
-                                             r"\(5,\) float32 holds \(5,\) float32"):
+    with pytest.raises(
+        MXNetFileError,
+        match=r"state of index 0 holds \(3, 2\) float32 where "
+        r"the state SGD creates for a weight of shape "
+        r"\(5,\) float32 holds \(5,\) float32",
+    ):
         upd(0, mx.nd.ones((5,)), w)
     np.testing.assert_array_equal(w.asnumpy(), np.ones(5))  # nothing was updated
     upd(1, mx.nd.ones((3, 2)), mx.nd.ones((3, 2)))  # a fitting state is used as is
 
 
 def test_module_states_fields_are_checked(tmp_path):
-    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3,
-                                                     name="fc"), name="softmax")
+    net = mx.sym.SoftmaxOutput(
+        mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc"), name="softmax"
+    )
     mod = mx.mod.Module(net)
     mod.bind([("data", (2, 4))], [("softmax_label", (2,))])
     mod.init_params()
@@ -159,6 +215,7 @@ def test_module_states_fields_are_checked(tmp_path):
         def go(meta):
             items = meta["states"]["__dict__"]
             edit({k: i for i, (k, _) in enumerate(items)}, items)
+
         return with_meta(good, go)
 
     fname.write_bytes(payload(lambda at, items: items[at["num_update"]].__setitem__(1, -3)))
@@ -174,13 +231,16 @@ def test_module_states_fields_are_checked(tmp_path):
     mod.load_optimizer_states(str(fname))
 
 
-@pytest.mark.parametrize("i, match", [
-    (0, r"bytearray\(int\) is not allowed: only bytearray\(bytes\) builds NDArray handles"),
-    (2, r"offset 2 \(FRAME\): frame of 9223372036854775807 bytes"),
-    (3, r"refusing to load global os\.system"),
-    (4, r"expected a pickled dict of optimizer states, got list"),
-    (5, r"states\[0\](\[0\]){64}: nested more than 64 levels deep"),
-])
+@pytest.mark.parametrize(
+    "i, match",
+    [
+        (0, r"bytearray\(int\) is not allowed: only bytearray\(bytes\) builds NDArray handles"),
+        (2, r"offset 2 \(FRAME\): frame of 9223372036854775807 bytes"),
+        (3, r"refusing to load global os\.system"),
+        (4, r"expected a pickled dict of optimizer states, got list"),
+        (5, r"states\[0\](\[0\]){64}: nested more than 64 levels deep"),
+    ],
+)
 def test_hostile_pickles_are_refused_small(i, match):
     deep = b"\x80\x02}K\x00" + b"]" * 1000 + b"a" * 999 + b"s."  # {0: [[[...]]]}
     upd = mx.optimizer.get_updater(mx.optimizer.SGD())
@@ -194,8 +254,11 @@ def test_pickled_numpy_arrays_are_bounded_by_the_pickle():
     blob = pickle.dumps({0: np.arange(4, dtype=np.float32)}, protocol=2)
     huge = blob.replace(b"K\x00\x85", b"J\x00\x00\x00\x10\x85", 1)  # _reconstruct((2**28,))
     assert huge != blob
-    with pytest.raises(MXNetFileError, match=r"numpy _reconstruct: shape \(268435456,\) of "
-                                             r"int8 needs 268435456 bytes, more than the"):
+    with pytest.raises(
+        MXNetFileError,
+        match=r"numpy _reconstruct: shape \(268435456,\) of "
+        r"int8 needs 268435456 bytes, more than the",
+    ):
         upd.set_states(huge, allow_pickle=True)
     upd.set_states(blob, allow_pickle=True)
     assert upd.states[0].asnumpy().tolist() == [0.0, 1.0, 2.0, 3.0]
@@ -211,11 +274,17 @@ def test_recordio_length_checked_against_the_file(tmp_path):
     path.write_bytes(bytes(raw))
     err, peak = refusal(mx.recordio.MXRecordIO(str(path), "r").read)
     assert peak < 4 * 2**20
-    assert re.search(r"f\.rec: record 0 is truncated: it needs 536870911 bytes but the file has "
-                     r"8 left \(at byte 0;", str(err))
+    assert re.search(
+        r"f\.rec: record 0 is truncated: it needs 536870911 bytes but the file has "
+        r"8 left \(at byte 0;",
+        str(err),
+    )
     assert err.where == "record 0 at byte 0"
-    with pytest.raises(MXNetFileError, match=r"image record declares 3 labels but holds only "
-                                             r"0 bytes"):
+    with pytest.raises(
+        MXNetFileError,
+        match=r"image record declares 3 labels but holds only "
+        r"0 bytes",
+    ):
         mx.recordio.unpack(struct.pack("IfQQ", 3, 0.0, 0, 0))
     (tmp_path / "f.idx").write_text("0\t-8\n")
     with pytest.raises(MXNetFileError, match=r"f\.idx:1: malformed index line.*offset >= 0"):

@@ -1,5 +1,6 @@
 """Small parts of MXNet's Python surface: mx.base.NotImplementedForSymbol, mx.nd.waitall,
 mx.context.num_gpus, mx.runtime.Features, mx.util, the mx.gluon and mx.contrib stand-ins."""
+
 import os
 
 import jax
@@ -14,11 +15,14 @@ def test_not_implemented_for_symbol_message():
 
     err = mx.base.NotImplementedForSymbol(argsort, "_internal._argsort", mx.sym.Variable("x"))
     assert isinstance(err, mx.MXNetError)
-    assert str(err) == ("Function argsort (namely operator \"_internal._argsort\") with arguments "
-                        "(<class 'mxmod.symbol.symbol.Symbol'>) is not implemented for Symbol "
-                        "and only available in NDArray.")
+    assert str(err) == (
+        "Function argsort (namely operator \"_internal._argsort\") with arguments "
+        "(<class 'mxmod.symbol.symbol.Symbol'>) is not implemented for Symbol "
+        "and only available in NDArray."
+    )
     assert str(mx.base.NotImplementedForSymbol(argsort, None)) == (
-        "Function argsort is not implemented for Symbol and only available in NDArray.")
+        "Function argsort is not implemented for Symbol and only available in NDArray."
+    )
 
 
 def test_waitall_and_num_gpus():
@@ -70,12 +74,16 @@ def test_gluon_imports_but_refuses_use():
     from mxmod import gluon
     from mxmod.gluon import nn  # an unused import must load
 
-    with pytest.raises(NotImplementedError, match="mx.gluon.nn.Dense(..)? is not available in mxmod: "
-                                                  "Gluon is outside mxmod"):
+    with pytest.raises(
+        NotImplementedError,
+        match="mx.gluon.nn.Dense(..)? is not available in mxmod: Gluon is outside mxmod",
+    ):
         nn.Dense(10)
     with pytest.raises(NotImplementedError, match="mx.gluon.HybridBlock .as a base class."):
+
         class Net(gluon.HybridBlock):
             pass
+
     with pytest.raises(NotImplementedError, match="mx.mod.Module"):
         gluon.Trainer()
     from mxmod.gluon.data.vision import MNIST  # submodule imports load too
@@ -90,8 +98,9 @@ def test_gluon_imports_but_refuses_use():
 def test_contrib_missing_parts_import_and_name_themselves():
     from mxmod.contrib import onnx, quantization  # noqa: F401
 
-    with pytest.raises(NotImplementedError,
-                       match=r"mx.contrib.quantization.quantize_model is not available"):
+    with pytest.raises(
+        NotImplementedError, match=r"mx.contrib.quantization.quantize_model is not available"
+    ):
         quantization.quantize_model()
     with pytest.raises(NotImplementedError, match="mx.contrib.onnx.import_model"):
         onnx.import_model("model.onnx")

@@ -1,5 +1,6 @@
 """mx.contrib.svrg_optimization: SVRGModule against a numpy SVRG reference (several
 full-gradient passes), on two devices, the optimizer wrapper, and errors."""
+
 import numpy as np
 import pytest
 
@@ -24,18 +25,28 @@ def symbol():
 def fit(epochs, freq, context=None, lr=0.025, momentum=0.5, bs=8):
     x, y = data()
     it = mx.io.NDArrayIter(x, y, batch_size=bs, label_name="lin_reg_label")
-    mod = SVRGModule(symbol(), data_names=["data"], label_names=["lin_reg_label"],
-                     update_freq=freq, context=context or mx.cpu())
-    mod.fit(it, eval_metric="mse", optimizer="sgd", num_epoch=epochs,
-            optimizer_params={"learning_rate": lr, "momentum": momentum},
-            arg_params={"fc_weight": mx.nd.array(W0), "fc_bias": mx.nd.array(B0)})
+    mod = SVRGModule(
+        symbol(),
+        data_names=["data"],
+        label_names=["lin_reg_label"],
+        update_freq=freq,
+        context=context or mx.cpu(),
+    )
+    mod.fit(
+        it,
+        eval_metric="mse",
+        optimizer="sgd",
+        num_epoch=epochs,
+        optimizer_params={"learning_rate": lr, "momentum": momentum},
+        arg_params={"fc_weight": mx.nd.array(W0), "fc_bias": mx.nd.array(B0)},
+    )
     return mod
 
 
 def reference(epochs, freq, lr=0.025, momentum=0.5, bs=8):
     """SVRG in numpy: g(w) - g(w_snap) + mean over batches of g(w_snap); MXNet's SGD."""
     x, y = (a.astype("float64") for a in data())
-    batches = [(x[i:i + bs], y[i:i + bs]) for i in range(0, len(x), bs)]
+    batches = [(x[i : i + bs], y[i : i + bs]) for i in range(0, len(x), bs)]
 
     def grad(w, b, xb, yb):
         r = xb @ w[0] + b[0] - yb
@@ -72,8 +83,9 @@ def test_matches_numpy_svrg_over_several_full_gradient_passes():
 def test_full_gradient_recomputed_every_update_freq_epochs(monkeypatch):
     calls = []
     orig = SVRGModule.update_full_grads
-    monkeypatch.setattr(SVRGModule, "update_full_grads",
-                        lambda self, it: calls.append(1) or orig(self, it))
+    monkeypatch.setattr(
+        SVRGModule, "update_full_grads", lambda self, it: calls.append(1) or orig(self, it)
+    )
     fit(epochs=5, freq=2)
     assert len(calls) == 3  # epochs 0, 2, 4
 
@@ -82,13 +94,18 @@ def test_two_devices_equal_one():
     one = fit(epochs=3, freq=2).get_params()[0]
     two = fit(epochs=3, freq=2, context=[mx.cpu(0), mx.cpu(1)]).get_params()[0]
     for name in one:
-        np.testing.assert_allclose(two[name].asnumpy(), one[name].asnumpy(), rtol=1e-5,
-                                   atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(
+            two[name].asnumpy(), one[name].asnumpy(), rtol=1e-5, atol=1e-6, err_msg=name
+        )
 
 
 def test_optimizer_wrapper_routes_full_keys_to_assignment():
-    opt = mx.optimizer.create("_SVRGOptimizer", default_optimizer="sgd", learning_rate=0.5,
-                              param_idx2name={0: "w", 1: "w_full"})
+    opt = mx.optimizer.create(
+        "_SVRGOptimizer",
+        default_optimizer="sgd",
+        learning_rate=0.5,
+        param_idx2name={0: "w", 1: "w_full"},
+    )
     w, g = mx.nd.ones((2,)), mx.nd.full((2,), 3.0)
     opt.update(1, w, g, opt.create_state(1, w))
     np.testing.assert_array_equal(w.asnumpy(), [3.0, 3.0])  # assigned
@@ -111,5 +128,4 @@ def test_errors():
     mod.bind([("data", (8, 3))], [("lin_reg_label", (8,))], for_training=False)
     mod.init_params()
     with pytest.raises(MXNetError, match="update_full_grads.*init_optimizer"):
-        mod.update_full_grads(mx.io.NDArrayIter(*data(), batch_size=8,
-                                                label_name="lin_reg_label"))
+        mod.update_full_grads(mx.io.NDArrayIter(*data(), batch_size=8, label_name="lin_reg_label"))

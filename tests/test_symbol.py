@@ -1,4 +1,5 @@
 """Symbol construction, naming, attributes, inference and JSON (issue #2)."""
+
 import copy
 import json
 import pathlib
@@ -10,8 +11,9 @@ import mxmod as mx
 from mxmod.base import MXNetError
 from mxmod.test_utils import check_numeric_gradient, check_symbolic_forward
 
-GOLD = json.loads((pathlib.Path(__file__).parent / "fixtures" / "symbol_executor" /
-                   "goldens.json").read_text())
+GOLD = json.loads(
+    (pathlib.Path(__file__).parent / "fixtures" / "symbol_executor" / "goldens.json").read_text()
+)
 
 
 def net():
@@ -24,8 +26,14 @@ def net():
 
 def test_lists_and_shapes():
     s = net()
-    assert s.list_arguments() == ["data", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias",
-                                  "softmax_label"]
+    assert s.list_arguments() == [
+        "data",
+        "fc1_weight",
+        "fc1_bias",
+        "fc2_weight",
+        "fc2_bias",
+        "softmax_label",
+    ]
     assert s.list_outputs() == ["softmax_output"]
     assert s.list_auxiliary_states() == []
     args, outs, aux = s.infer_shape(data=(32, 100))
@@ -67,8 +75,15 @@ def test_automatic_names_prefix_and_attr_scope():
 
 
 def test_variable_attributes_and_set_attr():
-    v = mx.sym.Variable("w", shape=(3, 4), lr_mult=2.0, wd_mult=0.0, dtype="float16",
-                        init=mx.init.Constant(1.0), __foo__="bar")
+    v = mx.sym.Variable(
+        "w",
+        shape=(3, 4),
+        lr_mult=2.0,
+        wd_mult=0.0,
+        dtype="float16",
+        init=mx.init.Constant(1.0),
+        __foo__="bar",
+    )
     d = v.attr_dict()["w"]
     assert d["__shape__"] == "(3, 4)" and d["__lr_mult__"] == "2.0" and d["lr_mult"] == "2.0"
     assert d["__dtype__"] == "2" and d["__foo__"] == "bar"
@@ -83,14 +98,23 @@ def test_variable_attributes_and_set_attr():
 
 def test_operator_overloading_and_scalars():
     a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
-    for expr, op in [(a + b, "elemwise_add"), (a - b, "elemwise_sub"), (a * b, "elemwise_mul"),
-                     (a / b, "elemwise_div"), (a + 1, "_plus_scalar"), (1 - a, "_rminus_scalar"),
-                     (a ** 2, "_power_scalar"), (2 / a, "_rdiv_scalar"), (-a, "_mul_scalar")]:
+    for expr, op in [
+        (a + b, "elemwise_add"),
+        (a - b, "elemwise_sub"),
+        (a * b, "elemwise_mul"),
+        (a / b, "elemwise_div"),
+        (a + 1, "_plus_scalar"),
+        (1 - a, "_rminus_scalar"),
+        (a**2, "_power_scalar"),
+        (2 / a, "_rdiv_scalar"),
+        (-a, "_mul_scalar"),
+    ]:
         assert json.loads(expr.tojson())["nodes"][-1]["op"] == op
-    expr = (a + b) * 2 - a / 2 + a ** 2 / (1 + b)
+    expr = (a + b) * 2 - a / 2 + a**2 / (1 + b)
     location = {"a": np.array([2.0, -1.0]), "b": np.array([3.0, 0.5])}
-    check_symbolic_forward(expr, location, [np.array([10.0, -1.0 + 0.5 + 1.0 / 1.5])],
-                           rtol=1e-6, atol=1e-6)
+    check_symbolic_forward(
+        expr, location, [np.array([10.0, -1.0 + 0.5 + 1.0 / 1.5])], rtol=1e-6, atol=1e-6
+    )
     check_numeric_gradient(expr, location, numeric_eps=1e-3, rtol=1e-2, atol=1e-3)
 
 
@@ -121,13 +145,22 @@ def test_json_round_trip_and_file(tmp_path):
 
 
 def test_legacy_json_loads_and_upgrades():
-    legacy = {"nodes": [
-        {"op": "null", "name": "data", "inputs": []},
-        {"op": "null", "name": "bn1_gamma", "param": {}, "inputs": []},
-        {"op": "null", "name": "bn1_beta", "inputs": []},
-        {"op": "BatchNorm", "name": "bn1", "param": {"eps": "0.001"},
-         "attr": {"ctx_group": "g1", "lr_mult": "0.1"}, "inputs": [[0, 0], [1, 0], [2, 0]]}],
-        "arg_nodes": [0, 1, 2], "heads": [[3, 0]]}
+    legacy = {
+        "nodes": [
+            {"op": "null", "name": "data", "inputs": []},
+            {"op": "null", "name": "bn1_gamma", "param": {}, "inputs": []},
+            {"op": "null", "name": "bn1_beta", "inputs": []},
+            {
+                "op": "BatchNorm",
+                "name": "bn1",
+                "param": {"eps": "0.001"},
+                "attr": {"ctx_group": "g1", "lr_mult": "0.1"},
+                "inputs": [[0, 0], [1, 0], [2, 0]],
+            },
+        ],
+        "arg_nodes": [0, 1, 2],
+        "heads": [[3, 0]],
+    }
     s = mx.sym.load_json(json.dumps(legacy))
     assert s.list_auxiliary_states() == ["bn1_moving_mean", "bn1_moving_var"]
     attrs = s.attr_dict()
@@ -139,8 +172,11 @@ def test_legacy_json_loads_and_upgrades():
 def test_bad_input_errors():
     d = mx.sym.Variable("data")
     with pytest.raises(MXNetError, match="unknown operator 'NoSuchOp'"):
-        mx.sym.load_json(json.dumps({"nodes": [{"op": "NoSuchOp", "name": "x", "inputs": []}],
-                                     "heads": [[0, 0, 0]]}))
+        mx.sym.load_json(
+            json.dumps(
+                {"nodes": [{"op": "NoSuchOp", "name": "x", "inputs": []}], "heads": [[0, 0, 0]]}
+            )
+        )
     with pytest.raises(AttributeError):
         mx.sym.NoSuchOp
     with pytest.raises(MXNetError, match="unknown attribute 'num_hiden'.*num_hidden"):
@@ -150,8 +186,11 @@ def test_bad_input_errors():
     with pytest.raises(MXNetError, match="num_hidden='abc' is invalid: expected an integer"):
         mx.sym.FullyConnected(d, num_hidden="abc")
     fc2 = mx.sym.FullyConnected(mx.sym.Variable("x"), name="fc2", num_hidden=10)
-    with pytest.raises(MXNetError, match=r"FullyConnected 'fc2': weight given \(10, 256\) but "
-                                         r"data \(128, 512\) needs \(10, 512\)"):
+    with pytest.raises(
+        MXNetError,
+        match=r"FullyConnected 'fc2': weight given \(10, 256\) but "
+        r"data \(128, 512\) needs \(10, 512\)",
+    ):
         fc2.infer_shape(x=(128, 512), fc2_weight=(10, 256))
     with pytest.raises(MXNetError, match="'label' is not an input of the symbol"):
         fc2.infer_shape(label=(3,))
@@ -184,9 +223,12 @@ def test_regression_label_shape_matches_mxnet(op):
 
 def test_regression_label_error_names_the_fix():
     net = mx.sym.LinearRegressionOutput(mx.sym.Variable("data"), name="o")
-    with pytest.raises(MXNetError, match=r"label shape \(3,\) does not fit data \(4, 1\): "
-                                         r"the label needs the data's batch size 4 and 4 "
-                                         r"elements, e.g. \(4,\) or \(4, 1\)"):
+    with pytest.raises(
+        MXNetError,
+        match=r"label shape \(3,\) does not fit data \(4, 1\): "
+        r"the label needs the data's batch size 4 and 4 "
+        r"elements, e.g. \(4,\) or \(4, 1\)",
+    ):
         net.infer_shape(data=(4, 1), o_label=(3,))
 
 
@@ -194,13 +236,20 @@ def test_regression_label_error_names_the_fix():
 def test_ndarray_only_calls_raise_not_implemented_for_symbol(call):
     a = mx.sym.Variable("a")
     calls = {
-        "bool": lambda: bool(a), "not": lambda: not a,
-        "iadd": lambda: a.__iadd__(1), "isub": lambda: a.__isub__(a),
-        "imul": lambda: a.__imul__(2.0), "itruediv": lambda: a.__itruediv__(2),
-        "idiv": lambda: a.__idiv__(2), "wait_to_read": lambda: a.wait_to_read(),
-        "asnumpy": lambda: a.asnumpy(), "asscalar": lambda: a.asscalar(),
-        "copy": lambda: a.copy(), "as_in_context": lambda: a.as_in_context(),
-        "detach": lambda: a.detach(), "backward": lambda: a.backward(),
+        "bool": lambda: bool(a),
+        "not": lambda: not a,
+        "iadd": lambda: a.__iadd__(1),
+        "isub": lambda: a.__isub__(a),
+        "imul": lambda: a.__imul__(2.0),
+        "itruediv": lambda: a.__itruediv__(2),
+        "idiv": lambda: a.__idiv__(2),
+        "wait_to_read": lambda: a.wait_to_read(),
+        "asnumpy": lambda: a.asnumpy(),
+        "asscalar": lambda: a.asscalar(),
+        "copy": lambda: a.copy(),
+        "as_in_context": lambda: a.as_in_context(),
+        "detach": lambda: a.detach(),
+        "backward": lambda: a.backward(),
     }
     kind, message = GOLD["not_for_symbol"][call]
     with pytest.raises(mx.base.NotImplementedForSymbol) as info:
@@ -228,5 +277,6 @@ def test_copy_abs_and_composition_still_work():
     s = net()
     for dup in (copy.copy(s), copy.deepcopy(s)):
         assert dup is not s and dup.tojson() == s.tojson()
-    check_symbolic_forward(abs(mx.sym.Variable("a")), [np.array([-2.0, 3.0])],
-                           [np.array([2.0, 3.0])], rtol=0, atol=0)
+    check_symbolic_forward(
+        abs(mx.sym.Variable("a")), [np.array([-2.0, 3.0])], [np.array([2.0, 3.0])], rtol=0, atol=0
+    )

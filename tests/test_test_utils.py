@@ -1,4 +1,5 @@
 """mx.test_utils against MXNet 1.9.1 (tests/fixtures/surface/test_utils.json) and by use."""
+
 import contextlib
 import gzip
 import io
@@ -27,10 +28,12 @@ def test_default_tolerances_match_mxnet(gold):
     assert {k.name: v for k, v in tu.default_numeric_eps().items()} == gold["eps"]
 
 
-PAIRS = {"close32": ([1.0, 2.0], [1.0, 2.00005], "float32"),
-         "far32": ([1.0, 2.0, 3.0], [1.0, 2.5, 3.2], "float32"),
-         "close16": ([1.0, 2.0], [1.0, 2.01], "float16"),
-         "int_exact": ([1, 2], [1, 3], "int32")}
+PAIRS = {
+    "close32": ([1.0, 2.0], [1.0, 2.00005], "float32"),
+    "far32": ([1.0, 2.0, 3.0], [1.0, 2.5, 3.2], "float32"),
+    "close16": ([1.0, 2.0], [1.0, 2.01], "float16"),
+    "int_exact": ([1, 2], [1, 3], "int32"),
+}
 
 
 @pytest.mark.parametrize("case", sorted(PAIRS))
@@ -94,8 +97,9 @@ def test_symbolic_forward_backward_against_mxnet(gold):
     tu.check_symbolic_forward(_fc_tanh(), loc, [np.array(case["out"])])
     grads = {k: np.array(v) for k, v in case["grads"].items()}
     tu.check_symbolic_backward(_fc_tanh(), loc, [np.array(case["ograd"])], grads)
-    tu.check_symbolic_backward(_fc_tanh(), loc, [np.array(case["ograd"])], grads,
-                               grad_req="add", rtol=1e-4, atol=1e-5)  # float64 difference
+    tu.check_symbolic_backward(
+        _fc_tanh(), loc, [np.array(case["ograd"])], grads, grad_req="add", rtol=1e-4, atol=1e-5
+    )  # float64 difference
     out = tu.simple_forward(_fc_tanh(), **loc)
     tu.assert_almost_equal(out, np.array(case["out"]), rtol=1e-5, atol=1e-6)
     with pytest.raises(AssertionError, match="EXPECTED_act_output"):
@@ -116,23 +120,36 @@ def test_check_numeric_gradient_passes_and_catches_wrong_gradients():
 def test_check_consistency_over_devices_and_dtypes():
     sym = mx.sym.Convolution(num_filter=3, kernel=(3, 3), name="conv")
     shape = (2, 2, 6, 6)
-    ctx_list = [{"ctx": mx.cpu(0), "conv_data": shape, "type_dict": {"conv_data": np.float32}},
-                {"ctx": mx.cpu(1), "conv_data": shape, "type_dict": {"conv_data": np.float32}},
-                {"ctx": mx.cpu(0), "conv_data": shape, "type_dict": {"conv_data": np.float16}}]
+    ctx_list = [
+        {"ctx": mx.cpu(0), "conv_data": shape, "type_dict": {"conv_data": np.float32}},
+        {"ctx": mx.cpu(1), "conv_data": shape, "type_dict": {"conv_data": np.float32}},
+        {"ctx": mx.cpu(0), "conv_data": shape, "type_dict": {"conv_data": np.float16}},
+    ]
     gt = tu.check_consistency(sym, ctx_list, scale=0.5)
     assert set(gt) >= {"conv_output", "conv_weight", "conv_data"}
     bad = {"conv_output": gt["conv_output"] + 1}
-    with pytest.raises(AssertionError), contextlib.redirect_stdout(io.StringIO()), \
-            contextlib.redirect_stderr(io.StringIO()):
+    with (
+        pytest.raises(AssertionError),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
         tu.check_consistency(sym, ctx_list[:2], grad_req="null", ground_truth=bad)
 
 
 def test_compare_optimizer_and_ndarray_tuple():
-    tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9),
-                         mx.optimizer.SGD(learning_rate=0.1, momentum=0.9), (4, 3), np.float32)
+    tu.compare_optimizer(
+        mx.optimizer.SGD(learning_rate=0.1, momentum=0.9),
+        mx.optimizer.SGD(learning_rate=0.1, momentum=0.9),
+        (4, 3),
+        np.float32,
+    )
     with pytest.raises(AssertionError):
-        tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1),
-                             mx.optimizer.SGD(learning_rate=0.5), (4, 3), np.float32)
+        tu.compare_optimizer(
+            mx.optimizer.SGD(learning_rate=0.1),
+            mx.optimizer.SGD(learning_rate=0.5),
+            (4, 3),
+            np.float32,
+        )
     a = mx.nd.ones((2,))
     tu.compare_ndarray_tuple((a, (a, None)), (a.copy(), (a.copy(), a)))
     with pytest.raises(AssertionError):

@@ -1,4 +1,5 @@
 """mx.viz.print_summary / plot_network against MXNet 1.9.1 (tests/fixtures/surface/)."""
+
 import contextlib
 import io
 import json

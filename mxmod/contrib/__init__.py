@@ -1,6 +1,7 @@
 """``mx.contrib``: MXNet's contrib package. ``mx.contrib.symbol``/``mx.contrib.sym`` and
 ``mx.contrib.ndarray``/``mx.contrib.nd`` are the same modules as ``mx.sym.contrib`` and
 ``mx.nd.contrib`` (every ``_contrib_<Name>`` operator as ``<Name>``)."""
+
 from ..ndarray import contrib as ndarray
 from ..symbol import contrib as symbol
 from . import amp, tensorboard
@@ -16,8 +17,16 @@ __all__ = ["symbol", "sym", "ndarray", "nd", "amp", "tensorboard"]
 from .._placeholder import install_stub_modules as _install_stub_modules  # noqa: E402
 from .._placeholder import package_getattr as _package_getattr  # noqa: E402
 
-_MISSING = ("svrg_optimization", "text", "onnx", "io", "quantization",
-            "quant", "autograd", "tensorrt")
+_MISSING = (
+    "svrg_optimization",
+    "text",
+    "onnx",
+    "io",
+    "quantization",
+    "quant",
+    "autograd",
+    "tensorrt",
+)
 _ADVICE = {
     "svrg_optimization": "use mx.mod.Module with an mx.optimizer optimizer",
     "autograd": "use mx.mod.Module / Executor backward for gradients",

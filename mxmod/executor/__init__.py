@@ -1,4 +1,5 @@
 """Lowering of symbols to JAX and MXNet's Executor."""
+
 from .bind import bind, simple_bind
 from .executor import Executor, compiled_for
 from .lower import GraphFn

@@ -1,4 +1,5 @@
 """``simple_bind`` / ``bind`` / ``Executor.reshape``: allocating and checking arrays."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,6 +18,7 @@ GRAD_REQS = ("write", "add", "null")
 
 def _device(ctx):
     from ..context import Context, current_context
+
     if ctx is None:
         ctx = current_context()
     if isinstance(ctx, (list, tuple)):
@@ -33,14 +35,17 @@ def _grad_reqs(grad_req: Any, arg_names: list[str]) -> dict:
         reqs = {n: grad_req for n in arg_names}
     elif isinstance(grad_req, (list, tuple)):
         if len(grad_req) != len(arg_names):
-            raise MXNetError(f"grad_req list has {len(grad_req)} entries for {len(arg_names)} "
-                             f"arguments {arg_names}")
+            raise MXNetError(
+                f"grad_req list has {len(grad_req)} entries for {len(arg_names)} "
+                f"arguments {arg_names}"
+            )
         reqs = dict(zip(arg_names, grad_req))
     elif isinstance(grad_req, dict):
         extra = set(grad_req) - set(arg_names)
         if extra:
-            raise MXNetError(f"grad_req names {sorted(extra)} that are not arguments; "
-                             f"arguments are {arg_names}")
+            raise MXNetError(
+                f"grad_req names {sorted(extra)} that are not arguments; arguments are {arg_names}"
+            )
         reqs = {n: grad_req.get(n, "null") for n in arg_names}
     else:
         raise TypeError(f"grad_req must be a str, list or dict, got {type(grad_req).__name__}")
@@ -52,6 +57,7 @@ def _grad_reqs(grad_req: Any, arg_names: list[str]) -> dict:
 
 def _zeros(shape, dtype, device):
     from ..ndarray import NDArray
+
     return NDArray(jax.device_put(jnp.zeros(shape, dtype), device))
 
 
@@ -60,20 +66,33 @@ def _out_specs(sym, shapes: dict, types: dict) -> list:
     return [(shapes.get((id(n), i)), types.get((id(n), i))) for n, i in sym._outputs]
 
 
-def simple_bind(sym, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
-                shared_exec=None, shared_buffer=None, **shapes) -> Executor:
+def simple_bind(
+    sym,
+    ctx,
+    grad_req="write",
+    type_dict=None,
+    stype_dict=None,
+    group2ctx=None,
+    shared_exec=None,
+    shared_buffer=None,
+    **shapes,
+) -> Executor:
     """Allocate every array from the given input shapes (``Symbol.simple_bind``)."""
     if stype_dict:
         raise NotImplementedError("simple_bind(stype_dict=...): sparse storage is not supported")
     if group2ctx:
-        raise NotImplementedError("simple_bind(group2ctx=...): model parallelism by ctx_group "
-                                  "is not supported; use data parallelism over a context list")
+        raise NotImplementedError(
+            "simple_bind(group2ctx=...): model parallelism by ctx_group "
+            "is not supported; use data parallelism over a context list"
+        )
     ctx, device = _device(ctx)
     inputs = set(sym.list_inputs())
     for name in shapes:
         if name not in inputs:
-            raise MXNetError(f"simple_bind got a shape for {name!r}, which is not an input of the "
-                             f"symbol; its arguments are {sym.list_arguments()}")
+            raise MXNetError(
+                f"simple_bind got a shape for {name!r}, which is not an input of the "
+                f"symbol; its arguments are {sym.list_arguments()}"
+            )
     order, inferred = propagate_shapes(sym, shapes)
     _, types = propagate_types(sym, dict(type_dict or {}))
     aux_ids = aux_var_ids(order)
@@ -94,8 +113,9 @@ def simple_bind(sym, ctx, grad_req="write", type_dict=None, stype_dict=None, gro
         s = shared.get(n.name)
         args.append(s if s is not None and s.shape == shape else _zeros(shape, dtype, device))
         grads.append(None if reqs[n.name] == "null" else _zeros(shape, dtype, device))
-    return Executor(sym, ctx, arg_names, args, grads, reqs, aux_names, aux,
-                    _out_specs(sym, inferred, types))
+    return Executor(
+        sym, ctx, arg_names, args, grads, reqs, aux_names, aux, _out_specs(sym, inferred, types)
+    )
 
 
 def _as_list(values: Any, names: list[str], what: str, required: bool) -> list:
@@ -106,23 +126,35 @@ def _as_list(values: Any, names: list[str], what: str, required: bool) -> list:
     if isinstance(values, dict):
         extra = set(values) - set(names)
         if extra:
-            raise MXNetError(f"bind: {what} has {sorted(extra)}, which the symbol does not have; "
-                             f"expected {names}")
+            raise MXNetError(
+                f"bind: {what} has {sorted(extra)}, which the symbol does not have; "
+                f"expected {names}"
+            )
         missing = [n for n in names if n not in values]
         if missing and required:
             raise MXNetError(f"bind: {what} is missing {missing}")
         return [values.get(n) for n in names]
     values = list(values)
     if len(values) != len(names):
-        raise MXNetError(f"bind: {what} has {len(values)} arrays but the symbol needs "
-                         f"{len(names)} ({names})")
+        raise MXNetError(
+            f"bind: {what} has {len(values)} arrays but the symbol needs {len(names)} ({names})"
+        )
     return values
 
 
-def bind(sym, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
-         shared_exec=None) -> Executor:
+def bind(
+    sym,
+    ctx,
+    args,
+    args_grad=None,
+    grad_req="write",
+    aux_states=None,
+    group2ctx=None,
+    shared_exec=None,
+) -> Executor:
     """Bind user-provided arrays (``Symbol.bind``); shapes are checked by shape inference."""
     from ..ndarray import NDArray, array
+
     if group2ctx:
         raise NotImplementedError("bind(group2ctx=...): model parallelism is not supported")
     ctx, device = _device(ctx)
@@ -145,12 +177,22 @@ def bind(sym, ctx, args, args_grad=None, grad_req="write", aux_states=None, grou
     arrays = dict(zip(arg_names + aux_names, arg_list + aux_list))
     _, shapes = propagate_shapes(sym, {n: a.shape for n, a in arrays.items()})
     _, types = propagate_types(sym, {n: a._data.dtype.name for n, a in arrays.items()})
-    return Executor(sym, ctx, arg_names, arg_list, grads, reqs, aux_names, aux_list,
-                    _out_specs(sym, shapes, types))
+    return Executor(
+        sym,
+        ctx,
+        arg_names,
+        arg_list,
+        grads,
+        reqs,
+        aux_names,
+        aux_list,
+        _out_specs(sym, shapes, types),
+    )
 
 
-def reshape_executor(exe: Executor, partial_shaping: bool, allow_up_sizing: bool,
-                     shapes: dict) -> Executor:
+def reshape_executor(
+    exe: Executor, partial_shaping: bool, allow_up_sizing: bool, shapes: dict
+) -> Executor:
     sym = exe._symbol
     order, inferred = propagate_shapes(sym, shapes)
     if any(n.is_var and (id(n), 0) not in inferred for n in order):
@@ -165,19 +207,39 @@ def reshape_executor(exe: Executor, partial_shaping: bool, allow_up_sizing: bool
             new_grads.append(g)
             continue
         if n not in shapes and not partial_shaping:
-            raise MXNetError(f"reshape: argument {n!r} would change from {a.shape} to {want}; "
-                             "pass partial_shaping=True to allow it")
+            raise MXNetError(
+                f"reshape: argument {n!r} would change from {a.shape} to {want}; "
+                "pass partial_shaping=True to allow it"
+            )
         if np.prod(want) > np.prod(a.shape) and not allow_up_sizing:
-            raise MXNetError(f"reshape: {n!r} grows from {a.shape} to {want}; pass "
-                             "allow_up_sizing=True to allocate a larger array")
+            raise MXNetError(
+                f"reshape: {n!r} grows from {a.shape} to {want}; pass "
+                "allow_up_sizing=True to allocate a larger array"
+            )
         new_args.append(_zeros(want, a._data.dtype, device))
         new_grads.append(None if g is None else _zeros(want, g._data.dtype, device))
     new_aux = []
     for n, a in zip(exe._aux_names, exe.aux_arrays):
         if a.shape != shape_of[n]:
-            raise MXNetError(f"reshape: aux state {n!r} would change from {a.shape} to {shape_of[n]}")
+            raise MXNetError(
+                f"reshape: aux state {n!r} would change from {a.shape} to {shape_of[n]}"
+            )
         new_aux.append(a)
-    _, types = propagate_types(sym, {n: a._data.dtype.name for n, a in
-                                     zip(exe._arg_names + exe._aux_names, new_args + new_aux)})
-    return Executor(sym, exe._ctx, exe._arg_names, new_args, new_grads, exe._grad_req,
-                    exe._aux_names, new_aux, _out_specs(sym, inferred, types))
+    _, types = propagate_types(
+        sym,
+        {
+            n: a._data.dtype.name
+            for n, a in zip(exe._arg_names + exe._aux_names, new_args + new_aux)
+        },
+    )
+    return Executor(
+        sym,
+        exe._ctx,
+        exe._arg_names,
+        new_args,
+        new_grads,
+        exe._grad_req,
+        exe._aux_names,
+        new_aux,
+        _out_specs(sym, inferred, types),
+    )

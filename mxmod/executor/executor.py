@@ -2,6 +2,7 @@
 ``simple_bind``/``bind`` result). Forward and forward+backward are each one jitted
 function, cached per symbol; jit's own cache keys them by shapes, dtypes and is_train.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,8 +30,16 @@ class Compiled:
             return g(args, aux, key, is_train)
 
         def forward_backward(diff, const, aux, key, head_grads, is_train):
-            return vjp_step(g, {**const, **diff}, aux, key, list(diff), head_grads, is_train,
-                            g.aux_reached(list(diff)))
+            return vjp_step(
+                g,
+                {**const, **diff},
+                aux,
+                key,
+                list(diff),
+                head_grads,
+                is_train,
+                g.aux_reached(list(diff)),
+            )
 
         self.forward = jax.jit(forward, static_argnames=("is_train",))
         self.forward_backward = jax.jit(forward_backward, static_argnames=("is_train",))
@@ -45,10 +54,13 @@ def compiled_for(sym) -> Compiled:
 
 def _to_jax(value: Any, like: Any, what: str):
     from ..ndarray import NDArray
+
     arr = value._data if isinstance(value, NDArray) else jnp.asarray(np.asarray(value))
     if tuple(arr.shape) != tuple(like.shape):
-        raise MXNetError(f"{what}: got shape {tuple(arr.shape)} but the executor is bound with "
-                         f"{tuple(like.shape)}; use reshape() to bind new shapes")
+        raise MXNetError(
+            f"{what}: got shape {tuple(arr.shape)} but the executor is bound with "
+            f"{tuple(like.shape)}; use reshape() to bind new shapes"
+        )
     return arr.astype(like.dtype) if arr.dtype != like.dtype else arr
 
 
@@ -62,8 +74,18 @@ class Executor:
     for the BatchNorms the backward pass reaches; a training ``forward`` alone leaves them.
     """
 
-    def __init__(self, sym, ctx, arg_names, arg_arrays, grad_arrays, grad_req, aux_names,
-                 aux_arrays, out_specs=None):
+    def __init__(
+        self,
+        sym,
+        ctx,
+        arg_names,
+        arg_arrays,
+        grad_arrays,
+        grad_req,
+        aux_names,
+        aux_arrays,
+        out_specs=None,
+    ):
         self._symbol = sym
         self._ctx = ctx
         self._compiled = compiled_for(sym)
@@ -104,14 +126,15 @@ class Executor:
         results. ``out_specs`` lists ``(shape, dtype)`` per output, or is None (or holds a
         None) when shape inference could not decide: then the graph is traced abstractly."""
         from ..ndarray import NDArray
-        if out_specs is None or any(s is None or s[0] is None or s[1] is None
-                                    for s in out_specs):
+
+        if out_specs is None or any(s is None or s[0] is None or s[1] is None for s in out_specs):
             forward = functools.partial(self._compiled.forward, is_train=False)
             outs, _ = jax.eval_shape(forward, self._args(), self._aux(), _zero_key())
             out_specs = [(o.shape, o.dtype) for o in outs]
         device = self._ctx.jax_device
-        return [NDArray(jax.device_put(jnp.zeros(shape, dtype), device))
-                for shape, dtype in out_specs]
+        return [
+            NDArray(jax.device_put(jnp.zeros(shape, dtype), device)) for shape, dtype in out_specs
+        ]
 
     # ----------------------------------------------------------- running
     def _args(self) -> dict:
@@ -122,6 +145,7 @@ class Executor:
 
     def _key(self):
         from .. import random as mxrandom
+
         return mxrandom.next_key() if self._compiled.graph.has_random else _zero_key()
 
     def forward(self, is_train: bool = False, **kwargs: Any) -> list:
@@ -129,11 +153,15 @@ class Executor:
         args = self.arg_dict
         for name, value in kwargs.items():
             if name not in args:
-                raise MXNetError(f"forward got {name!r}, which is not an argument of the symbol; "
-                                 f"arguments are {self._arg_names}")
+                raise MXNetError(
+                    f"forward got {name!r}, which is not an argument of the symbol; "
+                    f"arguments are {self._arg_names}"
+                )
             args[name]._set_data(_to_jax(value, args[name]._data, f"forward {name!r}"))
         key = self._key()
-        outs, new_aux = self._compiled.forward(self._args(), self._aux(), key, is_train=bool(is_train))
+        outs, new_aux = self._compiled.forward(
+            self._args(), self._aux(), key, is_train=bool(is_train)
+        )
         self._last = (key, bool(is_train))
         self._set_outputs(outs)
         fwd_aux = self._compiled.graph.forward_aux
@@ -150,12 +178,16 @@ class Executor:
             raise MXNetError("backward() needs a forward(is_train=True) first")
         head_grads = self._head_grads(out_grads)
         key, fwd_train = self._last
-        diff = {n: a._data for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays)
-                if g is not None and self._grad_req.get(n, "null") != "null"}
+        diff = {
+            n: a._data
+            for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays)
+            if g is not None and self._grad_req.get(n, "null") != "null"
+        }
         const = {n: v for n, v in self._args().items() if n not in diff}
         # MXNet differentiates the graph in the mode of the last forward
-        _, new_aux, grads = self._compiled.forward_backward(diff, const, self._aux(), key,
-                                                            head_grads, is_train=fwd_train)
+        _, new_aux, grads = self._compiled.forward_backward(
+            diff, const, self._aux(), key, head_grads, is_train=fwd_train
+        )
         self._store_grads(grads)
         if fwd_train:  # forward-written aux (custom ops) were stored by forward already
             fwd_aux = self._compiled.graph.forward_aux
@@ -163,25 +195,34 @@ class Executor:
 
     def _head_grads(self, out_grads: Any) -> list:
         from ..ndarray import NDArray
+
         shapes = [o.shape for o in self.outputs]
         dtypes = [o._data.dtype for o in self.outputs]
         if out_grads is None:
-            missing = [n for n, loss in zip(self._symbol.list_outputs(), self._compiled.graph.is_loss)
-                       if not loss]
+            missing = [
+                n
+                for n, loss in zip(self._symbol.list_outputs(), self._compiled.graph.is_loss)
+                if not loss
+            ]
             if missing:
-                raise MXNetError(f"backward() needs out_grads for the non-loss outputs {missing} "
-                                 "(head gradients are only implicit for loss outputs such as "
-                                 "SoftmaxOutput or MakeLoss)")
+                raise MXNetError(
+                    f"backward() needs out_grads for the non-loss outputs {missing} "
+                    "(head gradients are only implicit for loss outputs such as "
+                    "SoftmaxOutput or MakeLoss)"
+                )
             return [jnp.ones(s, d) for s, d in zip(shapes, dtypes)]
         if isinstance(out_grads, (NDArray, np.ndarray)) or hasattr(out_grads, "shape"):
             out_grads = [out_grads]
         if len(out_grads) != len(shapes):
             raise MXNetError(f"backward got {len(out_grads)} out_grads for {len(shapes)} outputs")
-        return [_to_jax(g, o._data, f"out_grads[{i}]") for i, (g, o) in
-                enumerate(zip(out_grads, self.outputs))]
+        return [
+            _to_jax(g, o._data, f"out_grads[{i}]")
+            for i, (g, o) in enumerate(zip(out_grads, self.outputs))
+        ]
 
     def _set_outputs(self, outs: list) -> None:
         from ..ndarray import NDArray
+
         if len(self.outputs) == len(outs):
             for holder, o in zip(self.outputs, outs):
                 holder._set_data(o)
@@ -203,22 +244,28 @@ class Executor:
                 g._set_data(grads[n])
 
     # ----------------------------------------------------------- parameters
-    def copy_params_from(self, arg_params: dict, aux_params: Optional[dict] = None,
-                         allow_extra_params: bool = False) -> None:
-        for source, names, arrays, kind in ((arg_params, self._arg_names, self.arg_arrays, "arg"),
-                                            (aux_params or {}, self._aux_names, self.aux_arrays, "aux")):
+    def copy_params_from(
+        self, arg_params: dict, aux_params: Optional[dict] = None, allow_extra_params: bool = False
+    ) -> None:
+        for source, names, arrays, kind in (
+            (arg_params, self._arg_names, self.arg_arrays, "arg"),
+            (aux_params or {}, self._aux_names, self.aux_arrays, "aux"),
+        ):
             index = dict(zip(names, arrays))
             for name, value in source.items():
                 if name not in index:
                     if allow_extra_params:
                         continue
-                    raise MXNetError(f"copy_params_from: {kind} parameter {name!r} is not in the "
-                                     "symbol; pass allow_extra_params=True to skip it")
+                    raise MXNetError(
+                        f"copy_params_from: {kind} parameter {name!r} is not in the "
+                        "symbol; pass allow_extra_params=True to skip it"
+                    )
                 index[name]._set_data(_to_jax(value, index[name]._data, f"parameter {name!r}"))
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs):
         """A new executor for new input shapes, sharing arrays whose shapes are unchanged."""
         from .bind import reshape_executor
+
         return reshape_executor(self, partial_shaping, allow_up_sizing, kwargs)
 
     def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:

@@ -1,4 +1,5 @@
 """Lowering: a Symbol becomes a pure JAX function of explicit state."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -41,21 +42,28 @@ class GraphFn:
         self._heads = [(pos[id(n)], k) for n, k in sym._outputs]
         self.is_loss = [n.op is not None and n.op.loss_head(n.parsed()) for n, _ in sym._outputs]
         self.has_random = any(n.op is not None and n.op.random for n in order)
-        self._needs_shapes = [n for n in order if n.op is not None and
-                              (n.op.needs_out_shapes or n.op.name in _SHAPE_OPS)]
+        self._needs_shapes = [
+            n
+            for n in order
+            if n.op is not None and (n.op.needs_out_shapes or n.op.name in _SHAPE_OPS)
+        ]
         self._order = order
         self._pos = pos
         self._plan = self._reroll_plan(order, sym._outputs)
         self._aux_reached: dict = {}
         # aux states an operator's forward writes itself (Python custom ops), in any mode
         self.forward_aux = frozenset(
-            c.name for n in order if n.op is not None and n.op.aux_in_forward
-            for c, _ in n.inputs[len(n.op.input_names(n.parsed())):])
+            c.name
+            for n in order
+            if n.op is not None and n.op.aux_in_forward
+            for c, _ in n.inputs[len(n.op.input_names(n.parsed())) :]
+        )
 
     def _reroll_plan(self, order, heads):
         """Evaluation order with the time steps of unrolled ``mx.rnn`` cells as loops run
         by ``lax.scan`` (``mxmod.rnn._reroll``); None when the graph has no such loop."""
         from ..rnn._reroll import Loop, schedule
+
         plan = schedule(order, heads)
         if not any(isinstance(item, Loop) for item in plan):
             return None
@@ -84,10 +92,13 @@ class GraphFn:
     def _out_shapes(self, args: dict, aux: dict) -> dict:
         """Inferred output shapes of the nodes that need them (trace time only)."""
         from ..symbol.infer import propagate_shapes
+
         known = {n: tuple(v.shape) for n, v in {**args, **aux}.items()}
         _, shapes = propagate_shapes(self.symbol, known)
-        return {id(n): [shapes.get((id(n), k)) for k in range(n.num_outputs())]
-                for n in self._needs_shapes}
+        return {
+            id(n): [shapes.get((id(n), k)) for k in range(n.num_outputs())]
+            for n in self._needs_shapes
+        }
 
     def __call__(self, args: dict, aux: dict, key: Any, is_train: bool, axis_name=None):
         """Run the graph; ``axis_name`` names the device axis when called per device inside
@@ -98,8 +109,13 @@ class GraphFn:
         stacked: dict = {}
         for step in self._plan or self._steps:
             if not isinstance(step, tuple):  # a rerolled loop of RNN time steps
-                res = step.run(lambda e: env[(self._pos[id(e[0])], e[1])], key, is_train,
-                               stacked, axis_name=axis_name)
+                res = step.run(
+                    lambda e: env[(self._pos[id(e[0])], e[1])],
+                    key,
+                    is_train,
+                    stacked,
+                    axis_name=axis_name,
+                )
                 env.update({(self._pos[id(n)], o): v for (n, o), v in res.items()})
                 continue
             i, node, refs, aux_refs, aux_vars, _ = step
@@ -113,8 +129,13 @@ class GraphFn:
             ins = [env[r] for r in refs]
             aux_in = [new_aux.get(v, env[r]) for v, r in zip(aux_vars, aux_refs)]
             rng = jax.random.fold_in(key, i) if (node.op.random and key is not None) else None
-            ctx = LowerCtx(is_train=is_train, node_name=node.name, rng=rng, axis_name=axis_name,
-                           out_shapes=out_shapes.get(id(node)))
+            ctx = LowerCtx(
+                is_train=is_train,
+                node_name=node.name,
+                rng=rng,
+                axis_name=axis_name,
+                out_shapes=out_shapes.get(id(node)),
+            )
             res = node.op.lower(node.parsed(), ins, aux_in, ctx)
             if aux_vars:
                 outs, updated = res
@@ -128,5 +149,7 @@ class GraphFn:
         try:
             outputs = [env[h] for h in self._heads]
         except KeyError as e:
-            raise MXNetError(f"output {e} of the graph is a hidden output mxmod does not compute") from None
+            raise MXNetError(
+                f"output {e} of the graph is a hidden output mxmod does not compute"
+            ) from None
         return outputs, new_aux

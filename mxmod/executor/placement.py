@@ -7,6 +7,7 @@ batch array (this process's rows) and ``local`` returns this process's part of a
 both only differ from ``device_put``/identity for ``ProcessMeshPlacement``, the mesh over
 every worker's devices of a multi-process ``dist_sync`` job.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -88,8 +89,9 @@ class MeshPlacement(OneDevice):
         return NamedSharding(self.mesh, spec(axis))
 
     def wrap(self, per_device: Callable, in_specs, out_specs) -> Callable:
-        return jax.shard_map(per_device, mesh=self.mesh, in_specs=in_specs,
-                             out_specs=out_specs, check_vma=False)
+        return jax.shard_map(
+            per_device, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
+        )
 
     def device_key(self, key):
         return jax.random.fold_in(key, jax.lax.axis_index(AXIS))
@@ -147,4 +149,5 @@ class ProcessMeshPlacement(MeshPlacement):
         shape = list(x.shape)
         shape[axis] //= self.processes
         return jax.make_array_from_single_device_arrays(
-            tuple(shape), NamedSharding(self.local_mesh, spec(axis)), [s.data for s in shards])
+            tuple(shape), NamedSharding(self.local_mesh, spec(axis)), [s.data for s in shards]
+        )

@@ -7,6 +7,7 @@ every Module bound to the same symbol, devices and layout (``programs_for``), an
 keeps its jitted functions keyed by what they close over (input names, optimizer
 signature, metric type/config), so a second Module compiles nothing new.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -18,8 +19,17 @@ from jax.sharding import PartitionSpec as P
 from .placement import AXIS, spec
 
 
-def vjp_step(graph, args: dict, aux: dict, rng, diff_names, head_grads=None,
-             is_train: bool = True, aux_trained=None, axis_name=None):
+def vjp_step(
+    graph,
+    args: dict,
+    aux: dict,
+    rng,
+    diff_names,
+    head_grads=None,
+    is_train: bool = True,
+    aux_trained=None,
+    axis_name=None,
+):
     """Outputs, updated aux states and gradients of ``graph`` w.r.t. ``diff_names``.
 
     Head gradients default to ones (loss heads ignore them, as in MXNet). Only the aux
@@ -68,8 +78,16 @@ class Programs:
       label_names, output_names: what metric statistics read.
     """
 
-    def __init__(self, graph, placement, input_axes: dict, output_axes: list,
-                 diff_names: list, label_names=(), output_names=()):
+    def __init__(
+        self,
+        graph,
+        placement,
+        input_axes: dict,
+        output_axes: list,
+        diff_names: list,
+        label_names=(),
+        output_names=(),
+    ):
         self.graph = graph
         self.placement = placement
         self.input_axes = dict(input_axes)
@@ -123,8 +141,9 @@ class Programs:
 
         def build():
             def per_device(params, aux, inputs, rng):
-                outs, new_aux = self.graph({**params, **inputs}, aux, pl.device_key(rng),
-                                           is_train, self._axis)
+                outs, new_aux = self.graph(
+                    {**params, **inputs}, aux, pl.device_key(rng), is_train, self._axis
+                )
                 new_aux = pl.pmean({k: v for k, v in new_aux.items() if k in keep})
                 return outs, new_aux, self._stats(metric, inputs, outs)
 
@@ -151,9 +170,17 @@ class Programs:
         pl = self.placement
 
         def per_device(params, aux, inputs, rng, head_grads=None):
-            outs, new_aux, grads = vjp_step(self.graph, {**params, **inputs}, aux,
-                                            pl.device_key(rng), self.diff_names, head_grads,
-                                            True, self.aux_trained, self._axis)
+            outs, new_aux, grads = vjp_step(
+                self.graph,
+                {**params, **inputs},
+                aux,
+                pl.device_key(rng),
+                self.diff_names,
+                head_grads,
+                True,
+                self.aux_trained,
+                self._axis,
+            )
             pgrads = {n: g for n, g in grads.items() if n in params}
             igrads = {n: g for n, g in grads.items() if n not in params}
             pgrads = pl.stack(pgrads) if stacked else pl.psum(pgrads)
@@ -161,8 +188,13 @@ class Programs:
 
         ins = self._in_specs(input_names)
         in_specs = (P(), P(), ins, P()) + ((self._out_specs(),) if with_head_grads else ())
-        out_specs = (self._out_specs(), P(), P(AXIS) if stacked else P(),
-                     {n: ins[n] for n in input_names if n in self.diff_names}, P(AXIS))
+        out_specs = (
+            self._out_specs(),
+            P(),
+            P(AXIS) if stacked else P(),
+            {n: ins[n] for n in input_names if n in self.diff_names},
+            P(AXIS),
+        )
         if not with_head_grads:
             inner = per_device
 
@@ -171,14 +203,16 @@ class Programs:
 
         return pl.wrap(per_device, in_specs, out_specs)
 
-    def forward_backward(self, input_names: tuple, with_head_grads: bool, metric=None,
-                         stacked: bool = False):
+    def forward_backward(
+        self, input_names: tuple, with_head_grads: bool, metric=None, stacked: bool = False
+    ):
         """``fn(params, aux, inputs, key[, head_grads]) -> (outs, new_aux, grads,
         input_grads, stats)``; ``stacked`` keeps per-device gradients on a leading axis
         (what MXNet's per-device ``grad_arrays`` show) instead of their sum."""
         key = ("fb", input_names, with_head_grads, metric_key(metric), stacked)
-        return self._cached(key, lambda: jax.jit(
-            self._fb(input_names, with_head_grads, metric, stacked)), metric)
+        return self._cached(
+            key, lambda: jax.jit(self._fb(input_names, with_head_grads, metric, stacked)), metric
+        )
 
     def update(self, optimizer, stacked: bool = False):
         """``fn(params, grads, opt_state, hyper) -> (params, opt_state)``."""
@@ -202,6 +236,7 @@ class Programs:
         stats, grads, input_grads)``; ``keep`` may hold ``'grads'`` (the summed gradients
         are returned) and ``'input_grads'``; otherwise those are empty dicts.
         """
+
         def build():
             fb = self._fb(input_names, False, metric, False)
 
@@ -209,9 +244,15 @@ class Programs:
                 outs, new_aux, grads, igrads, stats = fb(params, aux, inputs, rng)
                 trained = {n: params[n] for n in grads}
                 new, opt_state = optimizer.fused_update(trained, grads, opt_state, hyper)
-                return ({**params, **new}, {**aux, **new_aux}, opt_state, outs, stats,
-                        grads if "grads" in keep else {},
-                        igrads if "input_grads" in keep else {})
+                return (
+                    {**params, **new},
+                    {**aux, **new_aux},
+                    opt_state,
+                    outs,
+                    stats,
+                    grads if "grads" in keep else {},
+                    igrads if "input_grads" in keep else {},
+                )
 
             return jax.jit(step, donate_argnums=(0, 1, 2))
 
@@ -219,22 +260,53 @@ class Programs:
         return self._cached(key, build, (optimizer, metric))
 
 
-def programs_for(compiled, placement, input_axes: dict, output_axes: list, diff_names: list,
-                 label_names=(), output_names=(), slices: Optional[list] = None,
-                 replica_devices: Optional[list] = None) -> Any:
+def programs_for(
+    compiled,
+    placement,
+    input_axes: dict,
+    output_axes: list,
+    diff_names: list,
+    label_names=(),
+    output_names=(),
+    slices: Optional[list] = None,
+    replica_devices: Optional[list] = None,
+) -> Any:
     """The shared ``Programs`` of one symbol, placement and layout; with ``slices`` and
     ``replica_devices``, per-device replicas (uneven splits, shared devices)."""
     from .replicas import ReplicaPrograms
-    key = (placement.key, tuple(replica_devices or ()), tuple(sorted(input_axes.items())), tuple(output_axes),
-           tuple(diff_names), tuple(label_names), tuple(output_names),
-           tuple((s.start, s.stop) for s in slices) if slices else None)
+
+    key = (
+        placement.key,
+        tuple(replica_devices or ()),
+        tuple(sorted(input_axes.items())),
+        tuple(output_axes),
+        tuple(diff_names),
+        tuple(label_names),
+        tuple(output_names),
+        tuple((s.start, s.stop) for s in slices) if slices else None,
+    )
     progs = compiled.programs.get(key)
     if progs is None:
         if slices:
-            progs = ReplicaPrograms(compiled.graph, replica_devices, slices, input_axes,
-                                    output_axes, diff_names, label_names, output_names)
+            progs = ReplicaPrograms(
+                compiled.graph,
+                replica_devices,
+                slices,
+                input_axes,
+                output_axes,
+                diff_names,
+                label_names,
+                output_names,
+            )
         else:
-            progs = Programs(compiled.graph, placement, input_axes, output_axes, diff_names,
-                             label_names, output_names)
+            progs = Programs(
+                compiled.graph,
+                placement,
+                input_axes,
+                output_axes,
+                diff_names,
+                label_names,
+                output_names,
+            )
         compiled.programs[key] = progs
     return progs

@@ -5,6 +5,7 @@ device (``[mx.cpu(0), mx.cpu(1)]`` on a one-CPU machine). Each device runs the
 single-device program on its own slice, exactly MXNet's executor-per-device model;
 gradients are summed (or stacked, per device) and aux states averaged on the first device.
 """
+
 from __future__ import annotations
 
 import jax
@@ -29,22 +30,44 @@ def _concat(parts, axis):
 class ReplicaPrograms(Programs):
     """Same interface as ``Programs``; loops over the devices in Python."""
 
-    def __init__(self, graph, devices, slices, input_axes, output_axes, diff_names,
-                 label_names=(), output_names=()):
-        super().__init__(graph, OneDevice(devices[0]), input_axes, output_axes, diff_names,
-                         label_names, output_names)
+    def __init__(
+        self,
+        graph,
+        devices,
+        slices,
+        input_axes,
+        output_axes,
+        diff_names,
+        label_names=(),
+        output_names=(),
+    ):
+        super().__init__(
+            graph,
+            OneDevice(devices[0]),
+            input_axes,
+            output_axes,
+            diff_names,
+            label_names,
+            output_names,
+        )
         self.all_devices = list(devices)
         self.slices = list(slices)
-        self._per_device = [Programs(graph, OneDevice(d), input_axes, output_axes, diff_names,
-                                     label_names, output_names) for d in devices]
+        self._per_device = [
+            Programs(
+                graph, OneDevice(d), input_axes, output_axes, diff_names, label_names, output_names
+            )
+            for d in devices
+        ]
 
     def _home(self, x):
         return jax.device_put(x, self.placement.devices[0])
 
     def _split(self, tree: dict, axes: dict, k: int) -> dict:
         dev = self.all_devices[k]
-        return {n: jax.device_put(_slice(v, axes.get(n, 0), self.slices[k]), dev)
-                for n, v in tree.items()}
+        return {
+            n: jax.device_put(_slice(v, axes.get(n, 0), self.slices[k]), dev)
+            for n, v in tree.items()
+        }
 
     def _everywhere(self, tree, k):
         return jax.device_put(tree, self.all_devices[k])
@@ -53,36 +76,54 @@ class ReplicaPrograms(Programs):
         if stats_per_dev[0] == ():
             return ()
         return jax.tree_util.tree_map(
-            lambda *xs: jnp.concatenate([self._home(x) for x in xs]), *stats_per_dev)
+            lambda *xs: jnp.concatenate([self._home(x) for x in xs]), *stats_per_dev
+        )
 
     def _cat_outs(self, outs_per_dev):
-        return [_concat([self._home(o[i]) for o in outs_per_dev], self.output_axes[i])
-                for i in range(len(outs_per_dev[0]))]
+        return [
+            _concat([self._home(o[i]) for o in outs_per_dev], self.output_axes[i])
+            for i in range(len(outs_per_dev[0]))
+        ]
 
     def forward(self, is_train, input_names, metric=None):
         fns = [p.forward(is_train, input_names, metric) for p in self._per_device]
 
         def run(params, aux, inputs, key):
-            res = [fn(self._everywhere(params, k), self._everywhere(aux, k),
-                      self._split(inputs, self.input_axes, k), jax.random.fold_in(key, k))
-                   for k, fn in enumerate(fns)]
+            res = [
+                fn(
+                    self._everywhere(params, k),
+                    self._everywhere(aux, k),
+                    self._split(inputs, self.input_axes, k),
+                    jax.random.fold_in(key, k),
+                )
+                for k, fn in enumerate(fns)
+            ]
             n = len(res)
             new_aux = {a: sum(self._home(r[1][a]) for r in res) / n for a in res[0][1]}
-            return (self._cat_outs([r[0] for r in res]), new_aux,
-                    self._cat_stats([r[2] for r in res]))
+            return (
+                self._cat_outs([r[0] for r in res]),
+                new_aux,
+                self._cat_stats([r[2] for r in res]),
+            )
 
         return run
 
     def forward_backward(self, input_names, with_head_grads, metric=None, stacked=False):
-        fns = [p.forward_backward(input_names, with_head_grads, metric, False)
-               for p in self._per_device]
+        fns = [
+            p.forward_backward(input_names, with_head_grads, metric, False)
+            for p in self._per_device
+        ]
         out_axes = {f"\0{i}": a for i, a in enumerate(self.output_axes)}
 
         def run(params, aux, inputs, key, head_grads=None):
             res = []
             for k, fn in enumerate(fns):
-                args = [self._everywhere(params, k), self._everywhere(aux, k),
-                        self._split(inputs, self.input_axes, k), jax.random.fold_in(key, k)]
+                args = [
+                    self._everywhere(params, k),
+                    self._everywhere(aux, k),
+                    self._split(inputs, self.input_axes, k),
+                    jax.random.fold_in(key, k),
+                ]
                 if with_head_grads:
                     hg = self._split({f"\0{i}": g for i, g in enumerate(head_grads)}, out_axes, k)
                     args.append([hg[f"\0{i}"] for i in range(len(head_grads))])
@@ -93,10 +134,17 @@ class ReplicaPrograms(Programs):
                 grads = {g: jnp.stack([self._home(r[2][g]) for r in res]) for g in res[0][2]}
             else:
                 grads = {g: sum(self._home(r[2][g]) for r in res) for g in res[0][2]}
-            input_grads = {g: _concat([self._home(r[3][g]) for r in res],
-                                      self.input_axes.get(g, 0)) for g in res[0][3]}
-            return (self._cat_outs([r[0] for r in res]), new_aux, grads, input_grads,
-                    self._cat_stats([r[4] for r in res]))
+            input_grads = {
+                g: _concat([self._home(r[3][g]) for r in res], self.input_axes.get(g, 0))
+                for g in res[0][3]
+            }
+            return (
+                self._cat_outs([r[0] for r in res]),
+                new_aux,
+                grads,
+                input_grads,
+                self._cat_stats([r[4] for r in res]),
+            )
 
         return run
 
@@ -108,8 +156,15 @@ class ReplicaPrograms(Programs):
             outs, new_aux, grads, igrads, stats = fb(params, aux, inputs, key)
             kept = dict(grads) if "grads" in keep else {}
             params, opt_state = update(params, grads, opt_state, hyper)
-            return (params, {**aux, **new_aux}, opt_state, outs, stats, kept,
-                    igrads if "input_grads" in keep else {})
+            return (
+                params,
+                {**aux, **new_aux},
+                opt_state,
+                outs,
+                stats,
+                kept,
+                igrads if "input_grads" in keep else {},
+            )
 
         return run
 
@@ -121,8 +176,12 @@ class ReplicaPrograms(Programs):
             stats = []
             for k, fn in enumerate(fns):
                 o = self._split({f"\0{i}": x for i, x in enumerate(outs)}, out_axes, k)
-                stats.append(fn(self._split(inputs, self.input_axes, k),
-                                [o[f"\0{i}"] for i in range(len(outs))]))
+                stats.append(
+                    fn(
+                        self._split(inputs, self.input_axes, k),
+                        [o[f"\0{i}"] for i in range(len(outs))],
+                    )
+                )
             return self._cat_stats(stats)
 
         return run

@@ -9,9 +9,11 @@ Module-API replacement.
 
 from .._placeholder import install_stub_modules, package_getattr
 
-_ADVICE = ("Gluon is outside mxmod (the symbolic Module API); build the network with mx.sym "
-           "and train it with mx.mod.Module (model-zoo networks: load their exported "
-           "-symbol.json/.params with mx.model.load_checkpoint)")
+_ADVICE = (
+    "Gluon is outside mxmod (the symbolic Module API); build the network with mx.sym "
+    "and train it with mx.mod.Module (model-zoo networks: load their exported "
+    "-symbol.json/.params with mx.model.load_checkpoint)"
+)
 
 __getattr__ = package_getattr(__name__, "mx.gluon", _ADVICE)
 install_stub_modules(__name__, "mx.gluon", _ADVICE)  # `from mxnet.gluon.nn import Dense` loads

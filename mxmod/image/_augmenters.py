@@ -5,6 +5,7 @@ Each augmenter is a callable on one HWC image. The built-in ones accept an NDArr
 no device round trip per image). Randomness comes from Python's ``random`` (crops, flips,
 jitters, as MXNet) and ``numpy.random`` (PCA lighting, as MXNet).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,11 +18,27 @@ from ..ndarray import NDArray
 from . import _ops
 from ._ops import as_numpy, like
 
-__all__ = ["Augmenter", "SequentialAug", "ResizeAug", "ForceResizeAug", "RandomCropAug",
-           "RandomSizedCropAug", "CenterCropAug", "RandomOrderAug", "BrightnessJitterAug",
-           "ContrastJitterAug", "SaturationJitterAug", "HueJitterAug", "ColorJitterAug",
-           "LightingAug", "ColorNormalizeAug", "RandomGrayAug", "HorizontalFlipAug", "CastAug",
-           "CreateAugmenter"]
+__all__ = [
+    "Augmenter",
+    "SequentialAug",
+    "ResizeAug",
+    "ForceResizeAug",
+    "RandomCropAug",
+    "RandomSizedCropAug",
+    "CenterCropAug",
+    "RandomOrderAug",
+    "BrightnessJitterAug",
+    "ContrastJitterAug",
+    "SaturationJitterAug",
+    "HueJitterAug",
+    "ColorJitterAug",
+    "LightingAug",
+    "ColorNormalizeAug",
+    "RandomGrayAug",
+    "HorizontalFlipAug",
+    "CastAug",
+    "CreateAugmenter",
+]
 
 _GRAY = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 
@@ -107,8 +124,9 @@ class RandomSizedCropAug(Augmenter):
         super().__init__(size=size, area=area, ratio=ratio, interp=interp)
         self.size = size
         if "min_area" in kwargs:
-            warnings.warn("`min_area` is deprecated. Please use `area` instead.",
-                          DeprecationWarning)
+            warnings.warn(
+                "`min_area` is deprecated. Please use `area` instead.", DeprecationWarning
+            )
             self.area = kwargs.pop("min_area")
         else:
             self.area = area
@@ -201,10 +219,10 @@ class HueJitterAug(Augmenter):
     def __init__(self, hue):
         super().__init__(hue=hue)
         self.hue = hue
-        self.tyiq = np.array([[0.299, 0.587, 0.114], [0.596, -0.274, -0.321],
-                              [0.211, -0.523, 0.311]])
-        self.ityiq = np.array([[1.0, 0.956, 0.621], [1.0, -0.272, -0.647],
-                               [1.0, -1.107, 1.705]])
+        self.tyiq = np.array(
+            [[0.299, 0.587, 0.114], [0.596, -0.274, -0.321], [0.211, -0.523, 0.311]]
+        )
+        self.ityiq = np.array([[1.0, 0.956, 0.621], [1.0, -0.272, -0.647], [1.0, -1.107, 1.705]])
 
     def __call__(self, src):
         alpha = random.uniform(-self.hue, self.hue)
@@ -262,8 +280,9 @@ class RandomGrayAug(Augmenter):
     def __init__(self, p):
         super().__init__(p=p)
         self.p = p
-        self.mat = np.array([[0.21, 0.21, 0.21], [0.72, 0.72, 0.72], [0.07, 0.07, 0.07]],
-                            dtype=np.float32)
+        self.mat = np.array(
+            [[0.21, 0.21, 0.21], [0.72, 0.72, 0.72], [0.07, 0.07, 0.07]], dtype=np.float32
+        )
 
     def __call__(self, src):
         if random.random() < self.p:
@@ -303,9 +322,22 @@ _MEAN = np.array([123.68, 116.28, 103.53], dtype=np.float32)
 _STD = np.array([58.395, 57.12, 57.375], dtype=np.float32)
 
 
-def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False, rand_mirror=False,
-                    mean=None, std=None, brightness=0, contrast=0, saturation=0, hue=0,
-                    pca_noise=0, rand_gray=0, inter_method=2):
+def CreateAugmenter(
+    data_shape,
+    resize=0,
+    rand_crop=False,
+    rand_resize=False,
+    rand_mirror=False,
+    mean=None,
+    std=None,
+    brightness=0,
+    contrast=0,
+    saturation=0,
+    hue=0,
+    pca_noise=0,
+    rand_gray=0,
+    inter_method=2,
+):
     """The standard augmenter list, as ``mx.image.CreateAugmenter``.
 
     Resize (shorter edge), then a random-sized, random or center crop to
@@ -337,8 +369,9 @@ def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False, ra
         auglist.append(HueJitterAug(hue))
     if pca_noise > 0:
         eigval = np.array([55.46, 4.794, 1.148])
-        eigvec = np.array([[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140],
-                           [-0.5836, -0.6948, 0.4203]])
+        eigvec = np.array(
+            [[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140], [-0.5836, -0.6948, 0.4203]]
+        )
         auglist.append(LightingAug(pca_noise, eigval, eigvec))
     if rand_gray > 0:
         auglist.append(RandomGrayAug(rand_gray))
@@ -347,8 +380,10 @@ def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False, ra
             val = default
         elif val is not None:
             if not isinstance(val, (np.ndarray, NDArray)) or val.shape[0] not in (1, 3):
-                raise ValueError(f"CreateAugmenter {name} must be True, None or an array of 1 "
-                                 f"or 3 values, got {val!r}")
+                raise ValueError(
+                    f"CreateAugmenter {name} must be True, None or an array of 1 "
+                    f"or 3 values, got {val!r}"
+                )
         if name == "mean":
             mean = val
         else:

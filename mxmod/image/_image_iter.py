@@ -5,6 +5,7 @@ Same sequence, labels, padding and ``last_batch_handle`` behaviour as MXNet. Ima
 decoded and augmented as numpy arrays when every augmenter is a built-in one (the batch
 becomes an NDArray once); a user augmenter gets NDArrays, as in MXNet.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,9 @@ def _all_builtin(augs):
     for a in augs:
         if type(a) not in _BUILTIN:
             return False
-        if isinstance(a, (_augmenters.SequentialAug, _augmenters.RandomOrderAug)) and \
-                not _all_builtin(a.ts):
+        if isinstance(
+            a, (_augmenters.SequentialAug, _augmenters.RandomOrderAug)
+        ) and not _all_builtin(a.ts):
             return False
     return True
 
@@ -62,20 +64,39 @@ class ImageIter(DataIter):
             or shuffling/partitioning a ``.rec`` without its ``.idx``.
     """
 
-    def __init__(self, batch_size, data_shape, label_width=1, path_imgrec=None,
-                 path_imglist=None, path_root=None, path_imgidx=None, shuffle=False,
-                 part_index=0, num_parts=1, aug_list=None, imglist=None, data_name="data",
-                 label_name="softmax_label", dtype="float32", last_batch_handle="pad",
-                 **kwargs):
+    def __init__(
+        self,
+        batch_size,
+        data_shape,
+        label_width=1,
+        path_imgrec=None,
+        path_imglist=None,
+        path_root=None,
+        path_imgidx=None,
+        shuffle=False,
+        part_index=0,
+        num_parts=1,
+        aug_list=None,
+        imglist=None,
+        data_name="data",
+        label_name="softmax_label",
+        dtype="float32",
+        last_batch_handle="pad",
+        **kwargs,
+    ):
         super().__init__()
         if not (path_imgrec or path_imglist or isinstance(imglist, list)):
             raise ValueError("ImageIter needs path_imgrec, path_imglist or imglist (a list)")
         if dtype not in ("int32", "float32", "int64", "float64"):
-            raise ValueError(f"ImageIter dtype {dtype!r} label not supported: use int32, "
-                             "float32, int64 or float64")
+            raise ValueError(
+                f"ImageIter dtype {dtype!r} label not supported: use int32, "
+                "float32, int64 or float64"
+            )
         if last_batch_handle not in ("pad", "discard", "roll_over"):
-            raise ValueError(f"ImageIter last_batch_handle {last_batch_handle!r}: use 'pad', "
-                             "'discard' or 'roll_over'")
+            raise ValueError(
+                f"ImageIter last_batch_handle {last_batch_handle!r}: use 'pad', "
+                "'discard' or 'roll_over'"
+            )
         if path_imgrec:
             if path_imgidx:
                 self.imgrec = recordio.MXIndexedRecordIO(path_imgidx, path_imgrec, "r")
@@ -95,8 +116,10 @@ class ImageIter(DataIter):
                         key = int(parts[0])
                         label = np.array(parts[1:-1], dtype=dtype)
                     except (ValueError, IndexError):
-                        raise MXNetError(f"{path_imglist}:{lineno}: malformed line {line!r}; "
-                                         "expected 'index<TAB>label(s)<TAB>path'") from None
+                        raise MXNetError(
+                            f"{path_imglist}:{lineno}: malformed line {line!r}; "
+                            "expected 'index<TAB>label(s)<TAB>path'"
+                        ) from None
                     imglist_d[key] = (label, parts[-1])
                     imgkeys.append(key)
             self.imglist = imglist_d
@@ -131,8 +154,10 @@ class ImageIter(DataIter):
             self.seq = imgkeys
         elif shuffle or num_parts > 1 or path_imgidx:
             if self.imgidx is None:
-                raise ValueError("ImageIter: shuffle or num_parts > 1 over a .rec needs its index:"
-                                 " pass path_imgidx")
+                raise ValueError(
+                    "ImageIter: shuffle or num_parts > 1 over a .rec needs its index:"
+                    " pass path_imgidx"
+                )
             self.seq = self.imgidx
         else:
             self.seq = None
@@ -140,7 +165,7 @@ class ImageIter(DataIter):
             if not 0 <= part_index < num_parts:
                 raise ValueError(f"ImageIter part_index {part_index} must be in [0, {num_parts})")
             c = len(self.seq) // num_parts
-            self.seq = self.seq[part_index * c:(part_index + 1) * c]
+            self.seq = self.seq[part_index * c : (part_index + 1) * c]
         self.auglist = CreateAugmenter(data_shape, **kwargs) if aug_list is None else aug_list
         self._numpy_path = _all_builtin(self.auglist)
         self.cur = 0
@@ -214,7 +239,8 @@ class ImageIter(DataIter):
                 if np.size(label) != self.label_width:
                     raise MXNetError(
                         f"ImageIter: image {self._locate()} has {np.size(label)} label(s) but "
-                        f"label_width is {self.label_width}; set label_width to match the data")
+                        f"label_width is {self.label_width}; set label_width to match the data"
+                    )
                 batch_data[i] = self.postprocess_data(data)
                 batch_label[i] = np.reshape(label, batch_label[i].shape)
                 i += 1

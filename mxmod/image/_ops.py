@@ -6,6 +6,7 @@ function takes an NDArray (returned as an NDArray, as in MXNet) or a numpy array
 (returned as numpy: the fast path the iterators use). Random choices use Python's
 ``random`` module exactly as MXNet does, so ``random.seed(n)`` gives MXNet's crops.
 """
+
 from __future__ import annotations
 
 import random
@@ -18,8 +19,19 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 from ..ndarray import array as _nd_array
 
-__all__ = ["imdecode", "imread", "imresize", "scale_down", "copyMakeBorder", "resize_short",
-           "fixed_crop", "random_crop", "center_crop", "color_normalize", "random_size_crop"]
+__all__ = [
+    "imdecode",
+    "imread",
+    "imresize",
+    "scale_down",
+    "copyMakeBorder",
+    "resize_short",
+    "fixed_crop",
+    "random_crop",
+    "center_crop",
+    "color_normalize",
+    "random_size_crop",
+]
 
 
 def cv2():
@@ -82,8 +94,10 @@ def imdecode(buf, flag=1, to_rgb=1, out=None):
     if isinstance(buf, NDArray):
         buf = buf.asnumpy().astype(np.uint8)
     elif not isinstance(buf, (bytes, bytearray, np.ndarray)):
-        raise ValueError("buf must be of type bytes, bytearray or numpy.ndarray, got "
-                         f"{type(buf).__name__}; to input a str, convert it to bytes first")
+        raise ValueError(
+            "buf must be of type bytes, bytearray or numpy.ndarray, got "
+            f"{type(buf).__name__}; to input a str, convert it to bytes first"
+        )
     img = decode_np(bytes(buf) if isinstance(buf, bytearray) else buf, flag, to_rgb)
     res = _nd_array(img, dtype=np.uint8)
     if out is not None:
@@ -113,8 +127,10 @@ def imread(filename, flag=1, to_rgb=1, out=None):
 
 def _interp(interp):
     if interp not in (0, 1, 2, 3, 4):
-        raise ValueError(f"Unknown interp method {interp}: use 0 (nearest), 1 (bilinear), "
-                         "2 (bicubic), 3 (area), 4 (lanczos), 9 (auto) or 10 (random)")
+        raise ValueError(
+            f"Unknown interp method {interp}: use 0 (nearest), 1 (bilinear), "
+            "2 (bicubic), 3 (area), 4 (lanczos), 9 (auto) or 10 (random)"
+        )
     return int(interp)
 
 
@@ -142,8 +158,9 @@ def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=()):  #
     """Pad an image with ``cv2.copyMakeBorder``, as ``mx.image.copyMakeBorder``."""
     arr, nd = as_numpy(src)
     fill = tuple(values) if values else (value,) * 4
-    out = cv2().copyMakeBorder(arr, int(top), int(bot), int(left), int(right), int(type),
-                               value=fill)
+    out = cv2().copyMakeBorder(
+        arr, int(top), int(bot), int(left), int(right), int(type), value=fill
+    )
     if out.ndim == 2 and arr.ndim == 3:
         out = out[:, :, None]
     return like(out, nd)
@@ -177,12 +194,11 @@ def resize_short(src, size, interp=2):
 
 def fixed_crop(src, x0, y0, w, h, size=None, interp=2):
     """Crop ``[y0:y0+h, x0:x0+w]`` and resize to ``size=(w, h)`` if given."""
-    out = src[y0:y0 + h, x0:x0 + w]
+    out = src[y0 : y0 + h, x0 : x0 + w]
     if size is not None and (w, h) != tuple(size):
         sizes = (h, w, size[1], size[0])
         arr, nd = as_numpy(out)
-        out = imresize(np.ascontiguousarray(arr), *size,
-                       interp=_get_interp_method(interp, sizes))
+        out = imresize(np.ascontiguousarray(arr), *size, interp=_get_interp_method(interp, sizes))
         out = like(out, nd)
     return out
 

@@ -5,6 +5,7 @@ about their centre, optionally zoomed so no padding shows (``zoom_in``) or nothi
 MXNet builds a normalized sampling grid and runs its ``BilinearSampler`` operator
 (samples outside the image read 0); this does the same arithmetic in float32 numpy.
 """
+
 from __future__ import annotations
 
 from numbers import Number
@@ -28,8 +29,12 @@ def _bilinear_sample(data, grid):
     wx, wy = _F(1) - (x - x0), _F(1) - (y - y0)
     out = np.zeros((n, c) + x.shape[1:], np.float32)
     batch = np.arange(n)[:, None, None]
-    for dy, dx, weight in ((0, 0, wy * wx), (0, 1, wy * (_F(1) - wx)),
-                           (1, 0, (_F(1) - wy) * wx), (1, 1, (_F(1) - wy) * (_F(1) - wx))):
+    for dy, dx, weight in (
+        (0, 0, wy * wx),
+        (0, 1, wy * (_F(1) - wx)),
+        (1, 0, (_F(1) - wy) * wx),
+        (1, 1, (_F(1) - wy) * (_F(1) - wx)),
+    ):
         yy, xx = y0 + dy, x0 + dx
         inside = (yy >= 0) & (yy <= h - 1) & (xx >= 0) & (xx <= w - 1)
         vals = data[batch, :, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]  # N,Ho,Wo,C
@@ -61,8 +66,9 @@ def imrotate(src, rotation_degrees, zoom_in=False, zoom_out=False):
     if expanded:
         arr = arr[None]
         if not isinstance(rotation_degrees, Number):
-            raise TypeError("When a single image is passed the rotation angle is required to "
-                            "be a scalar.")
+            raise TypeError(
+                "When a single image is passed the rotation angle is required to be a scalar."
+            )
     elif arr.ndim != 4:
         raise ValueError("Only 3D and 4D are supported by this function")
     if isinstance(rotation_degrees, Number):

@@ -321,4 +321,3 @@ def create(*args: Any, **kwargs: Any) -> Any:
             return create(parsed[0], **parsed[1])
         return create(**parsed)
     return _REGISTRY.get(name)(*args, **kwargs)
-

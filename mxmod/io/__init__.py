@@ -1,14 +1,32 @@
 """Data iterators, as ``mxnet.io``: DataDesc, DataBatch, DataIter, NDArrayIter, ResizeIter,
 PrefetchingIter (MXNet 1.9.1 behaviour; see :mod:`mxmod.io.io`) and the native iterators
 ImageRecordIter, MNISTIter, CSVIter (LibSVMIter raises NotImplementedError)."""
-from . import io
+
+from . import io as io
 from ._csv_iter import CSVIter, LibSVMIter
-from ._image_record_iter import (ImageDetRecordIter, ImageRecordInt8Iter, ImageRecordIter,
-                                 ImageRecordIter_v1, ImageRecordUInt8Iter)
+from ._image_record_iter import (
+    ImageDetRecordIter,
+    ImageRecordInt8Iter,
+    ImageRecordIter,
+    ImageRecordIter_v1,
+    ImageRecordUInt8Iter,
+)
 from ._mnist_iter import MNISTIter
 from .io import DataBatch, DataDesc, DataIter, NDArrayIter, PrefetchingIter, ResizeIter
 
-__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "PrefetchingIter", "ResizeIter",
-           "ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageRecordIter_v1",
-           "ImageDetRecordIter", "MNISTIter",
-           "CSVIter", "LibSVMIter"]
+__all__ = [
+    "DataBatch",
+    "DataDesc",
+    "DataIter",
+    "NDArrayIter",
+    "PrefetchingIter",
+    "ResizeIter",
+    "ImageRecordIter",
+    "ImageRecordUInt8Iter",
+    "ImageRecordInt8Iter",
+    "ImageRecordIter_v1",
+    "ImageDetRecordIter",
+    "MNISTIter",
+    "CSVIter",
+    "LibSVMIter",
+]

@@ -9,6 +9,7 @@ The data is held in memory and batches are slices of it, so ``prefetch_buffer`` 
 nothing to do (accepted for compatibility); ``ctx`` is checked ('cpu'/'gpu') and batches
 go to the current context or where ``place_on()`` says.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,10 +23,19 @@ from .io import DataBatch, DataDesc, DataIter
 __all__ = ["CSVIter", "LibSVMIter"]
 
 _REQUIRED = object()
-_PARAMS = {"data_csv": _REQUIRED, "data_shape": _REQUIRED, "label_csv": "NULL",
-           "label_shape": (1,), "batch_size": _REQUIRED, "round_batch": True,
-           "prefetch_buffer": 4, "ctx": "gpu", "dtype": None, "data_name": "data",
-           "label_name": "softmax_label"}
+_PARAMS = {
+    "data_csv": _REQUIRED,
+    "data_shape": _REQUIRED,
+    "label_csv": "NULL",
+    "label_shape": (1,),
+    "batch_size": _REQUIRED,
+    "round_batch": True,
+    "prefetch_buffer": 4,
+    "ctx": "gpu",
+    "dtype": None,
+    "data_name": "data",
+    "label_name": "softmax_label",
+}
 
 
 def _load_csv(path, shape, what):
@@ -42,8 +52,10 @@ def _load_csv(path, shape, what):
                 except ValueError:
                     raise MXNetError(f"{path}:{lineno}: not a number in {line!r}") from None
                 if len(vals) != width:
-                    raise MXNetError(f"{path}:{lineno}: {len(vals)} values but {what} "
-                                     f"{tuple(shape)} needs {width}")
+                    raise MXNetError(
+                        f"{path}:{lineno}: {len(vals)} values but {what} "
+                        f"{tuple(shape)} needs {width}"
+                    )
                 rows.append(vals)
     except OSError as e:
         raise MXNetError(f"CSVIter: cannot open {path!r}: {e.strerror}") from None
@@ -71,18 +83,22 @@ class CSVIter(DataIter):
         if p["label_csv"] != "NULL":
             self._label = _load_csv(p["label_csv"], p["label_shape"], "label_shape")
             if len(self._label) != n:
-                raise MXNetError(f"CSVIter: {p['data_csv']} has {n} rows but {p['label_csv']} "
-                                 f"has {len(self._label)}")
+                raise MXNetError(
+                    f"CSVIter: {p['data_csv']} has {n} rows but {p['label_csv']} "
+                    f"has {len(self._label)}"
+                )
         else:
             self._label = np.zeros((n,) + tuple(p["label_shape"]), np.float32)
         if tuple(p["label_shape"]) == (1,):
             self._label = self._label.reshape(n)
         if n == 0:
             raise MXNetError(f"CSVIter: {p['data_csv']} holds no rows")
-        self.provide_data = [DataDesc(p["data_name"], (self.batch_size,) + self._data.shape[1:],
-                                      dtype)]
-        self.provide_label = [DataDesc(p["label_name"],
-                                       (self.batch_size,) + self._label.shape[1:], np.float32)]
+        self.provide_data = [
+            DataDesc(p["data_name"], (self.batch_size,) + self._data.shape[1:], dtype)
+        ]
+        self.provide_label = [
+            DataDesc(p["label_name"], (self.batch_size,) + self._label.shape[1:], np.float32)
+        ]
         self.placement = Placement()
         self._pos, self._wrapped, self._done = 0, False, False
         self._prev = None  # row indices of the previous batch (the stale tail)
@@ -111,14 +127,17 @@ class CSVIter(DataIter):
             self._pos, self._wrapped, self._done = pad, True, True
         elif pad:
             stale = self._prev if self._prev is not None else [rows[0]] * bs
-            rows += stale[len(rows):]
+            rows += stale[len(rows) :]
             self._done = True
         self._prev = rows
         idx = np.asarray(rows)
         self._current = DataBatch(
             [NDArray(self.placement.put(self.provide_data[0].name, self._data[idx]))],
             [NDArray(self.placement.put(self.provide_label[0].name, self._label[idx]))],
-            pad=pad, provide_data=self.provide_data, provide_label=self.provide_label)
+            pad=pad,
+            provide_data=self.provide_data,
+            provide_label=self.provide_label,
+        )
         return True
 
     def next(self):
@@ -142,6 +161,8 @@ def LibSVMIter(*args, **kwargs):
     Raises:
         NotImplementedError: always.
     """
-    raise NotImplementedError("LibSVMIter is not available in mxmod: it produces CSR sparse "
-                              "batches and mxmod has no sparse storage; convert the data to "
-                              "dense arrays and use NDArrayIter or CSVIter")
+    raise NotImplementedError(
+        "LibSVMIter is not available in mxmod: it produces CSR sparse "
+        "batches and mxmod has no sparse storage; convert the data to "
+        "dense arrays and use NDArrayIter or CSVIter"
+    )

@@ -9,6 +9,7 @@ Random draws come from a per-sample ``numpy`` generator seeded by (seed, epoch, 
 so batches are reproducible whatever the number of threads (MXNet's per-thread engines
 are not; its random sequences are not reproduced).
 """
+
 from __future__ import annotations
 
 import math
@@ -20,17 +21,44 @@ from ..image._ops import cv2
 
 # option -> default, for the aug_default options mxmod implements
 AUG_DEFAULTS = {
-    "resize": -1, "rand_crop": False, "random_resized_crop": False, "max_rotate_angle": 0,
-    "max_aspect_ratio": 0.0, "min_aspect_ratio": None, "max_shear_ratio": 0.0,
-    "max_crop_size": -1, "min_crop_size": -1, "max_random_scale": 1.0,
-    "min_random_scale": 1.0, "max_random_area": 1.0, "min_random_area": 1.0,
-    "max_img_size": 1e10, "min_img_size": 0.0, "random_h": 0, "random_s": 0, "random_l": 0,
-    "rotate": -1, "fill_value": 255, "inter_method": 1, "pad": 0,
+    "resize": -1,
+    "rand_crop": False,
+    "random_resized_crop": False,
+    "max_rotate_angle": 0,
+    "max_aspect_ratio": 0.0,
+    "min_aspect_ratio": None,
+    "max_shear_ratio": 0.0,
+    "max_crop_size": -1,
+    "min_crop_size": -1,
+    "max_random_scale": 1.0,
+    "min_random_scale": 1.0,
+    "max_random_area": 1.0,
+    "min_random_area": 1.0,
+    "max_img_size": 1e10,
+    "min_img_size": 0.0,
+    "random_h": 0,
+    "random_s": 0,
+    "random_l": 0,
+    "rotate": -1,
+    "fill_value": 255,
+    "inter_method": 1,
+    "pad": 0,
 }
 NORM_DEFAULTS = {
-    "mirror": False, "rand_mirror": False, "mean_img": "", "mean_r": 0.0, "mean_g": 0.0,
-    "mean_b": 0.0, "mean_a": 0.0, "std_r": 1.0, "std_g": 1.0, "std_b": 1.0, "std_a": 1.0,
-    "scale": 1.0, "max_random_contrast": 0.0, "max_random_illumination": 0.0,
+    "mirror": False,
+    "rand_mirror": False,
+    "mean_img": "",
+    "mean_r": 0.0,
+    "mean_g": 0.0,
+    "mean_b": 0.0,
+    "mean_a": 0.0,
+    "std_r": 1.0,
+    "std_g": 1.0,
+    "std_b": 1.0,
+    "std_a": 1.0,
+    "scale": 1.0,
+    "max_random_contrast": 0.0,
+    "max_random_illumination": 0.0,
 }
 
 
@@ -52,14 +80,22 @@ class DefaultAugmenter:
     def __init__(self, p: dict, data_shape: tuple):
         self.p = p
         self.h, self.w = data_shape[1], data_shape[2]
-        self.affine = (p["max_rotate_angle"] > 0 or p["max_shear_ratio"] > 0 or p["rotate"] > 0
-                       or p["max_random_scale"] != 1.0 or p["min_random_scale"] != 1.0
-                       or p["max_aspect_ratio"] != 0.0 or p["max_img_size"] != 1e10
-                       or p["min_img_size"] != 0.0)
+        self.affine = (
+            p["max_rotate_angle"] > 0
+            or p["max_shear_ratio"] > 0
+            or p["rotate"] > 0
+            or p["max_random_scale"] != 1.0
+            or p["min_random_scale"] != 1.0
+            or p["max_aspect_ratio"] != 0.0
+            or p["max_img_size"] != 1e10
+            or p["min_img_size"] != 0.0
+        )
         if p["resize"] != -1 or self.affine:
             if not (1 <= p["inter_method"] <= 4 or 9 <= p["inter_method"] <= 10):
-                raise ValueError(f"invalid inter_method {p['inter_method']}: valid values are "
-                                 "1-4, 9 and 10 when resizing")
+                raise ValueError(
+                    f"invalid inter_method {p['inter_method']}: valid values are "
+                    "1-4, 9 and 10 when resizing"
+                )
 
     def __call__(self, img, rng):
         p, cv = self.p, cv2()
@@ -76,8 +112,12 @@ class DefaultAugmenter:
             img = self._warp(img, rng)
         if p["pad"] > 0:
             fv = (p["fill_value"],) * 4
-            img = self._keep_dims(img, cv.copyMakeBorder(img, p["pad"], p["pad"], p["pad"],
-                                                         p["pad"], cv.BORDER_CONSTANT, value=fv))
+            img = self._keep_dims(
+                img,
+                cv.copyMakeBorder(
+                    img, p["pad"], p["pad"], p["pad"], p["pad"], cv.BORDER_CONSTANT, value=fv
+                ),
+            )
         img = self._crop(img, rng)
         if p["random_h"] or p["random_s"] or p["random_l"]:
             img = self._hls(img, rng)
@@ -97,8 +137,9 @@ class DefaultAugmenter:
         if p["rotate"] > 0:
             angle = p["rotate"]
         a, b = math.cos(angle / 180.0 * math.pi), math.sin(angle / 180.0 * math.pi)
-        scale = rng.random() * (p["max_random_scale"] - p["min_random_scale"]) + \
-            p["min_random_scale"]
+        scale = (
+            rng.random() * (p["max_random_scale"] - p["min_random_scale"]) + p["min_random_scale"]
+        )
         if p["min_aspect_ratio"] is not None:
             ratio = rng.uniform(p["min_aspect_ratio"], p["max_aspect_ratio"])
         else:
@@ -115,18 +156,24 @@ class DefaultAugmenter:
         m[1, 2] = (new_h - (m[1, 0] * cols + m[1, 1] * rows)) / 2
         method = _inter(p["inter_method"], cols, rows, new_w, new_h, rng)
         fv = (p["fill_value"],) * 4
-        out = cv2().warpAffine(img, m, (new_w, new_h), flags=method,
-                               borderMode=cv2().BORDER_CONSTANT, borderValue=fv)
+        out = cv2().warpAffine(
+            img, m, (new_w, new_h), flags=method, borderMode=cv2().BORDER_CONSTANT, borderValue=fv
+        )
         return self._keep_dims(img, out)
 
     def _crop(self, img, rng):
         p = self.p
         rows, cols = img.shape[:2]
         if p["max_crop_size"] != -1 or p["min_crop_size"] != -1:
-            if not (cols >= p["max_crop_size"] and rows >= p["max_crop_size"]
-                    and p["max_crop_size"] >= p["min_crop_size"]):
-                raise MXNetError(f"image of {cols}x{rows} is smaller than max_crop_size "
-                                 f"{p['max_crop_size']} (or max_crop_size < min_crop_size)")
+            if not (
+                cols >= p["max_crop_size"]
+                and rows >= p["max_crop_size"]
+                and p["max_crop_size"] >= p["min_crop_size"]
+            ):
+                raise MXNetError(
+                    f"image of {cols}x{rows} is smaller than max_crop_size "
+                    f"{p['max_crop_size']} (or max_crop_size < min_crop_size)"
+                )
             size = int(rng.integers(p["min_crop_size"], p["max_crop_size"] + 1))
             y, x = rows - size, cols - size
             if p["rand_crop"]:
@@ -134,25 +181,34 @@ class DefaultAugmenter:
             else:
                 y, x = y // 2, x // 2
             method = _inter(p["inter_method"], size, size, self.w, self.h, rng)
-            return self._resize(np.ascontiguousarray(img[y:y + size, x:x + size]), self.w,
-                                self.h, method)
+            return self._resize(
+                np.ascontiguousarray(img[y : y + size, x : x + size]), self.w, self.h, method
+            )
         if rows < self.h or cols < self.w:
-            raise MXNetError(f"input image size {cols}x{rows} (after resize/pad) is smaller "
-                             f"than data_shape {self.w}x{self.h}: set resize= or pad=")
+            raise MXNetError(
+                f"input image size {cols}x{rows} (after resize/pad) is smaller "
+                f"than data_shape {self.w}x{self.h}: set resize= or pad="
+            )
         y, x = rows - self.h, cols - self.w
         if p["rand_crop"]:
             y, x = int(rng.integers(0, y + 1)), int(rng.integers(0, x + 1))
         else:
             y, x = y // 2, x // 2
-        return img[y:y + self.h, x:x + self.w]
+        return img[y : y + self.h, x : x + self.w]
 
     def _random_resized_crop(self, img, rng):
         p = self.p
         rows, cols = img.shape[:2]
-        lo_r = p["min_aspect_ratio"] if p["min_aspect_ratio"] is not None else \
-            1 - p["max_aspect_ratio"]
-        hi_r = p["max_aspect_ratio"] if p["min_aspect_ratio"] is not None else \
-            1 + p["max_aspect_ratio"]
+        lo_r = (
+            p["min_aspect_ratio"]
+            if p["min_aspect_ratio"] is not None
+            else 1 - p["max_aspect_ratio"]
+        )
+        hi_r = (
+            p["max_aspect_ratio"]
+            if p["min_aspect_ratio"] is not None
+            else 1 + p["max_aspect_ratio"]
+        )
         for _ in range(10):
             area = rng.uniform(p["min_random_area"], p["max_random_area"]) * rows * cols
             ratio = math.exp(rng.uniform(math.log(max(lo_r, 1e-6)), math.log(max(hi_r, 1e-6))))
@@ -165,7 +221,7 @@ class DefaultAugmenter:
             h = w = min(rows, cols)
             y, x = (rows - h) // 2, (cols - w) // 2
         method = _inter(p["inter_method"], w, h, self.w, self.h, rng)
-        return self._resize(np.ascontiguousarray(img[y:y + h, x:x + w]), self.w, self.h, method)
+        return self._resize(np.ascontiguousarray(img[y : y + h, x : x + w]), self.w, self.h, method)
 
     def _hls(self, img, rng):
         p, cv = self.p, cv2()
@@ -186,10 +242,10 @@ class Normalizer:
 
     def __init__(self, p: dict, channels: int, dtype):
         self.p, self.c, self.dtype = p, channels, np.dtype(dtype)
-        self.mean = np.array([p["mean_r"], p["mean_g"], p["mean_b"], p["mean_a"]][:channels],
-                             np.float32)
-        self.std = np.array([p["std_r"], p["std_g"], p["std_b"], p["std_a"]][:channels],
-                            np.float32)
+        self.mean = np.array(
+            [p["mean_r"], p["mean_g"], p["mean_b"], p["mean_a"]][:channels], np.float32
+        )
+        self.std = np.array([p["std_r"], p["std_g"], p["std_b"], p["std_a"]][:channels], np.float32)
         self.swap = [0] if channels == 1 else [2, 1, 0] + ([3] if channels == 4 else [])
         self.mean_img = None  # (C, H, W) float32, replaces the per-channel means
         self.random = p["max_random_contrast"] != 0 or p["max_random_illumination"] != 0
@@ -207,11 +263,19 @@ class Normalizer:
             return
         if self.dtype == np.int8:
             for k, s in enumerate(self.swap):
-                m = np.round(self.mean_img[k]) if self.mean_img is not None else \
-                    np.round(self.mean[k])
+                m = (
+                    np.round(self.mean_img[k])
+                    if self.mean_img is not None
+                    else np.round(self.mean[k])
+                )
                 m = m[:, ::-1] if (mirror and self.mean_img is not None) else m
-                np.clip(img[:, :, s].astype(np.int16) - m.astype(np.int16), -128, 127,
-                        out=out[k], casting="unsafe")
+                np.clip(
+                    img[:, :, s].astype(np.int16) - m.astype(np.int16),
+                    -128,
+                    127,
+                    out=out[k],
+                    casting="unsafe",
+                )
             return
         contrast, illum = np.float32(1.0), np.float32(0.0)
         if self.random:
@@ -241,9 +305,13 @@ def decode(buf, channels: int, path: str, rid, i: int):
     flag = {1: cv.IMREAD_GRAYSCALE, 3: cv.IMREAD_COLOR, 4: cv.IMREAD_UNCHANGED}[channels]
     img = cv.imdecode(np.frombuffer(buf, np.uint8), flag)
     if img is None:
-        raise MXNetError(f"{path}: record {i} (image id {rid}) failed to decode: its "
-                         f"{len(buf)}-byte payload is not a valid image")
+        raise MXNetError(
+            f"{path}: record {i} (image id {rid}) failed to decode: its "
+            f"{len(buf)}-byte payload is not a valid image"
+        )
     if channels == 4 and (img.ndim != 3 or img.shape[2] != 4):
-        raise MXNetError(f"Invalid image with index {rid} in {path}: expected 4 channels, got "
-                         f"{1 if img.ndim == 2 else img.shape[2]}")
+        raise MXNetError(
+            f"Invalid image with index {rid} in {path}: expected 4 channels, got "
+            f"{1 if img.ndim == 2 else img.shape[2]}"
+        )
     return img

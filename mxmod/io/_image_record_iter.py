@@ -9,6 +9,7 @@ crops, mirrors) are reproducible for a ``seed`` but are not MXNet's sequences; w
 ``round_batch=False`` MXNet fills the last batch's tail with uninitialised memory and
 reports ``pad=0``, mxmod repeats the batch's real samples and reports the true ``pad``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,25 +19,47 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ndarray import NDArray
-from ._image_aug_default import (AUG_DEFAULTS, NORM_DEFAULTS, DefaultAugmenter, Normalizer,
-                                 decode)
+from ._image_aug_default import AUG_DEFAULTS, NORM_DEFAULTS, DefaultAugmenter, Normalizer, decode
 from ._native_params import check_params
 from ._prefetch import BatchPipeline, Placement, aligned_empty
 from ._record_source import RecordFile, read_label_list, split_image_record
 from .io import DataBatch, DataDesc, DataIter
 
-__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageRecordIter_v1",
-           "ImageDetRecordIter"]
+__all__ = [
+    "ImageRecordIter",
+    "ImageRecordUInt8Iter",
+    "ImageRecordInt8Iter",
+    "ImageRecordIter_v1",
+    "ImageDetRecordIter",
+]
 
 _REQUIRED = object()
 _PARAMS = {
-    "path_imglist": "", "path_imgrec": "", "path_imgidx": "", "aug_seq": "aug_default",
-    "label_width": 1, "data_shape": _REQUIRED, "preprocess_threads": 4, "verbose": True,
-    "num_parts": 1, "part_index": 0, "device_id": 0, "shuffle_chunk_size": 0,
-    "shuffle_chunk_seed": 0, "seed_aug": None, "shuffle": False, "seed": 0,
-    "batch_size": _REQUIRED, "round_batch": True, "prefetch_buffer": 4, "ctx": "gpu",
-    "dtype": None, "data_name": "data", "label_name": "softmax_label",
-    **AUG_DEFAULTS, **NORM_DEFAULTS,
+    "path_imglist": "",
+    "path_imgrec": "",
+    "path_imgidx": "",
+    "aug_seq": "aug_default",
+    "label_width": 1,
+    "data_shape": _REQUIRED,
+    "preprocess_threads": 4,
+    "verbose": True,
+    "num_parts": 1,
+    "part_index": 0,
+    "device_id": 0,
+    "shuffle_chunk_size": 0,
+    "shuffle_chunk_seed": 0,
+    "seed_aug": None,
+    "shuffle": False,
+    "seed": 0,
+    "batch_size": _REQUIRED,
+    "round_batch": True,
+    "prefetch_buffer": 4,
+    "ctx": "gpu",
+    "dtype": None,
+    "data_name": "data",
+    "label_name": "softmax_label",
+    **AUG_DEFAULTS,
+    **NORM_DEFAULTS,
 }
 # MXNet 1.9.1 options mxmod does not implement: refused when set to anything but the default
 _UNSUPPORTED = {"brightness": 0.0, "contrast": 0.0, "saturation": 0.0, "pca_noise": 0.0}
@@ -77,19 +100,24 @@ class ImageRecordIter(DataIter):
         self.p = p
         shape = p["data_shape"]
         if len(shape) != 3 or shape[0] not in (1, 3, 4) or min(shape) <= 0:
-            raise MXNetError(f"data_shape {shape} must be (channels, height, width) with 1, 3 "
-                             "or 4 channels")
+            raise MXNetError(
+                f"data_shape {shape} must be (channels, height, width) with 1, 3 or 4 channels"
+            )
         if p["aug_seq"] != "aug_default":
-            raise NotImplementedError(f"ImageRecordIter aug_seq={p['aug_seq']!r}: only "
-                                      "'aug_default' is implemented")
+            raise NotImplementedError(
+                f"ImageRecordIter aug_seq={p['aug_seq']!r}: only 'aug_default' is implemented"
+            )
         if p["shuffle_chunk_size"]:
-            raise NotImplementedError("ImageRecordIter shuffle_chunk_size: chunk shuffling is "
-                                      "not implemented; pass path_imgidx and shuffle=True")
+            raise NotImplementedError(
+                "ImageRecordIter shuffle_chunk_size: chunk shuffling is "
+                "not implemented; pass path_imgidx and shuffle=True"
+            )
         if not p["path_imgrec"]:
             raise MXNetError("ImageRecordIter needs path_imgrec (the .rec file)")
         if not 0 <= p["part_index"] < p["num_parts"]:
-            raise MXNetError(f"part_index {p['part_index']} must be in [0, num_parts="
-                             f"{p['num_parts']})")
+            raise MXNetError(
+                f"part_index {p['part_index']} must be in [0, num_parts={p['num_parts']})"
+            )
         dtype = np.dtype(p["dtype"] or "float32")
         if dtype not in (np.float32, np.uint8, np.int8):
             raise MXNetError(f"ImageRecordIter dtype {p['dtype']!r}: use float32, uint8 or int8")
@@ -97,22 +125,32 @@ class ImageRecordIter(DataIter):
         self.data_shape, self.dtype = tuple(shape), dtype
         self.rec = RecordFile(p["path_imgrec"], p["path_imgidx"])
         self.part = self.rec.part(p["num_parts"], p["part_index"], bool(p["path_imgidx"]))
-        self.label_map = read_label_list(p["path_imglist"], p["label_width"]) \
-            if p["path_imglist"] else None
+        self.label_map = (
+            read_label_list(p["path_imglist"], p["label_width"]) if p["path_imglist"] else None
+        )
         self.aug = DefaultAugmenter(p, shape)
         self.norm = Normalizer(p, shape[0], dtype)
         self.threads = max(1, min(int(p["preprocess_threads"]), os.cpu_count() or 1))
         self.placement = Placement()
-        self.pipeline = BatchPipeline(self.threads, p["prefetch_buffer"], self._start_batch,
-                                      self._finish_batch)
+        self.pipeline = BatchPipeline(
+            self.threads, p["prefetch_buffer"], self._start_batch, self._finish_batch
+        )
         lw = p["label_width"]
-        self.provide_data = [DataDesc(p["data_name"], (self.batch_size,) + self.data_shape,
-                                      dtype)]
-        self.provide_label = [DataDesc(p["label_name"], (self.batch_size,) if lw == 1 else
-                                       (self.batch_size, lw), np.float32)]
+        self.provide_data = [DataDesc(p["data_name"], (self.batch_size,) + self.data_shape, dtype)]
+        self.provide_label = [
+            DataDesc(
+                p["label_name"],
+                (self.batch_size,) if lw == 1 else (self.batch_size, lw),
+                np.float32,
+            )
+        ]
         if p["verbose"]:
-            logging.info("ImageRecordIter: %s, %d records in this part, %d decoder threads",
-                         p["path_imgrec"], len(self.part), self.threads)
+            logging.info(
+                "ImageRecordIter: %s, %d records in this part, %d decoder threads",
+                p["path_imgrec"],
+                len(self.part),
+                self.threads,
+            )
         if p["mean_img"] and dtype != np.uint8:
             self._load_or_make_mean(p["mean_img"])
         self._epoch, self._order, self._cursor = 0, self._make_order(0), 0
@@ -130,18 +168,21 @@ class ImageRecordIter(DataIter):
         """Batch specs of one epoch, then the state the next epoch starts from."""
         bs, order, pos, n = self.batch_size, self._order, self._cursor, len(self._order)
         if n == 0:
-            raise MXNetError(f"{self.rec.path}: part {self.p['part_index']} of "
-                             f"{self.p['num_parts']} holds no records")
+            raise MXNetError(
+                f"{self.rec.path}: part {self.p['part_index']} of "
+                f"{self.p['num_parts']} holds no records"
+            )
         epoch, specs = self._epoch, []
         nxt = (epoch + 1, self._make_order(epoch + 1), 0)
         while pos < n:
-            take = [(int(r), epoch, pos + j) for j, r in enumerate(order[pos:pos + bs])]
+            take = [(int(r), epoch, pos + j) for j, r in enumerate(order[pos : pos + bs])]
             pos += bs
             pad = bs - len(take)
             if pad and self.p["round_batch"]:
                 if pad > n:
-                    raise MXNetError(f"number of input images ({n}) must be bigger than the "
-                                     f"batch size ({bs})")
+                    raise MXNetError(
+                        f"number of input images ({n}) must be bigger than the batch size ({bs})"
+                    )
                 take += [(int(r), epoch + 1, j) for j, r in enumerate(nxt[1][:pad])]
                 nxt = (nxt[0], nxt[1], pad)
             elif pad:
@@ -181,25 +222,33 @@ class ImageRecordIter(DataIter):
         lw = self.p["label_width"]
         if self.label_map is not None:
             if rid not in self.label_map:
-                raise MXNetError(f"{self.rec.path}: record {r} has image id {rid}, which is not "
-                                 f"in the image list {self.p['path_imglist']}")
+                raise MXNetError(
+                    f"{self.rec.path}: record {r} has image id {rid}, which is not "
+                    f"in the image list {self.p['path_imglist']}"
+                )
             out_label[k] = self.label_map[rid]
         elif labels is not None:
             if labels.size != lw:
-                raise MXNetError(f"{self.rec.path}: record {r} provides {labels.size}-dimensional "
-                                 f"label but label_width is set to {lw}")
+                raise MXNetError(
+                    f"{self.rec.path}: record {r} provides {labels.size}-dimensional "
+                    f"label but label_width is set to {lw}"
+                )
             out_label[k] = labels
         else:
             if lw != 1:
-                raise MXNetError(f"{self.rec.path}: record {r} has one label but label_width is "
-                                 f"{lw}: label_width must be 1 unless an imglist is provided or "
-                                 "the rec file is packed with multi dimensional label")
+                raise MXNetError(
+                    f"{self.rec.path}: record {r} has one label but label_width is "
+                    f"{lw}: label_width must be 1 unless an imglist is provided or "
+                    "the rec file is packed with multi dimensional label"
+                )
             out_label[k] = scalar
         img = self.aug(img, rng)
         if img.shape[0] != self.data_shape[1] or img.shape[1] != self.data_shape[2]:
-            raise MXNetError(f"{self.rec.path}: record {r} came out of the augmenter as "
-                             f"{img.shape[1]}x{img.shape[0]}, not data_shape "
-                             f"{self.data_shape[2]}x{self.data_shape[1]}")
+            raise MXNetError(
+                f"{self.rec.path}: record {r} came out of the augmenter as "
+                f"{img.shape[1]}x{img.shape[0]}, not data_shape "
+                f"{self.data_shape[2]}x{self.data_shape[1]}"
+            )
         self.norm(img, out_img[k], rng)
         return rid
 
@@ -213,6 +262,7 @@ class ImageRecordIter(DataIter):
         def job(lo):
             for k in range(lo, min(lo + step, len(take))):
                 ids[k] = self._sample(take[k], data, label, k)
+
         return (data, label, ids), [lambda lo=lo: job(lo) for lo in range(0, len(take), step)]
 
     def _finish_batch(self, spec, bufs):
@@ -222,8 +272,14 @@ class ImageRecordIter(DataIter):
             label = label.reshape(self.batch_size)
         d = NDArray(self.placement.put(self.provide_data[0].name, data))
         lab = NDArray(self.placement.put(self.provide_label[0].name, label))
-        batch = DataBatch([d], [lab], pad=spec[1], index=ids,
-                          provide_data=self.provide_data, provide_label=self.provide_label)
+        batch = DataBatch(
+            [d],
+            [lab],
+            pad=spec[1],
+            index=ids,
+            provide_data=self.provide_data,
+            provide_label=self.provide_label,
+        )
         batch._placement = version
         return batch
 
@@ -231,10 +287,12 @@ class ImageRecordIter(DataIter):
         """The next DataBatch; StopIteration at the end of the epoch."""
         batch = self.pipeline.next()
         if batch._placement != self.placement.version:  # place_on() after it was prefetched
-            batch.data = [NDArray(self.placement.put(self.provide_data[0].name,
-                                                     batch.data[0]._data))]
-            batch.label = [NDArray(self.placement.put(self.provide_label[0].name,
-                                                      batch.label[0]._data))]
+            batch.data = [
+                NDArray(self.placement.put(self.provide_data[0].name, batch.data[0]._data))
+            ]
+            batch.label = [
+                NDArray(self.placement.put(self.provide_label[0].name, batch.label[0]._data))
+            ]
         self._current = batch
         self._consumed += 1
         return batch
@@ -266,12 +324,14 @@ class ImageRecordIter(DataIter):
     # ------------------------------------------------------------ mean image
     def _load_or_make_mean(self, path):
         from .. import ndarray as nd
+
         if os.path.exists(path):
             arrs = nd.load(path)
             arrs = list(arrs.values()) if isinstance(arrs, dict) else arrs
             if len(arrs) != 1:
-                raise MXNetError(f"Invalid mean image file format: {path} holds {len(arrs)} "
-                                 "arrays, expected one")
+                raise MXNetError(
+                    f"Invalid mean image file format: {path} holds {len(arrs)} arrays, expected one"
+                )
             mean = arrs[0].asnumpy().astype(np.float32)
         else:
             logging.info("Cannot find %s: create mean image, this will take some time...", path)
@@ -279,15 +339,16 @@ class ImageRecordIter(DataIter):
             items = [(int(r), 0, j) for j, r in enumerate(self.part)]
             bs = self.batch_size
             for lo in range(0, len(items), bs):
-                chunk = items[lo:lo + bs]
+                chunk = items[lo : lo + bs]
                 (data, _, _), jobs = self._start_batch((chunk, 0))
                 self.pipeline.run_now(jobs)
-                total += data[:len(chunk)].astype(np.float64).sum(axis=0)
+                total += data[: len(chunk)].astype(np.float64).sum(axis=0)
             mean = (total / len(items)).astype(np.float32)
             nd.save(path, {"mean_img": nd.array(mean)})
         if mean.shape != self.data_shape:
-            raise MXNetError(f"mean image {path} has shape {mean.shape}, data_shape is "
-                             f"{self.data_shape}")
+            raise MXNetError(
+                f"mean image {path} has shape {mean.shape}, data_shape is {self.data_shape}"
+            )
         self.norm.mean_img = mean
 
 
@@ -313,7 +374,9 @@ def ImageDetRecordIter(*args, **kwargs):
     Raises:
         NotImplementedError: always.
     """
-    raise NotImplementedError("ImageDetRecordIter is not implemented in mxmod: read the "
-                              "detection .rec with mx.recordio and mx.image in a DataIter "
-                              "subclass, or pack fixed-size box labels and use "
-                              "ImageRecordIter(label_width=...) without geometric augmenters")
+    raise NotImplementedError(
+        "ImageDetRecordIter is not implemented in mxmod: read the "
+        "detection .rec with mx.recordio and mx.image in a DataIter "
+        "subclass, or pack fixed-size box labels and use "
+        "ImageRecordIter(label_width=...) without geometric augmenters"
+    )

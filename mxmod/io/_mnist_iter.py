@@ -9,6 +9,7 @@ The data is held in memory and batches are slices of it, so ``prefetch_buffer`` 
 nothing to do (accepted for compatibility); ``ctx`` is checked ('cpu'/'gpu') and batches
 go to the current context or where ``place_on()`` says.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,10 +25,22 @@ from .io import DataBatch, DataDesc, DataIter
 
 __all__ = ["MNISTIter"]
 
-_PARAMS = {"image": "./train-images-idx3-ubyte", "label": "./train-labels-idx1-ubyte",
-           "batch_size": 128, "shuffle": True, "flat": False, "seed": 0, "silent": False,
-           "num_parts": 1, "part_index": 0, "prefetch_buffer": 4, "ctx": "gpu", "dtype": None,
-           "data_name": "data", "label_name": "softmax_label"}
+_PARAMS = {
+    "image": "./train-images-idx3-ubyte",
+    "label": "./train-labels-idx1-ubyte",
+    "batch_size": 128,
+    "shuffle": True,
+    "flat": False,
+    "seed": 0,
+    "silent": False,
+    "num_parts": 1,
+    "part_index": 0,
+    "prefetch_buffer": 4,
+    "ctx": "gpu",
+    "dtype": None,
+    "data_name": "data",
+    "label_name": "softmax_label",
+}
 
 
 def _read_idx(path, magic, what):
@@ -39,12 +52,14 @@ def _read_idx(path, magic, what):
     ndim = 3 if magic == 2051 else 1
     if len(raw) < 4 + 4 * ndim or struct.unpack(">I", raw[:4])[0] != magic:
         raise MXNetError(f"MNISTIter: {path} is not an MNIST {what} file (idx magic {magic})")
-    dims = struct.unpack(">" + "I" * ndim, raw[4:4 + 4 * ndim])
+    dims = struct.unpack(">" + "I" * ndim, raw[4 : 4 + 4 * ndim])
     body = np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim)
     need = int(np.prod(dims))
     if body.size < need:
-        raise MXNetError(f"MNISTIter: {path} is truncated: {body.size} bytes of {what} data, "
-                         f"its header promises {need}")
+        raise MXNetError(
+            f"MNISTIter: {path} is truncated: {body.size} bytes of {what} data, "
+            f"its header promises {need}"
+        )
     return body[:need].reshape(dims)
 
 
@@ -62,14 +77,17 @@ class MNISTIter(DataIter):
             raise TypeError("MNISTIter can only accept keyword arguments")
         p = check_params("MNISTIter", kwargs, _PARAMS, {}, object())
         if not 0 <= p["part_index"] < p["num_parts"]:
-            raise MXNetError(f"part_index {p['part_index']} must be in [0, num_parts="
-                             f"{p['num_parts']})")
+            raise MXNetError(
+                f"part_index {p['part_index']} must be in [0, num_parts={p['num_parts']})"
+            )
         super().__init__(p["batch_size"])
         imgs = _read_idx(p["image"], 2051, "image")
         labels = _read_idx(p["label"], 2049, "label")
         if len(imgs) != len(labels):
-            raise MXNetError(f"MNISTIter: {p['image']} has {len(imgs)} images but {p['label']} "
-                             f"has {len(labels)} labels")
+            raise MXNetError(
+                f"MNISTIter: {p['image']} has {len(imgs)} images but {p['label']} "
+                f"has {len(labels)} labels"
+            )
         n = len(imgs)
         lo = int(n / p["num_parts"] * p["part_index"])
         hi = int(n / p["num_parts"] * (p["part_index"] + 1))
@@ -79,18 +97,26 @@ class MNISTIter(DataIter):
             imgs, labels = imgs[perm], labels[perm]
         dtype = np.dtype(p["dtype"] or "float32")
         self._data = (imgs.astype(np.float32) * np.float32(1.0 / 256.0)).astype(dtype)
-        self._data = self._data.reshape(len(imgs), -1) if p["flat"] else \
-            self._data.reshape(len(imgs), 1, imgs.shape[1], imgs.shape[2])
+        self._data = (
+            self._data.reshape(len(imgs), -1)
+            if p["flat"]
+            else self._data.reshape(len(imgs), 1, imgs.shape[1], imgs.shape[2])
+        )
         self._label = labels.astype(np.float32)
-        self.provide_data = [DataDesc(p["data_name"], (self.batch_size,) + self._data.shape[1:],
-                                      dtype)]
+        self.provide_data = [
+            DataDesc(p["data_name"], (self.batch_size,) + self._data.shape[1:], dtype)
+        ]
         self.provide_label = [DataDesc(p["label_name"], (self.batch_size,), np.float32)]
         self.placement = Placement()
         self._loc = 0
         self._current = None
         if not p["silent"]:
-            logging.info("MNISTIter: load %d images, shuffle=%d, shape=%s", len(imgs),
-                         p["shuffle"], self.provide_data[0].shape)
+            logging.info(
+                "MNISTIter: load %d images, shuffle=%d, shape=%s",
+                len(imgs),
+                p["shuffle"],
+                self.provide_data[0].shape,
+            )
 
     def place_on(self, target):
         """mxmod addition: where batches go (see ``ImageRecordIter.place_on``)."""
@@ -106,8 +132,11 @@ class MNISTIter(DataIter):
         self._loc += self.batch_size
         self._current = DataBatch(
             [NDArray(self.placement.put(self.provide_data[0].name, self._data[sl]))],
-            [NDArray(self.placement.put(self.provide_label[0].name, self._label[sl]))], pad=0,
-            provide_data=self.provide_data, provide_label=self.provide_label)
+            [NDArray(self.placement.put(self.provide_label[0].name, self._label[sl]))],
+            pad=0,
+            provide_data=self.provide_data,
+            provide_label=self.provide_label,
+        )
         return True
 
     def next(self):

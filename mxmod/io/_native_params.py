@@ -1,6 +1,7 @@
 """Keyword checking for the native-style iterators (MXNet's C++ ``MXDataIter`` factories
 take every value as a string and parse it by the declared type; this does the same for
 Python values or strings, and names any unknown or unsupported parameter)."""
+
 from __future__ import annotations
 
 import ast
@@ -24,15 +25,15 @@ def _shape(name, v):
         try:
             v = ast.literal_eval(v.strip())
         except (ValueError, SyntaxError):
-            raise MXNetError(f"parameter {name}={v!r}: expected a shape like (3, 224, 224)"
-                             ) from None
+            raise MXNetError(
+                f"parameter {name}={v!r}: expected a shape like (3, 224, 224)"
+            ) from None
     if isinstance(v, int):
         v = (v,)
     try:
         return tuple(int(x) for x in v)
     except (TypeError, ValueError):
-        raise MXNetError(f"parameter {name}={v!r}: expected a shape like (3, 224, 224)"
-                         ) from None
+        raise MXNetError(f"parameter {name}={v!r}: expected a shape like (3, 224, 224)") from None
 
 
 def _convert(name, v, default):
@@ -55,6 +56,7 @@ def _convert(name, v, default):
         raise MXNetError(f"parameter {name}={v!r}: expected a number") from None
     if name == "dtype":
         import numpy as np
+
         return np.dtype(v).name
     return str(v)
 
@@ -69,15 +71,20 @@ def check_params(iter_name, kwargs, params, unsupported, required):
     """
     unknown = sorted(k for k in kwargs if k not in params and k not in unsupported)
     if unknown:
-        raise MXNetError(f"{iter_name}: unknown parameter(s) {unknown}; see "
-                         f"help(mx.io.{iter_name}) for the accepted ones")
+        raise MXNetError(
+            f"{iter_name}: unknown parameter(s) {unknown}; see "
+            f"help(mx.io.{iter_name}) for the accepted ones"
+        )
     for k, default in unsupported.items():
         if k in kwargs and float(kwargs[k]) != default:
-            raise NotImplementedError(f"{iter_name} option {k}={kwargs[k]!r} is not implemented "
-                                      "in mxmod")
+            raise NotImplementedError(
+                f"{iter_name} option {k}={kwargs[k]!r} is not implemented in mxmod"
+            )
     if "ctx" in kwargs and str(kwargs["ctx"]) not in ("cpu", "gpu"):
-        raise MXNetError(f"{iter_name}: ctx={kwargs['ctx']!r} must be 'cpu' or 'gpu' (it names "
-                         "the loader variant; mxmod places batches with place_on())")
+        raise MXNetError(
+            f"{iter_name}: ctx={kwargs['ctx']!r} must be 'cpu' or 'gpu' (it names "
+            "the loader variant; mxmod places batches with place_on())"
+        )
     out = {}
     for k, default in params.items():
         if k in kwargs:

@@ -3,6 +3,7 @@
 Arrays are kept on the host as numpy; each batch is sliced (or gathered, when shuffled)
 on the host and becomes an NDArray with one ``device_put`` per array.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -113,10 +114,23 @@ class NDArrayIter(DataIter):
         TypeError: inputs that are not arrays.
     """
 
-    def __init__(self, data, label=None, batch_size=1, shuffle=False, last_batch_handle="pad",
-                 data_name="data", label_name="softmax_label", layout="NCHW", seed=None):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-                or batch_size <= 0:
+    def __init__(
+        self,
+        data,
+        label=None,
+        batch_size=1,
+        shuffle=False,
+        last_batch_handle="pad",
+        data_name="data",
+        label_name="softmax_label",
+        layout="NCHW",
+        seed=None,
+    ):
+        if (
+            isinstance(batch_size, bool)
+            or not isinstance(batch_size, (int, np.integer))
+            or batch_size <= 0
+        ):
             raise ValueError(f"NDArrayIter batch_size must be a positive int, got {batch_size!r}")
         if last_batch_handle not in _HANDLES:
             raise ValueError(
@@ -168,7 +182,7 @@ class NDArrayIter(DataIter):
     def _descs(self, sources):
         ax, bs = self._axis, self.batch_size
         return [
-            DataDesc(k, v.shape[:ax] + (bs,) + v.shape[ax + 1:], v.dtype.type, layout=self.layout)
+            DataDesc(k, v.shape[:ax] + (bs,) + v.shape[ax + 1 :], v.dtype.type, layout=self.layout)
             for k, v in sources
         ]
 
@@ -198,7 +212,7 @@ class NDArrayIter(DataIter):
     @property
     def label(self):
         """``[(name, NDArray)]`` of the labels in the current (shuffled) order."""
-        return self._nd_sources()[len(self._data):]
+        return self._nd_sources()[len(self._data) :]
 
     @property
     def data_list(self):
@@ -239,8 +253,10 @@ class NDArrayIter(DataIter):
         self._epoch += 1
         if self.shuffle:
             self._shuffle_data()
-        if self.last_batch_handle == "roll_over" and \
-                self.num_data - self.batch_size < self.cursor < self.num_data:
+        if (
+            self.last_batch_handle == "roll_over"
+            and self.num_data - self.batch_size < self.cursor < self.num_data
+        ):
             self.cursor = self.cursor - self.num_data - self.batch_size
         else:
             self.cursor = -self.batch_size
@@ -364,5 +380,5 @@ class NDArrayIter(DataIter):
             self._cache_data = self._cache_label = None
         arrays = _to_nd(data + label)
         return DataBatch(
-            data=arrays[: len(data)], label=arrays[len(data):], pad=self.getpad(), index=None
+            data=arrays[: len(data)], label=arrays[len(data) :], pad=self.getpad(), index=None
         )

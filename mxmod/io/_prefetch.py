@@ -7,6 +7,7 @@ arithmetic on whole images) releases the GIL, like MXNet's OpenMP decoder thread
 exception in a worker reaches the consumer's ``next()`` unchanged (with the file and
 record it names); a producer that dies without one is reported, never waited on forever.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -40,7 +41,7 @@ def aligned_empty(shape, dtype, align=64):
     nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
     raw = np.empty(nbytes + align, np.uint8)
     off = (-raw.ctypes.data) % align
-    return raw[off:off + nbytes].view(dtype).reshape(shape)
+    return raw[off : off + nbytes].view(dtype).reshape(shape)
 
 
 class Placement:
@@ -56,6 +57,7 @@ class Placement:
         """``target``: a ``{input name: Sharding or Device}`` dict, one Sharding/Device for
         every input, an mxmod Context, or None (back to the current context)."""
         from ..context import Context
+
         self.by_name, self.default = {}, None
         self.version += 1
         if isinstance(target, dict):
@@ -69,6 +71,7 @@ class Placement:
         dev = self.by_name.get(name, self.default)
         if dev is None:
             from ..context import current_context
+
             dev = current_context().jax_device
         return jax.device_put(arr, dev)
 
@@ -103,9 +106,12 @@ class BatchPipeline:
         self.stop()
         self.stop_event = threading.Event()
         self.queue = queue.Queue(self.depth)
-        self.thread = threading.Thread(target=self._produce, name="mxmod-prefetch",
-                                       args=(iter(specs), self.queue, self.stop_event),
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self._produce,
+            name="mxmod-prefetch",
+            args=(iter(specs), self.queue, self.stop_event),
+            daemon=True,
+        )
         self.thread.start()
 
     def _put(self, q, item, stop):
@@ -165,8 +171,10 @@ class BatchPipeline:
                 break
             except queue.Empty:
                 if not self.thread.is_alive() and self.queue.empty():
-                    raise MXNetError("the data pipeline's prefetch thread stopped without a "
-                                     "result (killed?); call reset() to restart it") from None
+                    raise MXNetError(
+                        "the data pipeline's prefetch thread stopped without a "
+                        "result (killed?); call reset() to restart it"
+                    ) from None
         if err is not None:
             self.thread = None
             raise err
@@ -198,5 +206,7 @@ class BatchPipeline:
     def close(self, wait=True):
         """Stop the producer and the worker pool (``wait=False`` from finalizers)."""
         self.stop()
-        self.pool.shutdown(wait=wait and not threading.current_thread().name.startswith(
-            "mxmod-decode"), cancel_futures=True)
+        self.pool.shutdown(
+            wait=wait and not threading.current_thread().name.startswith("mxmod-decode"),
+            cancel_futures=True,
+        )

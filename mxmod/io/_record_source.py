@@ -8,6 +8,7 @@ in file order, are cut into ``ceil(n / num_parts)``-sized runs. Records are read
 a read-only ``mmap`` (thread safe, no seek state), so several decoder threads share one
 file.
 """
+
 from __future__ import annotations
 
 import mmap
@@ -56,14 +57,18 @@ class RecordFile:
                     try:
                         offs.append(int(parts[1]))
                     except (ValueError, IndexError):
-                        raise MXNetError(f"{path}:{lineno}: malformed index line {line!r}; "
-                                         "expected 'key<TAB>offset'") from None
+                        raise MXNetError(
+                            f"{path}:{lineno}: malformed index line {line!r}; "
+                            "expected 'key<TAB>offset'"
+                        ) from None
         except OSError as e:
             raise MXNetError(f"cannot open index file {path!r}: {e.strerror}") from None
         offs = np.unique(np.asarray(offs, dtype=np.int64))  # file order, as dmlc sorts them
         if offs.size and offs[-1] >= self.size:
-            raise MXNetError(f"{path}: offset {int(offs[-1])} is past the end of {self.path} "
-                             f"({self.size} bytes): the .idx does not belong to this .rec")
+            raise MXNetError(
+                f"{path}: offset {int(offs[-1])} is past the end of {self.path} "
+                f"({self.size} bytes): the .idx does not belong to this .rec"
+            )
         return offs
 
     def _scan(self) -> np.ndarray:
@@ -71,24 +76,31 @@ class RecordFile:
         mm, size, pos, starts, inside = self.map, self.size, 0, [], False
         while pos < size:
             if pos + 8 > size:
-                raise MXNetError(f"{self.path}: record {len(starts)} is truncated: "
-                                 f"{size - pos} header bytes at the end of the file")
+                raise MXNetError(
+                    f"{self.path}: record {len(starts)} is truncated: "
+                    f"{size - pos} header bytes at the end of the file"
+                )
             magic, lrec = _HDR.unpack_from(mm, pos)
             if magic != _MAGIC:
-                raise MXNetError(f"{self.path}: record {len(starts)} does not start with the "
-                                 f"RecordIO magic number at byte {pos}: not a .rec file")
+                raise MXNetError(
+                    f"{self.path}: record {len(starts)} does not start with the "
+                    f"RecordIO magic number at byte {pos}: not a .rec file"
+                )
             cflag, length = lrec >> 29, lrec & _LEN_MASK
             if cflag in (0, 1):
                 starts.append(pos)
             inside = cflag in (1, 2)
             pos += 8 + ((length + 3) & ~3)
             if pos > size:
-                raise MXNetError(f"{self.path}: record {len(starts) - 1} is truncated: it needs "
-                                 f"{length} bytes past byte {pos - length} but the file ends at "
-                                 f"{size} (a .rec cut short; rewrite it)")
+                raise MXNetError(
+                    f"{self.path}: record {len(starts) - 1} is truncated: it needs "
+                    f"{length} bytes past byte {pos - length} but the file ends at "
+                    f"{size} (a .rec cut short; rewrite it)"
+                )
         if inside:
-            raise MXNetError(f"{self.path}: the last record is truncated (multi-part record "
-                             "without its end)")
+            raise MXNetError(
+                f"{self.path}: the last record is truncated (multi-part record without its end)"
+            )
         return np.asarray(starts, dtype=np.int64)
 
     def part(self, num_parts: int, part_index: int, indexed: bool) -> np.ndarray:
@@ -113,15 +125,19 @@ class RecordFile:
                 raise MXNetError(f"{self.path}: record {i} (byte {self.offsets[i]}) is truncated")
             magic, lrec = _HDR.unpack_from(mm, pos)
             if magic != _MAGIC:
-                raise MXNetError(f"{self.path}: record {i} does not start with the RecordIO magic "
-                                 f"number at byte {pos}: a stale .idx offset or a corrupt file")
+                raise MXNetError(
+                    f"{self.path}: record {i} does not start with the RecordIO magic "
+                    f"number at byte {pos}: a stale .idx offset or a corrupt file"
+                )
             cflag, length = lrec >> 29, lrec & _LEN_MASK
             if pos + 8 + length > self.size:
-                raise MXNetError(f"{self.path}: record {i} (byte {self.offsets[i]}) is truncated: "
-                                 "the file ends inside it (a .rec cut short; rewrite it)")
+                raise MXNetError(
+                    f"{self.path}: record {i} (byte {self.offsets[i]}) is truncated: "
+                    "the file ends inside it (a .rec cut short; rewrite it)"
+                )
             if cflag == 0 and not parts:
-                return memoryview(mm)[pos + 8:pos + 8 + length]
-            parts.append(bytes(mm[pos + 8:pos + 8 + length]))
+                return memoryview(mm)[pos + 8 : pos + 8 + length]
+            parts.append(bytes(mm[pos + 8 : pos + 8 + length]))
             pos += 8 + ((length + 3) & ~3)
             if cflag == 3:
                 return struct.pack("<I", _MAGIC).join(parts)
@@ -134,15 +150,17 @@ class RecordFile:
 def split_image_record(buf, path: str, i: int):
     """``(id, label array or None, scalar label, image bytes)`` of an image record."""
     if len(buf) < _IR.size:
-        raise MXNetError(f"{path}: record {i} holds {len(buf)} bytes, less than an image-record "
-                         "header: was the .rec written with mx.recordio.pack/im2rec?")
+        raise MXNetError(
+            f"{path}: record {i} holds {len(buf)} bytes, less than an image-record "
+            "header: was the .rec written with mx.recordio.pack/im2rec?"
+        )
     flag, label, rid, _ = _IR.unpack_from(buf, 0)
     if flag > 0:
         end = _IR.size + 4 * flag
         if len(buf) < end:
             raise MXNetError(f"{path}: record {i} declares {flag} labels but is too short")
-        return rid, np.frombuffer(buf[_IR.size:end], np.float32), label, buf[end:]
-    return rid, None, label, buf[_IR.size:]
+        return rid, np.frombuffer(buf[_IR.size : end], np.float32), label, buf[end:]
+    return rid, None, label, buf[_IR.size :]
 
 
 def read_label_list(path: str, label_width: int) -> dict:
@@ -160,12 +178,14 @@ def read_label_list(path: str, label_width: int) -> dict:
                 if parts == [""]:
                     continue
                 if len(parts) < label_width + 2:
-                    raise MXNetError(f"{path}:{lineno}: {len(parts) - 2} label(s) but "
-                                     f"label_width is {label_width}; set label_width to the "
-                                     "number of labels in the list")
+                    raise MXNetError(
+                        f"{path}:{lineno}: {len(parts) - 2} label(s) but "
+                        f"label_width is {label_width}; set label_width to the "
+                        "number of labels in the list"
+                    )
                 try:
                     key = int(float(parts[0]))
-                    labels = [float(x) for x in parts[1:1 + label_width]]
+                    labels = [float(x) for x in parts[1 : 1 + label_width]]
                 except ValueError:
                     raise MXNetError(f"{path}:{lineno}: malformed line {line!r}") from None
                 out[key] = np.asarray(labels, np.float32)

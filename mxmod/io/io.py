@@ -3,6 +3,7 @@
 Same names and behaviour as ``mxnet.io.io`` (MXNet 1.9.1); ``NDArrayIter`` lives in
 :mod:`mxmod.io._ndarray_iter` and is re-exported here.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -77,8 +78,16 @@ class DataBatch:
         TypeError: ``data``/``label`` given but not a list or tuple.
     """
 
-    def __init__(self, data, label=None, pad=None, index=None, bucket_key=None,
-                 provide_data=None, provide_label=None):
+    def __init__(
+        self,
+        data,
+        label=None,
+        pad=None,
+        index=None,
+        bucket_key=None,
+        provide_data=None,
+        provide_label=None,
+    ):
         if data is not None and not isinstance(data, (list, tuple)):
             raise TypeError(
                 f"Data must be list of NDArrays: got {type(data).__name__}, wrap it as [data]"
@@ -127,7 +136,9 @@ class DataIter:
         """Return the next ``DataBatch``; raise ``StopIteration`` at the end."""
         if self.iter_next():
             return DataBatch(
-                data=self.getdata(), label=self.getlabel(), pad=self.getpad(),
+                data=self.getdata(),
+                label=self.getlabel(),
+                pad=self.getpad(),
                 index=self.getindex(),
             )
         raise StopIteration
@@ -226,7 +237,6 @@ class ResizeIter(_BatchHolder):
                 ) from None
         self.cur += 1
         return True
-
 
 
 def _renamed(descs, mapping):
@@ -329,7 +339,6 @@ class PrefetchingIter(_BatchHolder):
             provide_label=self.provide_label,
         )
         return True
-
 
 
 from ._ndarray_iter import NDArrayIter  # noqa: E402  (it builds on the classes above)

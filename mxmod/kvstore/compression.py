@@ -17,6 +17,7 @@ then quantise, sum and update in the same ``jit``); per-device replicas and a se
 ``update()`` run the forward-backward with per-device gradients, then one small jitted
 compress-and-update.
 """
+
 from __future__ import annotations
 
 import jax
@@ -41,16 +42,14 @@ def _compress(grads, residual, threshold):
     """``(sum over senders of the quantised values, new residuals)`` of stacked grads."""
     acc = {n: residual[n] + g for n, g in grads.items()}
     sent = {n: quantize_2bit(r, threshold) for n, r in acc.items()}
-    return ({n: s.sum(0) for n, s in sent.items()},
-            {n: acc[n] - sent[n] for n in acc})
+    return ({n: s.sum(0) for n, s in sent.items()}, {n: acc[n] - sent[n] for n in acc})
 
 
 def _residual(group, grads_like_shapes: dict):
     """The kvstore's residuals for this group's senders (zeros the first time)."""
     kv = group.state.opt.kvstore
     progs = group._progs
-    key = (progs.placement.key, getattr(progs, "all_devices", None) and
-           tuple(progs.all_devices))
+    key = (progs.placement.key, getattr(progs, "all_devices", None) and tuple(progs.all_devices))
     held = getattr(kv, "_step_residual", None)
     if held is not None and held[0] == key:
         return held[1]
@@ -64,8 +63,7 @@ def _residual(group, grads_like_shapes: dict):
         elif getattr(progs, "all_devices", None):
             res[n] = jnp.zeros((senders,) + tuple(shape), dtype)
         else:
-            res[n] = jax.device_put(jnp.zeros((senders,) + tuple(shape), dtype),
-                                    pl.sharding(0))
+            res[n] = jax.device_put(jnp.zeros((senders,) + tuple(shape), dtype), pl.sharding(0))
     kv._step_residual = (key, res)
     return res
 
@@ -82,6 +80,7 @@ def _shapes(group) -> dict:
 def run_train_step(group, p, metric, threshold):
     """The fused step with compressed gradients; returns the metric statistics."""
     from ..executor.programs import metric_key
+
     box = group.state.opt
     progs = group._progs
     if hasattr(progs, "all_devices"):  # per-device replicas: two dispatches
@@ -90,8 +89,9 @@ def run_train_step(group, p, metric, threshold):
         group._apply_update()
         p.update_done = True
         return stats
-    keep = tuple(k for k, on in (("grads", group._keep_grads),
-                                 ("input_grads", group.inputs_need_grad)) if on)
+    keep = tuple(
+        k for k, on in (("grads", group._keep_grads), ("input_grads", group.inputs_need_grad)) if on
+    )
     names = tuple(p.inputs)
     optimizer = box.optimizer
 
@@ -103,19 +103,33 @@ def run_train_step(group, p, metric, threshold):
             summed, residual = _compress(grads, residual, threshold)
             trained = {n: params[n] for n in summed}
             new, opt_state = optimizer.fused_update(trained, summed, opt_state, hyper)
-            return ({**params, **new}, {**aux, **new_aux}, opt_state, residual, outs, stats,
-                    summed if "grads" in keep else {},
-                    igrads if "input_grads" in keep else {})
+            return (
+                {**params, **new},
+                {**aux, **new_aux},
+                opt_state,
+                residual,
+                outs,
+                stats,
+                summed if "grads" in keep else {},
+                igrads if "input_grads" in keep else {},
+            )
 
         return jax.jit(step, donate_argnums=(0, 1, 2, 3))
 
-    key = ("step2bit", names, optimizer.fused_signature(), metric_key(metric), keep,
-           float(threshold))
+    key = (
+        "step2bit",
+        names,
+        optimizer.fused_signature(),
+        metric_key(metric),
+        keep,
+        float(threshold),
+    )
     fn = progs._cached(key, build, (optimizer, metric))
     hyper = optimizer.fused_hyper(None if box.state else [])
     residual = _residual(group, _shapes(group))
     params, aux, box.state, residual, outs, stats, grads, igrads = fn(
-        group._params_in(), group.state.aux, box.state, residual, p.inputs, p.key, hyper)
+        group._params_in(), group.state.aux, box.state, residual, p.inputs, p.key, hyper
+    )
     _store_residual(group, residual)
     group._store_params(params)
     group.state.aux = aux
@@ -131,11 +145,16 @@ def apply_update(group, threshold) -> None:
     """``update()`` after a separate forward-backward: compress the per-device gradients
     (the group keeps them stacked while compression is on), then update."""
     from ..base import MXNetError
+
     box = group.state.opt
-    if not group._grads_stacked and len(getattr(group._progs, "all_devices", None)
-                                         or group._progs.placement.devices) > 1:
-        raise MXNetError("update(): 2-bit compression needs each device's gradient, but "
-                         "this step kept only their sum; call backward() again")
+    if (
+        not group._grads_stacked
+        and len(getattr(group._progs, "all_devices", None) or group._progs.placement.devices) > 1
+    ):
+        raise MXNetError(
+            "update(): 2-bit compression needs each device's gradient, but "
+            "this step kept only their sum; call backward() again"
+        )
     progs = group._progs
     optimizer = box.optimizer
 
@@ -154,7 +173,6 @@ def apply_update(group, threshold) -> None:
     fn = progs._cached(key, build, optimizer)
     hyper = optimizer.fused_hyper(None if box.state else [])
     residual = _residual(group, _shapes(group))
-    params, residual, box.state = fn(group._params_in(), group._grads, residual, box.state,
-                                     hyper)
+    params, residual, box.state = fn(group._params_in(), group._grads, residual, box.state, hyper)
     _store_residual(group, residual)
     group._store_params(params)

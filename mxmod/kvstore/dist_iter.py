@@ -7,6 +7,7 @@ workers agree batch by batch, and when one runs out the others drop the rest of 
 epoch (logged, naming the workers). Batches whose ``bucket_key`` differs between workers
 raise an error naming the ranks.
 """
+
 from __future__ import annotations
 
 import logging
@@ -60,7 +61,8 @@ class EqualSteps:
                     f"dist_sync: {self._what} gave worker(s) {bad} another bucket_key than "
                     f"rank 0 at the same step; every worker must run the same bucket each "
                     "step (one program over all of them): order the buckets the same way on "
-                    "every worker")
+                    "every worker"
+                )
             return batch
         if every.any():
             done = [r for r, h in enumerate(every) if not h]
@@ -71,7 +73,11 @@ class EqualSteps:
                 "ends this epoch here (worker %d drops its remaining batches) so all run "
                 "the same number of steps. Give every worker the same number of batches "
                 "(num_parts/part_index split evenly, last_batch_handle='pad') to use all "
-                "data.", self._what, done, dist.rank())
+                "data.",
+                self._what,
+                done,
+                dist.rank(),
+            )
         raise StopIteration
 
     next = __next__

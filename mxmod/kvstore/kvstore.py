@@ -303,8 +303,14 @@ class KVStore(KVStoreBase):
         """No servers exist in mxmod; accepted and ignored as by MXNet's local store."""
 
 
-_LOCAL_TYPES = ("local", "local_update_cpu", "local_allreduce_cpu", "local_allreduce_device",
-                "device", "nccl")
+_LOCAL_TYPES = (
+    "local",
+    "local_update_cpu",
+    "local_allreduce_cpu",
+    "local_allreduce_device",
+    "device",
+    "nccl",
+)
 _DIST_TYPES = ("dist_sync", "dist_device_sync", "dist_sync_device")
 
 
@@ -319,10 +325,12 @@ def check_type(name: str) -> None:
         raise NotImplementedError(
             f"kvstore {name!r}: asynchronous parameter-server training is not supported; "
             "mxmod workers reduce gradients with a synchronous all-reduce every step, so use "
-            "'dist_sync' (or 'dist_device_sync')")
+            "'dist_sync' (or 'dist_device_sync')"
+        )
     raise ValueError(
         f"unknown kvstore type {name!r}; use one of {', '.join(_LOCAL_TYPES + _DIST_TYPES)} "
-        f"or a registered store ({', '.join(sorted(KVStoreBase.kv_registry))})")
+        f"or a registered store ({', '.join(sorted(KVStoreBase.kv_registry))})"
+    )
 
 
 def create(name: str = "local") -> KVStoreBase:
@@ -351,7 +359,7 @@ def create(name: str = "local") -> KVStoreBase:
     return KVStore(name)
 
 
-from .model_helpers import (  # noqa: F401  (kept importable from here)
+from .model_helpers import (  # noqa: E402,F401  (kept importable from here)
     _create_kvstore,
     _initialize_kvstore,
     _update_params,

@@ -10,6 +10,7 @@ custommetric, f1, loss, mae, mcc, mse, negativeloglikelihood, nll_loss, pcc,
 pearsoncorrelation, pearsonr, perplexity, rmse, top_k_acc, top_k_accuracy, topkaccuracy,
 torch.
 """
+
 from ._base import EvalMetric, check_label_shapes
 from ._registry import alias, register
 from ._classification import F1, MCC, PCC, Accuracy, TopKAccuracy
@@ -28,8 +29,27 @@ from ._regression import (
 )
 
 __all__ = [
-    "EvalMetric", "check_label_shapes", "register", "alias", "create", "np",
-    "CompositeEvalMetric", "CustomMetric", "Accuracy", "TopKAccuracy", "F1", "MCC", "PCC",
-    "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood", "Perplexity",
-    "PearsonCorrelation", "Loss", "Torch", "Caffe",
+    "EvalMetric",
+    "check_label_shapes",
+    "register",
+    "alias",
+    "create",
+    "np",
+    "CompositeEvalMetric",
+    "CustomMetric",
+    "Accuracy",
+    "TopKAccuracy",
+    "F1",
+    "MCC",
+    "PCC",
+    "MAE",
+    "MSE",
+    "RMSE",
+    "CrossEntropy",
+    "NegativeLogLikelihood",
+    "Perplexity",
+    "PearsonCorrelation",
+    "Loss",
+    "Torch",
+    "Caffe",
 ]

@@ -3,6 +3,7 @@
 The device-side protocol used by the fused training step is documented on
 :class:`EvalMetric`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -76,7 +77,10 @@ def _note_host_update(metric, reason: str, logger=logging) -> None:
     logger.warning(
         "%s '%s' is updated on the host (%s): each update waits for the step and copies outputs "
         "and labels to the host. Built-in metrics run on device inside the training step.",
-        type(metric).__name__, metric.name, reason)
+        type(metric).__name__,
+        metric.name,
+        reason,
+    )
 
 
 def _defining_class(cls: type, attr: str) -> type | None:

@@ -1,4 +1,5 @@
 """Classification metrics: Accuracy, TopKAccuracy, F1, MCC, PCC (MXNet 1.9.1 semantics)."""
+
 from __future__ import annotations
 
 import math
@@ -14,9 +15,7 @@ __all__ = ["Accuracy", "TopKAccuracy", "F1", "MCC", "PCC"]
 
 
 def _len_mismatch(n_label, n_pred):
-    return ValueError(
-        f"Shape of labels {n_label} does not match shape of predictions {n_pred}"
-    )
+    return ValueError(f"Shape of labels {n_label} does not match shape of predictions {n_pred}")
 
 
 @register
@@ -37,7 +36,10 @@ class Accuracy(_StatsMetric):
 
     def __init__(self, axis=1, name="accuracy", output_names=None, label_names=None):
         super().__init__(
-            name, axis=axis, output_names=output_names, label_names=label_names,
+            name,
+            axis=axis,
+            output_names=output_names,
+            label_names=label_names,
             has_global_stats=True,
         )
         self.axis = axis
@@ -78,14 +80,15 @@ class TopKAccuracy(_StatsMetric):
 
     def __init__(self, top_k=1, name="top_k_accuracy", output_names=None, label_names=None):
         super().__init__(
-            name, top_k=top_k, output_names=output_names, label_names=label_names,
+            name,
+            top_k=top_k,
+            output_names=output_names,
+            label_names=label_names,
             has_global_stats=True,
         )
         self.top_k = top_k
         if not self.top_k > 1:
-            raise ValueError(
-                f"Please use Accuracy if top_k is no more than 1 (got top_k={top_k})"
-            )
+            raise ValueError(f"Please use Accuracy if top_k is no more than 1 (got top_k={top_k})")
         self.name += "_%d" % self.top_k
 
     def _stats(self, labels, preds, xp):
@@ -112,7 +115,7 @@ class TopKAccuracy(_StatsMetric):
                     )
                 if xp is numpy:
                     idx = numpy.argpartition(pred.astype(numpy.float32), -self.top_k)
-                    idx = idx[:, n_cls - self.top_k:]
+                    idx = idx[:, n_cls - self.top_k :]
                 else:
                     idx = jax.lax.top_k(pred.astype(jnp.float32), self.top_k)[1]
                 hits = (idx == label[:, None]).any(axis=1).sum()
@@ -268,7 +271,9 @@ class PCC(EvalMetric):
     def __init__(self, name="pcc", output_names=None, label_names=None, has_global_stats=True):
         self.k = 2
         super().__init__(
-            name, output_names=output_names, label_names=label_names,
+            name,
+            output_names=output_names,
+            label_names=label_names,
             has_global_stats=has_global_stats,
         )
 

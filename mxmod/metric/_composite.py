@@ -1,4 +1,5 @@
 """CompositeEvalMetric, CustomMetric, ``np`` and ``create`` (MXNet 1.9.1 semantics)."""
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -70,9 +71,7 @@ class CompositeEvalMetric(EvalMetric):
         try:
             return self.metrics[index]
         except IndexError:
-            return ValueError(
-                f"Metric index {index} is out of range 0 and {len(self.metrics)}"
-            )
+            return ValueError(f"Metric index {index} is out of range 0 and {len(self.metrics)}")
 
     def _filter(self, labels, preds):
         if self.label_names is not None:
@@ -122,8 +121,11 @@ class CompositeEvalMetric(EvalMetric):
         return all(m._supports_device() for m in self.metrics)
 
     def _host_reason(self):
-        return "; ".join(f"child {type(m).__name__} '{m.name}': {m._host_reason()}"
-                         for m in self.metrics if not m._supports_device())
+        return "; ".join(
+            f"child {type(m).__name__} '{m.name}': {m._host_reason()}"
+            for m in self.metrics
+            if not m._supports_device()
+        )
 
     @property
     def _device_additive(self):
@@ -160,15 +162,20 @@ class CustomMetric(EvalMetric):
         label_names: labels used by ``update_dict``.
     """
 
-    def __init__(self, feval, name=None, allow_extra_outputs=False, output_names=None,
-                 label_names=None):
+    def __init__(
+        self, feval, name=None, allow_extra_outputs=False, output_names=None, label_names=None
+    ):
         if name is None:
             name = feval.__name__
             if name.find("<") != -1:
                 name = "custom(%s)" % name
         super().__init__(
-            name, feval=feval, allow_extra_outputs=allow_extra_outputs,
-            output_names=output_names, label_names=label_names, has_global_stats=True,
+            name,
+            feval=feval,
+            allow_extra_outputs=allow_extra_outputs,
+            output_names=output_names,
+            label_names=label_names,
+            has_global_stats=True,
         )
         self._feval = feval
         self._allow_extra_outputs = allow_extra_outputs

@@ -1,4 +1,5 @@
 """The metric registry: ``register``, ``alias`` and name/config lookup for ``create``."""
+
 from __future__ import annotations
 
 import json
@@ -79,4 +80,3 @@ def _names_values(metrics, getter):
         names.extend([name] if isinstance(name, string_types) else name)
         values.extend([value] if isinstance(value, numeric_types) else value)
     return names, values
-

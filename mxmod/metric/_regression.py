@@ -1,5 +1,6 @@
 """Regression and probability metrics: MAE, MSE, RMSE, CrossEntropy, NegativeLogLikelihood,
 Perplexity, PearsonCorrelation, Loss/Torch/Caffe (MXNet 1.9.1 semantics)."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,16 @@ from ._base import _StatsMetric, _num
 from ._registry import alias, register
 
 __all__ = [
-    "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood", "Perplexity",
-    "PearsonCorrelation", "Loss", "Torch", "Caffe",
+    "MAE",
+    "MSE",
+    "RMSE",
+    "CrossEntropy",
+    "NegativeLogLikelihood",
+    "Perplexity",
+    "PearsonCorrelation",
+    "Loss",
+    "Torch",
+    "Caffe",
 ]
 
 
@@ -110,7 +119,10 @@ class CrossEntropy(_StatsMetric):
 
     def __init__(self, eps=1e-12, name="cross-entropy", output_names=None, label_names=None):
         super().__init__(
-            name, eps=eps, output_names=output_names, label_names=label_names,
+            name,
+            eps=eps,
+            output_names=output_names,
+            label_names=label_names,
             has_global_stats=True,
         )
         self.eps = eps
@@ -152,11 +164,15 @@ class Perplexity(_StatsMetric):
     Device stats: ``(negative_log_likelihood_sum, num_entries)``.
     """
 
-    def __init__(self, ignore_label, axis=-1, name="perplexity", output_names=None,
-                 label_names=None):
+    def __init__(
+        self, ignore_label, axis=-1, name="perplexity", output_names=None, label_names=None
+    ):
         super().__init__(
-            name, ignore_label=ignore_label, output_names=output_names,
-            label_names=label_names, has_global_stats=True,
+            name,
+            ignore_label=ignore_label,
+            output_names=output_names,
+            label_names=label_names,
+            has_global_stats=True,
         )
         self.ignore_label = ignore_label
         self.axis = axis
@@ -203,8 +219,14 @@ def _moments(label, pred, xp):
     n = label.shape[0]
     mean_l, mean_p = label.mean(), pred.mean()
     dl, dp = label - mean_l, pred - mean_p
-    return (xp.asarray(n, _float_dtype(xp)), mean_l, mean_p,
-            (dl * dl).sum(), (dp * dp).sum(), (dl * dp).sum())
+    return (
+        xp.asarray(n, _float_dtype(xp)),
+        mean_l,
+        mean_p,
+        (dl * dl).sum(),
+        (dp * dp).sum(),
+        (dl * dp).sum(),
+    )
 
 
 @register
@@ -288,8 +310,9 @@ class PearsonCorrelation(_StatsMetric):
             return (self.name, self.sum_metric / num)
         n = numpy.float64(self._count)
         with numpy.errstate(divide="ignore", invalid="ignore"):
-            r = self._conv / ((n - 1) * numpy.sqrt(self._sse_p / (n - 1))
-                              * numpy.sqrt(self._sse_l / (n - 1)))
+            r = self._conv / (
+                (n - 1) * numpy.sqrt(self._sse_p / (n - 1)) * numpy.sqrt(self._sse_l / (n - 1))
+            )
         return (self.name, r)
 
 

@@ -1,4 +1,5 @@
 """``mx.mod`` / ``mx.module``: the Module family."""
+
 from .base_module import BaseModule
 from .bucketing_module import BucketingModule
 from .executor_group import DataParallelExecutorGroup
@@ -6,5 +7,12 @@ from .module import Module
 from .python_module import PythonLossModule, PythonModule
 from .sequential_module import SequentialModule
 
-__all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule", "PythonModule",
-           "PythonLossModule", "DataParallelExecutorGroup"]
+__all__ = [
+    "BaseModule",
+    "Module",
+    "BucketingModule",
+    "SequentialModule",
+    "PythonModule",
+    "PythonLossModule",
+    "DataParallelExecutorGroup",
+]

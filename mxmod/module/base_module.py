@@ -1,5 +1,6 @@
 """``BaseModule``: fit/score/predict written only against the abstract Module API, so
 every subclass (Module, BucketingModule, ...) gets them for free (spec 1.2)."""
+
 from __future__ import annotations
 
 import logging
@@ -35,10 +36,14 @@ def _check_input_names_strict(names, args, typename, throw) -> None:
             labels = [a for a in candidates if "label" in a]
             if labels:
                 hint = f"Did you mean label_names={labels}?"
-            hint += (" (label_names=None only for a symbol without labels: a label input "
-                     "left out of label_names would be trained as a parameter)")
-        msg = (f"You created Module with Module(..., {typename}_names={list(names)}) but input "
-               f"with name {name!r} is not found in symbol.list_arguments(). {hint}")
+            hint += (
+                " (label_names=None only for a symbol without labels: a label input "
+                "left out of label_names would be trained as a parameter)"
+            )
+        msg = (
+            f"You created Module with Module(..., {typename}_names={list(names)}) but input "
+            f"with name {name!r} is not found in symbol.list_arguments(). {hint}"
+        )
         if throw:
             raise ValueError(msg)
         warnings.warn(msg, UserWarning, stacklevel=4)
@@ -47,11 +52,17 @@ def _check_input_names_strict(names, args, typename, throw) -> None:
 def _parse_data_desc_list(shapes, what: str) -> list:
     """``data_shapes``/``label_shapes`` as DataDescs, with errors that show the right form."""
     from ..io import DataDesc
-    example = f"{what}=[('data', (10, 20))]" if what == "data_shapes" else \
-        f"{what}=[('softmax_label', (10,))]"
+
+    example = (
+        f"{what}=[('data', (10, 20))]"
+        if what == "data_shapes"
+        else f"{what}=[('softmax_label', (10,))]"
+    )
     if isinstance(shapes, dict):
-        raise TypeError(f"{what} must be a list of (name, shape) pairs or DataDescs, not a "
-                        f"dict; write {example} (or list(your_dict.items()))")
+        raise TypeError(
+            f"{what} must be a list of (name, shape) pairs or DataDescs, not a "
+            f"dict; write {example} (or list(your_dict.items()))"
+        )
     if isinstance(shapes, (DataDesc, tuple)) and shapes and isinstance(shapes[0], str):
         shapes = [shapes]
     out = []
@@ -59,11 +70,17 @@ def _parse_data_desc_list(shapes, what: str) -> list:
         if isinstance(d, DataDesc):
             out.append(d)
             continue
-        if (not isinstance(d, (list, tuple)) or len(d) < 2 or not isinstance(d[0], str)
-                or not isinstance(d[1], (list, tuple))
-                or not all(isinstance(n, (int,)) or hasattr(n, "__index__") for n in d[1])):
-            raise TypeError(f"{what} entry {d!r} is not (name, shape) with shape a tuple of "
-                            f"ints; write {example}")
+        if (
+            not isinstance(d, (list, tuple))
+            or len(d) < 2
+            or not isinstance(d[0], str)
+            or not isinstance(d[1], (list, tuple))
+            or not all(isinstance(n, (int,)) or hasattr(n, "__index__") for n in d[1])
+        ):
+            raise TypeError(
+                f"{what} entry {d!r} is not (name, shape) with shape a tuple of "
+                f"ints; write {example}"
+            )
         out.append(DataDesc(*d))
     return out
 
@@ -71,8 +88,10 @@ def _parse_data_desc_list(shapes, what: str) -> list:
 def _check_names_match(names, shapes, kind: str, throw: bool) -> None:
     actual = [d[0] for d in shapes]
     if sorted(names) != sorted(actual):
-        msg = (f"Data provided by {kind}_shapes don't match names specified by {kind}_names "
-               f"({[tuple(d) for d in shapes]} vs. {list(names)})")
+        msg = (
+            f"Data provided by {kind}_shapes don't match names specified by {kind}_names "
+            f"({[tuple(d) for d in shapes]} vs. {list(names)})"
+        )
         if throw:
             raise ValueError(msg)
         warnings.warn(msg, UserWarning, stacklevel=3)
@@ -117,11 +136,21 @@ class BaseModule:
         self.forward(data_batch, is_train=True)
         self.backward()
 
-    def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None,
-              score_end_callback=None, reset=True, epoch=0, sparse_row_id_fn=None):
+    def score(
+        self,
+        eval_data,
+        eval_metric,
+        num_batch=None,
+        batch_end_callback=None,
+        score_end_callback=None,
+        reset=True,
+        epoch=0,
+        sparse_row_id_fn=None,
+    ):
         """Evaluate ``eval_metric`` over ``eval_data``; returns ``[(name, value), ...]``."""
         from .. import metric as _metric
         from ..model import BatchEndParam
+
         require(self, "score", "binded", "params_initialized")
         if reset:
             eval_data.reset()
@@ -155,16 +184,24 @@ class BaseModule:
             self.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
             self.forward(batch, is_train=False)
             pad = batch.pad or 0
-            outputs = [o[0:o.shape[0] - pad] for o in self.get_outputs()]
+            outputs = [o[0 : o.shape[0] - pad] for o in self.get_outputs()]
             yield outputs, nbatch, batch
 
-    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True,
-                always_output_list=False, sparse_row_id_fn=None):
+    def predict(
+        self,
+        eval_data,
+        num_batch=None,
+        merge_batches=True,
+        reset=True,
+        always_output_list=False,
+        sparse_row_id_fn=None,
+    ):
         """Run inference over ``eval_data`` (a DataIter or an array)."""
         import numpy as np
 
         from .. import ndarray as nd
         from ..io import DataBatch, DataIter
+
         require(self, "predict", "binded", "params_initialized")
         if isinstance(eval_data, (nd.NDArray, np.ndarray)):
             if isinstance(eval_data, np.ndarray):
@@ -182,27 +219,47 @@ class BaseModule:
             self.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
             self.forward(batch, is_train=False)
             pad = batch.pad or 0
-            outputs.append([o[0:o.shape[0] - pad].copy() for o in self.get_outputs()])
+            outputs.append([o[0 : o.shape[0] - pad].copy() for o in self.get_outputs()])
         if not outputs:
             return []
         if not merge_batches:
             return outputs
         n = len(outputs[0])
         if any(len(o) != n for o in outputs):
-            raise MXNetError("Cannot merge batches, as num of outputs is not the same in "
-                             "mini-batches. Maybe bucketing is used?")
+            raise MXNetError(
+                "Cannot merge batches, as num of outputs is not the same in "
+                "mini-batches. Maybe bucketing is used?"
+            )
         merged = [nd.concatenate([o[i] for o in outputs]) for i in range(n)]
         if n == 1 and not always_output_list:
             return merged[0]
         return merged
 
-    def fit(self, train_data, eval_data=None, eval_metric="acc", epoch_end_callback=None,
-            batch_end_callback=None, kvstore="local", optimizer="sgd",
-            optimizer_params=(("learning_rate", 0.01),), eval_end_callback=None,
-            eval_batch_end_callback=None, initializer=None, arg_params=None, aux_params=None,
-            allow_missing=False, force_rebind=False, force_init=False, begin_epoch=0,
-            num_epoch=None, validation_metric=None, monitor=None, sparse_row_id_fn=None,
-            steps_per_dispatch=1):
+    def fit(
+        self,
+        train_data,
+        eval_data=None,
+        eval_metric="acc",
+        epoch_end_callback=None,
+        batch_end_callback=None,
+        kvstore="local",
+        optimizer="sgd",
+        optimizer_params=(("learning_rate", 0.01),),
+        eval_end_callback=None,
+        eval_batch_end_callback=None,
+        initializer=None,
+        arg_params=None,
+        aux_params=None,
+        allow_missing=False,
+        force_rebind=False,
+        force_init=False,
+        begin_epoch=0,
+        num_epoch=None,
+        validation_metric=None,
+        monitor=None,
+        sparse_row_id_fn=None,
+        steps_per_dispatch=1,
+    ):
         """Train: bind, init params and optimizer, then run epochs (spec 1.2 ``fit``).
 
         ``steps_per_dispatch`` (mxmod only) runs that many batches per compiled dispatch
@@ -212,30 +269,43 @@ class BaseModule:
         from .. import initializer as _init
         from .. import metric as _metric
         from ..model import BatchEndParam
+
         if num_epoch is None:
             raise ValueError("fit() needs num_epoch: please specify number of epochs")
         if initializer is None:
             initializer = _init.Uniform(0.01)
         from ..kvstore.dist_iter import wrap_for_workers
+
         # a multi-worker dist_sync job: every worker runs the same number of steps
         train_data, eval_data = wrap_for_workers(kvstore, train_data, eval_data, self.logger)
-        self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
-                  for_training=True, force_rebind=force_rebind)
+        self.bind(
+            data_shapes=train_data.provide_data,
+            label_shapes=train_data.provide_label,
+            for_training=True,
+            force_rebind=force_rebind,
+        )
         self._place_batches(train_data)
         if monitor is not None:
             self.install_monitor(monitor)
-        self.init_params(initializer=initializer, arg_params=arg_params, aux_params=aux_params,
-                         allow_missing=allow_missing, force_init=force_init)
-        self.init_optimizer(kvstore=kvstore, optimizer=optimizer,
-                            optimizer_params=optimizer_params)
+        self.init_params(
+            initializer=initializer,
+            arg_params=arg_params,
+            aux_params=aux_params,
+            allow_missing=allow_missing,
+            force_init=force_init,
+        )
+        self.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params)
         if validation_metric is None:
             validation_metric = eval_metric
         if not isinstance(eval_metric, _metric.EvalMetric):
             eval_metric = _metric.create(eval_metric)
         if not isinstance(steps_per_dispatch, int) or steps_per_dispatch < 1:
-            raise ValueError(f"fit(steps_per_dispatch={steps_per_dispatch!r}): give a positive "
-                             "int (1: one dispatch per batch, MXNet's behaviour)")
+            raise ValueError(
+                f"fit(steps_per_dispatch={steps_per_dispatch!r}): give a positive "
+                "int (1: one dispatch per batch, MXNet's behaviour)"
+            )
         from . import multi_step
+
         blocks = multi_step.use_blocks(self, eval_metric, monitor, steps_per_dispatch)
         if begin_epoch > 0 and hasattr(train_data, "set_epoch"):
             # a resumed run sees the batches an uninterrupted one would (mxmod iterators)
@@ -250,8 +320,15 @@ class BaseModule:
             eval_name_vals = []
             if blocks:
                 eval_name_vals = multi_step.fit_epoch(
-                    self, data_iter, next_batch, eval_metric, epoch, steps_per_dispatch,
-                    batch_end_callback, sparse_row_id_fn)
+                    self,
+                    data_iter,
+                    next_batch,
+                    eval_metric,
+                    epoch,
+                    steps_per_dispatch,
+                    batch_end_callback,
+                    sparse_row_id_fn,
+                )
                 end_of_batch = True
             while not end_of_batch:
                 batch = next_batch
@@ -281,9 +358,13 @@ class BaseModule:
             self.set_params(arg_params_, aux_params_)
             _call(epoch_end_callback, epoch, self.symbol, arg_params_, aux_params_)
             if eval_data is not None:
-                res = self.score(eval_data, validation_metric,
-                                 score_end_callback=eval_end_callback,
-                                 batch_end_callback=eval_batch_end_callback, epoch=epoch)
+                res = self.score(
+                    eval_data,
+                    validation_metric,
+                    score_end_callback=eval_end_callback,
+                    batch_end_callback=eval_batch_end_callback,
+                    epoch=epoch,
+                )
                 for name, val in res:
                     self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
             train_data.reset()
@@ -304,15 +385,22 @@ class BaseModule:
     def symbol(self):
         return self._symbol
 
-    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
-                   allow_extra=False):
-        self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                         allow_missing=allow_missing, force_init=force_init,
-                         allow_extra=allow_extra)
+    def set_params(
+        self, arg_params, aux_params, allow_missing=False, force_init=True, allow_extra=False
+    ):
+        self.init_params(
+            initializer=None,
+            arg_params=arg_params,
+            aux_params=aux_params,
+            allow_missing=allow_missing,
+            force_init=force_init,
+            allow_extra=allow_extra,
+        )
 
     def save_params(self, fname: str) -> None:
         """Write ``arg:``/``aux:`` prefixed parameters in MXNet's ``.params`` format."""
         from .. import ndarray as nd
+
         arg_params, aux_params = self.get_params()
         blob = {"arg:" + k: v.as_in_context(_cpu()) for k, v in arg_params.items()}
         blob.update({"aux:" + k: v.as_in_context(_cpu()) for k, v in aux_params.items()})
@@ -320,6 +408,7 @@ class BaseModule:
 
     def load_params(self, fname: str) -> None:
         from .. import ndarray as nd
+
         arg_params, aux_params = {}, {}
         for key, value in nd.load(fname).items():
             kind, _, name = key.partition(":")
@@ -355,17 +444,38 @@ class BaseModule:
     label_shapes = property(lambda self: self._abstract("label_shapes"))
     output_shapes = property(lambda self: self._abstract("output_shapes"))
 
-    def get_params(self): self._abstract("get_params")
-    def init_params(self, *a, **k): self._abstract("init_params")
-    def install_monitor(self, mon): self._abstract("install_monitor")
-    def forward(self, data_batch, is_train=None): self._abstract("forward")
-    def backward(self, out_grads=None): self._abstract("backward")
-    def get_outputs(self, merge_multi_context=True): self._abstract("get_outputs")
-    def get_input_grads(self, merge_multi_context=True): self._abstract("get_input_grads")
-    def update(self): self._abstract("update")
-    def update_metric(self, eval_metric, labels, pre_sliced=False): self._abstract("update_metric")
-    def bind(self, *a, **k): self._abstract("bind")
-    def init_optimizer(self, *a, **k): self._abstract("init_optimizer")
+    def get_params(self):
+        self._abstract("get_params")
+
+    def init_params(self, *a, **k):
+        self._abstract("init_params")
+
+    def install_monitor(self, mon):
+        self._abstract("install_monitor")
+
+    def forward(self, data_batch, is_train=None):
+        self._abstract("forward")
+
+    def backward(self, out_grads=None):
+        self._abstract("backward")
+
+    def get_outputs(self, merge_multi_context=True):
+        self._abstract("get_outputs")
+
+    def get_input_grads(self, merge_multi_context=True):
+        self._abstract("get_input_grads")
+
+    def update(self):
+        self._abstract("update")
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False):
+        self._abstract("update_metric")
+
+    def bind(self, *a, **k):
+        self._abstract("bind")
+
+    def init_optimizer(self, *a, **k):
+        self._abstract("init_optimizer")
 
 
 def _first_batch(train_data, data_iter):
@@ -383,4 +493,5 @@ def _first_batch(train_data, data_iter):
 
 def _cpu():
     from ..context import cpu
+
     return cpu()

@@ -1,4 +1,5 @@
 """``BucketingModule``: one Module per bucket key, all sharing one set of weights (spec 1.4)."""
+
 from __future__ import annotations
 
 import logging
@@ -38,23 +39,39 @@ class BucketingModule(BaseModule):
         compression_params: as :class:`Module`.
     """
 
-    def __init__(self, sym_gen, default_bucket_key=None, logger=logging, context=None,
-                 work_load_list=None, fixed_param_names=None, state_names=None,
-                 group2ctxs=None, compression_params=None):
+    def __init__(
+        self,
+        sym_gen,
+        default_bucket_key=None,
+        logger=logging,
+        context=None,
+        work_load_list=None,
+        fixed_param_names=None,
+        state_names=None,
+        group2ctxs=None,
+        compression_params=None,
+    ):
         super().__init__(logger=logger)
         if default_bucket_key is None:
-            raise MXNetError("BucketingModule needs default_bucket_key: pass the key of the "
-                             "largest bucket (e.g. train_iter.default_bucket_key)")
+            raise MXNetError(
+                "BucketingModule needs default_bucket_key: pass the key of the "
+                "largest bucket (e.g. train_iter.default_bucket_key)"
+            )
         if not callable(sym_gen):
-            raise TypeError(f"sym_gen must be a function bucket_key -> (symbol, data_names, "
-                            f"label_names), got {type(sym_gen).__name__}")
+            raise TypeError(
+                f"sym_gen must be a function bucket_key -> (symbol, data_names, "
+                f"label_names), got {type(sym_gen).__name__}"
+            )
         if group2ctxs:
-            raise NotImplementedError("BucketingModule(group2ctxs=...): model parallelism is "
-                                      "not supported")
+            raise NotImplementedError(
+                "BucketingModule(group2ctxs=...): model parallelism is not supported"
+            )
         if compression_params:
-            raise NotImplementedError("BucketingModule(compression_params=...): gradient "
-                                      "compression is not supported (the reduction is an "
-                                      "exact psum)")
+            raise NotImplementedError(
+                "BucketingModule(compression_params=...): gradient "
+                "compression is not supported (the reduction is an "
+                "exact psum)"
+            )
         self._default_bucket_key = default_bucket_key
         self._sym_gen = sym_gen
         symbol, data_names, label_names = self._call_sym_gen(default_bucket_key)
@@ -80,6 +97,7 @@ class BucketingModule(BaseModule):
         """``sym_gen(bucket_key)`` in a fresh NameManager (automatic names restart per
         bucket, so parameters line up by name), with errors naming the key."""
         from ..name import NameManager
+
         try:
             if fresh_names:
                 with NameManager():
@@ -87,21 +105,32 @@ class BucketingModule(BaseModule):
             else:
                 out = self._sym_gen(bucket_key)
         except Exception as err:  # re-raised with the bucket key
-            raise MXNetError(f"sym_gen({bucket_key!r}) failed: {type(err).__name__}: {err}. "
-                             "Give the data iterator only bucket keys that sym_gen can build "
-                             "(e.g. BucketSentenceIter(buckets=[...]) with lengths sym_gen "
-                             "accepts)") from err
+            raise MXNetError(
+                f"sym_gen({bucket_key!r}) failed: {type(err).__name__}: {err}. "
+                "Give the data iterator only bucket keys that sym_gen can build "
+                "(e.g. BucketSentenceIter(buckets=[...]) with lengths sym_gen "
+                "accepts)"
+            ) from err
         if not (isinstance(out, (tuple, list)) and len(out) == 3):
-            raise TypeError(f"sym_gen({bucket_key!r}) must return (symbol, data_names, "
-                            f"label_names), got {type(out).__name__}")
+            raise TypeError(
+                f"sym_gen({bucket_key!r}) must return (symbol, data_names, "
+                f"label_names), got {type(out).__name__}"
+            )
         return out[0], _as_list(out[1]), _as_list(out[2])
 
     def _new_module(self, symbol, data_names, label_names) -> Module:
-        return Module(symbol, data_names, label_names, logger=self.logger,
-                      context=self._context, work_load_list=self._work_load_list,
-                      fixed_param_names=self._fixed_param_names,
-                      state_names=self._state_names, group2ctxs=self._group2ctxs,
-                      compression_params=self._compression_params)
+        return Module(
+            symbol,
+            data_names,
+            label_names,
+            logger=self.logger,
+            context=self._context,
+            work_load_list=self._work_load_list,
+            fixed_param_names=self._fixed_param_names,
+            state_names=self._state_names,
+            group2ctxs=self._group2ctxs,
+            compression_params=self._compression_params,
+        )
 
     # ------------------------------------------------------------ properties
     def _reset_bind(self) -> None:
@@ -150,30 +179,55 @@ class BucketingModule(BaseModule):
         self._params_dirty = False
         return params
 
-    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
-                   allow_extra=False):
+    def set_params(
+        self, arg_params, aux_params, allow_missing=False, force_init=True, allow_extra=False
+    ):
         if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
+            self.init_params(
+                initializer=None,
+                arg_params=arg_params,
+                aux_params=aux_params,
+                allow_missing=allow_missing,
+                force_init=force_init,
+                allow_extra=allow_extra,
+            )
             return
         if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. "
-                          "set_params call ignored.", stacklevel=2)
+            warnings.warn(
+                "Parameters already initialized and force_init=False. set_params call ignored.",
+                stacklevel=2,
+            )
             return
-        self._curr_module.set_params(arg_params, aux_params, allow_missing=allow_missing,
-                                     force_init=force_init, allow_extra=allow_extra)
+        self._curr_module.set_params(
+            arg_params,
+            aux_params,
+            allow_missing=allow_missing,
+            force_init=force_init,
+            allow_extra=allow_extra,
+        )
         self._params_dirty = True
         self.params_initialized = True
 
-    def init_params(self, initializer=None, arg_params=None, aux_params=None,
-                    allow_missing=False, force_init=False, allow_extra=False):
+    def init_params(
+        self,
+        initializer=None,
+        arg_params=None,
+        aux_params=None,
+        allow_missing=False,
+        force_init=False,
+        allow_extra=False,
+    ):
         if self.params_initialized and not force_init:
             return
         require(self, "init_params", "binded")
-        self._curr_module.init_params(initializer=initializer, arg_params=arg_params,
-                                      aux_params=aux_params, allow_missing=allow_missing,
-                                      force_init=force_init, allow_extra=allow_extra)
+        self._curr_module.init_params(
+            initializer=initializer,
+            arg_params=arg_params,
+            aux_params=aux_params,
+            allow_missing=allow_missing,
+            force_init=force_init,
+            allow_extra=allow_extra,
+        )
         self._params_dirty = False
         self.params_initialized = True
 
@@ -186,8 +240,16 @@ class BucketingModule(BaseModule):
         self._curr_module.set_states(states, value)
 
     # ------------------------------------------------------------ binding
-    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
-             force_rebind=False, shared_module=None, grad_req="write"):
+    def bind(
+        self,
+        data_shapes,
+        label_shapes=None,
+        for_training=True,
+        inputs_need_grad=False,
+        force_rebind=False,
+        shared_module=None,
+        grad_req="write",
+    ):
         """Bind the default bucket (the others bind on first use, in ``switch_bucket``)."""
         arg_params = aux_params = None
         if self.params_initialized:
@@ -198,8 +260,10 @@ class BucketingModule(BaseModule):
             self.logger.warning("Already bound, ignoring bind()")
             return
         if shared_module is not None:
-            raise MXNetError("BucketingModule.bind(shared_module=...) is not supported: the "
-                             "buckets of one BucketingModule already share their parameters")
+            raise MXNetError(
+                "BucketingModule.bind(shared_module=...) is not supported: the "
+                "buckets of one BucketingModule already share their parameters"
+            )
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self._grad_req = grad_req
@@ -207,8 +271,15 @@ class BucketingModule(BaseModule):
         module = self._new_module(symbol, data_names, label_names)
         self.binded = True
         try:
-            module.bind(data_shapes, label_shapes, for_training, inputs_need_grad,
-                        force_rebind=False, shared_module=None, grad_req=grad_req)
+            module.bind(
+                data_shapes,
+                label_shapes,
+                for_training,
+                inputs_need_grad,
+                force_rebind=False,
+                shared_module=None,
+                grad_req=grad_req,
+            )
         except BaseException:
             self.binded = False
             raise
@@ -242,12 +313,20 @@ class BucketingModule(BaseModule):
     def _bind_bucket(self, bucket_key, module, data_shapes, label_shapes) -> None:
         default = self._buckets[self._default_bucket_key]
         if data_shapes is None:
-            raise MXNetError(f"bucket {bucket_key!r} is not bound yet: switch_bucket needs its "
-                             "data_shapes (the batch's provide_data)")
+            raise MXNetError(
+                f"bucket {bucket_key!r} is not bound yet: switch_bucket needs its "
+                "data_shapes (the batch's provide_data)"
+            )
         self._check_shared_params(bucket_key, module, default, data_shapes, label_shapes)
-        module.bind(data_shapes, label_shapes, self._curr_module.for_training,
-                    self._curr_module.inputs_need_grad, force_rebind=False,
-                    shared_module=default, grad_req=self._grad_req)
+        module.bind(
+            data_shapes,
+            label_shapes,
+            self._curr_module.for_training,
+            self._curr_module.inputs_need_grad,
+            force_rebind=False,
+            shared_module=default,
+            grad_req=self._grad_req,
+        )
         if self._monitor is not None:
             module.install_monitor(self._monitor)
 
@@ -255,16 +334,18 @@ class BucketingModule(BaseModule):
         """A bucket may use a subset of the default bucket's parameters, each with the same
         shape; anything else would silently get a fresh array."""
         state = default._exec_group.state
-        for names, store, what in ((module._param_names, state.params, "parameter"),
-                                   (module._symbol.list_auxiliary_states(), state.aux,
-                                    "auxiliary state")):
+        for names, store, what in (
+            (module._param_names, state.params, "parameter"),
+            (module._symbol.list_auxiliary_states(), state.aux, "auxiliary state"),
+        ):
             extra = [n for n in names if n not in store]
             if extra:
                 raise MXNetError(
                     f"sym_gen({key!r}) returned a symbol with {what} {extra[0]!r} that the "
                     f"default bucket ({self._default_bucket_key!r}) does not have; every bucket "
                     "must use the default bucket's parameters (same names: build the layers "
-                    "with the same name= or prefix in every bucket)")
+                    "with the same name= or prefix in every bucket)"
+                )
         descs = _parse_data_desc_list(data_shapes, "data_shapes")
         if label_shapes is not None:
             descs += _parse_data_desc_list(label_shapes, "label_shapes")
@@ -284,17 +365,24 @@ class BucketingModule(BaseModule):
                     f"sym_gen({key!r}) returned a symbol whose parameter {name!r} has shape "
                     f"{shape}, but the default bucket ({self._default_bucket_key!r}) has "
                     f"{tuple(want.shape)}; parameters are shared by all buckets, so their "
-                    "shapes must not depend on the bucket key")
+                    "shapes must not depend on the bucket key"
+                )
 
     # ------------------------------------------------------------ optimizer
-    def init_optimizer(self, kvstore="local", optimizer="sgd",
-                       optimizer_params=(("learning_rate", 0.01),), force_init=False):
+    def init_optimizer(
+        self,
+        kvstore="local",
+        optimizer="sgd",
+        optimizer_params=(("learning_rate", 0.01),),
+        force_init=False,
+    ):
         require(self, "init_optimizer", "binded", "params_initialized")
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring.")
             return
-        self._curr_module.init_optimizer(kvstore, optimizer, optimizer_params,
-                                         force_init=force_init)
+        self._curr_module.init_optimizer(
+            kvstore, optimizer, optimizer_params, force_init=force_init
+        )
         for mod in self._buckets.values():
             if mod is not self._curr_module and mod.binded:
                 mod.borrow_optimizer(self._curr_module)
@@ -305,8 +393,7 @@ class BucketingModule(BaseModule):
         """Bind the next batch's bucket ahead of its forward, then switch back."""
         require(self, "prepare", "binded", "params_initialized")
         original = self._curr_bucket_key
-        self.switch_bucket(data_batch.bucket_key, data_batch.provide_data,
-                           data_batch.provide_label)
+        self.switch_bucket(data_batch.bucket_key, data_batch.provide_data, data_batch.provide_label)
         self._curr_module.prepare(data_batch, sparse_row_id_fn=sparse_row_id_fn)
         self.switch_bucket(original, None, None)
 
@@ -315,8 +402,11 @@ class BucketingModule(BaseModule):
         key = getattr(data_batch, "bucket_key", None)
         if key is None:
             key = self._default_bucket_key
-        self.switch_bucket(key, getattr(data_batch, "provide_data", None),
-                           getattr(data_batch, "provide_label", None))
+        self.switch_bucket(
+            key,
+            getattr(data_batch, "provide_data", None),
+            getattr(data_batch, "provide_label", None),
+        )
         self._curr_module.forward(data_batch, is_train=is_train)
 
     def backward(self, out_grads=None):
@@ -355,13 +445,16 @@ class BucketingModule(BaseModule):
         ``<prefix>.buckets`` (the integer keys), as MXNet. As MXNet, ``sym_gen`` is called
         without a fresh NameManager here."""
         from .. import ndarray as nd
+
         if not self._buckets:
             raise MXNetError("Empty BucketingModule cannot be saved: bind it (or fit) first")
         keys = list(self._buckets)
         bad = [k for k in keys if not isinstance(k, (int, np.integer))]
         if bad:
-            raise MXNetError(f"save_checkpoint needs integer bucket keys (the .buckets file "
-                             f"holds int32), got {bad[0]!r}")
+            raise MXNetError(
+                f"save_checkpoint needs integer bucket keys (the .buckets file "
+                f"holds int32), got {bad[0]!r}"
+            )
         self.save_params(f"{prefix}-{epoch:04d}.params")
         for key in keys:
             symbol = self._call_sym_gen(key, fresh_names=False)[0]
@@ -375,27 +468,42 @@ class BucketingModule(BaseModule):
         from .. import ndarray as nd
         from .. import symbol as sym
         from ..model import load_params
+
         if sym_gen is None:
-            raise MXNetError("BucketingModule.load needs sym_gen (sym_gen is required for "
-                             "loading BucketingModule)")
+            raise MXNetError(
+                "BucketingModule.load needs sym_gen (sym_gen is required for "
+                "loading BucketingModule)"
+            )
         if default_bucket_key is None:
             raise MXNetError("BucketingModule.load needs default_bucket_key")
         buckets = nd.load(f"{prefix}.buckets")
         keys = [int(k) for k in buckets[0].asnumpy().astype("int32")]
         mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
-        built = {k: (sym.load(f"{prefix}-{k}-symbol.json"),)
-                 + tuple(mod._call_sym_gen(k)[1:]) for k in keys}
+        built = {
+            k: (sym.load(f"{prefix}-{k}-symbol.json"),) + tuple(mod._call_sym_gen(k)[1:])
+            for k in keys
+        }
         arg_params, aux_params = load_params(prefix, epoch)
         mod._fill_loaded(built, arg_params, aux_params)
         return mod
 
     @staticmethod
-    def load_dict(sym_dict=None, sym_gen=None, default_bucket_key=None, arg_params=None,
-                  aux_params=None, **kwargs):
+    def load_dict(
+        sym_dict=None,
+        sym_gen=None,
+        default_bucket_key=None,
+        arg_params=None,
+        aux_params=None,
+        **kwargs,
+    ):
         """A BucketingModule from in-memory ``{bucket_key: Symbol}`` and parameters."""
-        for what, value in (("sym_dict", sym_dict), ("sym_gen", sym_gen),
-                            ("default_bucket_key", default_bucket_key),
-                            ("arg_params", arg_params), ("aux_params", aux_params)):
+        for what, value in (
+            ("sym_dict", sym_dict),
+            ("sym_gen", sym_gen),
+            ("default_bucket_key", default_bucket_key),
+            ("arg_params", arg_params),
+            ("aux_params", aux_params),
+        ):
             if value is None:
                 raise MXNetError(f"BucketingModule.load_dict needs {what}")
         mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
@@ -409,8 +517,10 @@ class BucketingModule(BaseModule):
         for key, (symbol, data_names, label_names) in built.items():
             self._buckets[key] = self._new_module(symbol, data_names, label_names)
         if self._default_bucket_key not in self._buckets:
-            raise MXNetError(f"the saved buckets {list(built)} do not include "
-                             f"default_bucket_key {self._default_bucket_key!r}")
+            raise MXNetError(
+                f"the saved buckets {list(built)} do not include "
+                f"default_bucket_key {self._default_bucket_key!r}"
+            )
         self._curr_module = self._buckets[self._default_bucket_key]
         self._curr_bucket_key = self._default_bucket_key
         self._curr_module._arg_params = arg_params

@@ -14,6 +14,7 @@ Differences from MXNet, by design:
     ``k``'s copy (``param_arrays[i][k][:] = x``) sets the parameter (device 0's write
     wins when several differ).
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,9 @@ from .slicing import batch_axis, decide_slices, sliced_shape
 from .train_state import TrainState
 
 
-def _resolve_grad_req(grad_req, arg_names, param_names, data_names, fixed, for_training,
-                      inputs_need_grad) -> dict:
+def _resolve_grad_req(
+    grad_req, arg_names, param_names, data_names, fixed, for_training, inputs_need_grad
+) -> dict:
     if not for_training:
         return {n: "null" for n in arg_names}
     if isinstance(grad_req, str) or isinstance(grad_req, dict):
@@ -51,8 +53,10 @@ def _resolve_grad_req(grad_req, arg_names, param_names, data_names, fixed, for_t
             reqs.update(grad_req)
     elif isinstance(grad_req, (list, tuple)):
         if len(grad_req) != len(arg_names):
-            raise ValueError(f"grad_req list has {len(grad_req)} entries but the symbol has "
-                             f"{len(arg_names)} arguments {arg_names}")
+            raise ValueError(
+                f"grad_req list has {len(grad_req)} entries but the symbol has "
+                f"{len(arg_names)} arguments {arg_names}"
+            )
         reqs = dict(zip(arg_names, grad_req))
     else:
         raise ValueError("grad_req must be one of str, list, tuple, or dict.")
@@ -66,17 +70,32 @@ def _desc(d) -> DataDesc:
     return d if isinstance(d, DataDesc) else DataDesc(*d)
 
 
-
 class DataParallelExecutorGroup(GroupRunner, GroupSurface):
     """The devices, arrays and compiled programs behind a bound Module (spec 2), with
     MXNet 1.9.1's constructor signature and attributes."""
 
-    def __init__(self, symbol, contexts, workload, data_shapes, label_shapes, param_names,
-                 for_training, inputs_need_grad, shared_group=None, logger=logging,
-                 fixed_param_names=None, grad_req="write", state_names=None, group2ctxs=None):
+    def __init__(
+        self,
+        symbol,
+        contexts,
+        workload,
+        data_shapes,
+        label_shapes,
+        param_names,
+        for_training,
+        inputs_need_grad,
+        shared_group=None,
+        logger=logging,
+        fixed_param_names=None,
+        grad_req="write",
+        state_names=None,
+        group2ctxs=None,
+    ):
         if group2ctxs:
-            raise NotImplementedError("group2ctxs (model parallelism by ctx_group) is not "
-                                      "supported; use data parallelism over a context list")
+            raise NotImplementedError(
+                "group2ctxs (model parallelism by ctx_group) is not "
+                "supported; use data parallelism over a context list"
+            )
         self.symbol = symbol
         self.contexts = list(contexts)
         self.workload = list(workload)
@@ -119,22 +138,30 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
         self.label_shapes = None if label_shapes is None else [_desc(d) for d in label_shapes]
         self.data_names = [d.name for d in self.data_shapes]
         self.label_names = [d.name for d in self.label_shapes] if self.label_shapes else []
-        self.batch_size, self.slices, self.data_layouts = decide_slices(self.data_shapes,
-                                                                       self.workload)
+        self.batch_size, self.slices, self.data_layouts = decide_slices(
+            self.data_shapes, self.workload
+        )
         self.label_layouts = []
         if self.label_shapes:
             lb, _, self.label_layouts = decide_slices(self.label_shapes, self.workload)
             if lb is not None and self.batch_size is not None and lb != self.batch_size:
                 raise MXNetError(f"labels have batch size {lb} but data has {self.batch_size}")
-        self.grad_req = _resolve_grad_req(self._grad_req_arg, self.arg_names, self.param_names,
-                                          self.data_names, self.fixed_param_names,
-                                          self.for_training, self.inputs_need_grad)
+        self.grad_req = _resolve_grad_req(
+            self._grad_req_arg,
+            self.arg_names,
+            self.param_names,
+            self.data_names,
+            self.fixed_param_names,
+            self.for_training,
+            self.inputs_need_grad,
+        )
         self._has_add = "add" in self.grad_req.values()
         sizes = [s.stop - s.start for s in self.slices]
         # one program over a mesh when every device gets an equal slice of distinct
         # hardware; otherwise per-device replicas (MXNet's executor-per-device model)
         replicas = len(self.contexts) > 1 and (
-            len(set(sizes)) > 1 or len(self._devices) < len(self.contexts))
+            len(set(sizes)) > 1 or len(self._devices) < len(self.contexts)
+        )
         n_dev = 1 if replicas else len(self._devices)
         descs = self.data_shapes + (self.label_shapes or [])
         axes = self.data_layouts + self.label_layouts
@@ -157,8 +184,9 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
         for s in self.state_names:
             input_axes[s] = 0
         self._input_axes = input_axes
-        self.output_layouts = [batch_axis(self.symbol[i].attr("__layout__"))
-                               for i in range(len(self.output_names))]
+        self.output_layouts = [
+            batch_axis(self.symbol[i].attr("__layout__")) for i in range(len(self.output_names))
+        ]
         self._out_dev_shapes = out_shapes
         diff = [n for n in self.arg_names if self.grad_req[n] != "null"]
         self._diff_params = [n for n in diff if n in self.param_names]
@@ -166,16 +194,24 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
             if replicas:
                 raise NotImplementedError(
                     "dist_sync with uneven work_load_list splits or contexts sharing a device "
-                    "is not supported; give each worker distinct devices and equal weights")
+                    "is not supported; give each worker distinct devices and equal weights"
+                )
             placement = ProcessMeshPlacement(self._devices)
         elif n_dev > 1:
             placement = MeshPlacement(self._devices)
         else:
             placement = OneDevice(self._devices[0])
         self._progs = programs_for(
-            self._compiled, placement, input_axes, self.output_layouts, diff, self.label_names,
-            self.output_names, self.slices if replicas else None,
-            [c.jax_device for c in self.contexts] if replicas else None)
+            self._compiled,
+            placement,
+            input_axes,
+            self.output_layouts,
+            diff,
+            self.label_names,
+            self.output_names,
+            self.slices if replicas else None,
+            [c.jax_device for c in self.contexts] if replicas else None,
+        )
         rep = self._progs.replicated()
         put_rep = getattr(placement, "place_replicated", lambda x: jax.device_put(x, rep))
         st = self.state
@@ -183,9 +219,11 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
         for n in self.param_names:
             want = tuple(self._arg_shape[n])
             if shared_group is not None and n in params and tuple(params[n].shape) != want:
-                raise MXNetError(f"bind(shared_module=...): parameter {n!r} has shape "
-                                 f"{tuple(params[n].shape)} in the shared module but this symbol "
-                                 f"needs {want}; modules that share parameters need equal shapes")
+                raise MXNetError(
+                    f"bind(shared_module=...): parameter {n!r} has shape "
+                    f"{tuple(params[n].shape)} in the shared module but this symbol "
+                    f"needs {want}; modules that share parameters need equal shapes"
+                )
             if n not in params or tuple(params[n].shape) != want:
                 params[n] = put_rep(jnp.zeros(want, self._arg_type[n]))
             elif getattr(params[n], "sharding", None) != rep:
@@ -197,16 +235,22 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
                 aux[n] = put_rep(aux[n])
         st.params, st.aux = params, aux
         bound = set(self.data_names) | set(self.label_names) | set(self.state_names)
-        self._consts = {n: put_rep(jnp.zeros(self._arg_shape[n], self._arg_type[n]))
-                        for n in self.arg_names if n not in self.param_names and n not in bound}
+        self._consts = {
+            n: put_rep(jnp.zeros(self._arg_shape[n], self._arg_type[n]))
+            for n in self.arg_names
+            if n not in self.param_names and n not in bound
+        }
         self._states = {}
         for n in self.state_names:
             shape = tuple(self._arg_shape[n])
             per_dev = dev_slice.stop - dev_slice.start
             full = (self.batch_size,) + shape[1:] if shape and shape[0] == per_dev else shape
             zeros = jnp.zeros(full, self._arg_type[n])
-            self._states[n] = (placement.put(zeros, 0) if placement.processes > 1 else
-                               jax.device_put(zeros, self._progs.input_sharding(n)))
+            self._states[n] = (
+                placement.put(zeros, 0)
+                if placement.processes > 1
+                else jax.device_put(zeros, self._progs.input_sharding(n))
+            )
         self._pending = None
         self._outs, self._out_views = [], None
         self._grads, self._grads_valid, self._input_grads = {}, False, {}
@@ -219,18 +263,33 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
         from jax.experimental import multihost_utils
 
         from ..kvstore import dist
+
         if self._dist:
             return
         self.flush()
         shapes = {n: tuple(a.shape) for n, a in sorted(self.state.params.items())}
         dist.check_same("the symbol", self.symbol.tojson())
-        dist.check_same("the bound shapes", repr((shapes, len(self._devices), [
-            (d.name, tuple(d.shape)) for d in self.data_shapes + (self.label_shapes or [])])))
+        dist.check_same(
+            "the bound shapes",
+            repr(
+                (
+                    shapes,
+                    len(self._devices),
+                    [
+                        (d.name, tuple(d.shape))
+                        for d in self.data_shapes + (self.label_shapes or [])
+                    ],
+                )
+            ),
+        )
         st = self.state
         st.flush_all()
         host = multihost_utils.broadcast_one_to_all(
-            ({n: np.asarray(a) for n, a in st.params.items()},
-             {n: np.asarray(a) for n, a in st.aux.items()}))
+            (
+                {n: np.asarray(a) for n, a in st.params.items()},
+                {n: np.asarray(a) for n, a in st.aux.items()},
+            )
+        )
         st.params, st.aux = dict(host[0]), dict(host[1])
         for group in [self] + [g for g in st.groups if g is not self]:  # bucketing shares st
             group._dist = True
@@ -244,9 +303,11 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
             raise MXNetError(f"bind: {e}") from None
         unknown = [n for n, s in zip(self.arg_names, arg_shapes) if not s or 0 in s]
         if unknown:
-            raise MXNetError(f"bind: cannot infer the shapes of {unknown} from data shapes "
-                             f"{shapes}; add their shapes to data_shapes/label_shapes or give the "
-                             "variables a shape")
+            raise MXNetError(
+                f"bind: cannot infer the shapes of {unknown} from data shapes "
+                f"{shapes}; add their shapes to data_shapes/label_shapes or give the "
+                "variables a shape"
+            )
         return arg_shapes, out_shapes, aux_shapes
 
     def reshape(self, data_shapes, label_shapes):

@@ -7,6 +7,7 @@ A flush happens when a result is needed (outputs, gradients, parameters, a metri
 read, the next ``forward``) or as soon as the step is complete (an update was asked
 and a metric given), so ``fit`` dispatches each batch right after ``update_metric``.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -50,15 +51,19 @@ class GroupRunner:
         inputs = {}
         data = list(data_batch.data or [])
         if len(data) != len(self.data_names):
-            raise MXNetError(f"the batch has {len(data)} data arrays but the module is bound "
-                             f"with {len(self.data_names)} ({self.data_names})")
+            raise MXNetError(
+                f"the batch has {len(data)} data arrays but the module is bound "
+                f"with {len(self.data_names)} ({self.data_names})"
+            )
         for desc, arr in zip(self.data_shapes, data):
             inputs[desc.name] = self._put(desc, arr, "data")
         labels = list(data_batch.label or []) if data_batch.label is not None else []
         if self.label_shapes and labels:
             if len(labels) != len(self.label_names):
-                raise MXNetError(f"the batch has {len(labels)} label arrays but the module is "
-                                 f"bound with {len(self.label_names)} ({self.label_names})")
+                raise MXNetError(
+                    f"the batch has {len(labels)} label arrays but the module is "
+                    f"bound with {len(self.label_names)} ({self.label_names})"
+                )
             for desc, arr in zip(self.label_shapes, labels):
                 inputs[desc.name] = self._put(desc, arr, "label")
         elif self.label_shapes:
@@ -67,39 +72,48 @@ class GroupRunner:
                 if desc.name in prev:
                     inputs[desc.name] = prev[desc.name]
                 elif is_train and self.for_training:
-                    raise MXNetError(f"the batch has no labels but the module was bound for "
-                                     f"training with labels {self.label_names}; give the "
-                                     "DataBatch its label arrays")
+                    raise MXNetError(
+                        f"the batch has no labels but the module was bound for "
+                        f"training with labels {self.label_names}; give the "
+                        "DataBatch its label arrays"
+                    )
                 else:
-                    inputs[desc.name] = self._put(desc, np.zeros(desc.shape, desc.dtype),
-                                                  "label")
+                    inputs[desc.name] = self._put(desc, np.zeros(desc.shape, desc.dtype), "label")
         inputs.update(self._states)
         return inputs
 
     def merge_presliced(self, batches):
         """One DataBatch from a list of per-context batches (MXNet's pre-sliced form)."""
         from ..io import DataBatch
+
         if len(batches) != len(self.contexts):
-            raise MXNetError(f"got {len(batches)} pre-sliced batches for {len(self.contexts)} "
-                             "contexts; give one DataBatch per context")
+            raise MXNetError(
+                f"got {len(batches)} pre-sliced batches for {len(self.contexts)} "
+                "contexts; give one DataBatch per context"
+            )
 
         def cat(parts, axis):
-            arrays = [p._data if isinstance(p, NDArray) else jnp.asarray(np.asarray(p))
-                      for p in parts]
+            arrays = [
+                p._data if isinstance(p, NDArray) else jnp.asarray(np.asarray(p)) for p in parts
+            ]
             return NDArray(arrays[0] if axis < 0 else jnp.concatenate(arrays, axis=axis))
 
         data = [cat([b.data[i] for b in batches], ax) for i, ax in enumerate(self.data_layouts)]
         label = None
         if batches[0].label:
-            label = [cat([b.label[i] for b in batches], ax)
-                     for i, ax in enumerate(self.label_layouts or [0] * len(batches[0].label))]
+            label = [
+                cat([b.label[i] for b in batches], ax)
+                for i, ax in enumerate(self.label_layouts or [0] * len(batches[0].label))
+            ]
         return DataBatch(data, label, pad=batches[0].pad)
 
     def _put(self, desc, arr, kind):
         x = arr._data if isinstance(arr, NDArray) else np.asarray(arr)
         if x.shape != desc.shape and tuple(x.shape) != tuple(desc.shape):
-            raise MXNetError(f"{kind} {desc.name!r} has shape {tuple(x.shape)} but the module is "
-                             f"bound with {tuple(desc.shape)} (provide_data/provide_label)")
+            raise MXNetError(
+                f"{kind} {desc.name!r} has shape {tuple(x.shape)} but the module is "
+                f"bound with {tuple(desc.shape)} (provide_data/provide_label)"
+            )
         if x.dtype != desc.dtype:
             x = x.astype(desc.dtype)
         pl = self._progs.placement
@@ -119,11 +133,13 @@ class GroupRunner:
         is_train = self.for_training if is_train is None else bool(is_train)
         if self._graph.has_random:
             from .. import random as mxrandom
+
             key = mxrandom.next_key()
         else:
             key = _zero_key()
-        self._pending = PendingStep(self._load(data_batch, is_train), data_batch.label,
-                                    is_train, key)
+        self._pending = PendingStep(
+            self._load(data_batch, is_train), data_batch.label, is_train, key
+        )
 
     def _require_pending(self, what) -> PendingStep:
         if self._pending is None:
@@ -132,28 +148,38 @@ class GroupRunner:
 
     def backward(self, out_grads=None) -> None:
         if not self.for_training:
-            raise MXNetError("backward() needs a module bound with for_training=True: re-bind "
-                             "with for_training=True to run backward")
+            raise MXNetError(
+                "backward() needs a module bound with for_training=True: re-bind "
+                "with for_training=True to run backward"
+            )
         p = self._require_pending("backward")
         if out_grads is None:
             missing = [n for n, loss in zip(self.output_names, self._graph.is_loss) if not loss]
             if missing:
-                raise MXNetError(f"backward() needs out_grads: the outputs {missing} are not loss "
-                                 "outputs, so their head gradient must be given "
-                                 "(backward(out_grads=[...]))")
+                raise MXNetError(
+                    f"backward() needs out_grads: the outputs {missing} are not loss "
+                    "outputs, so their head gradient must be given "
+                    "(backward(out_grads=[...]))"
+                )
             p.head_grads = None
         else:
             if isinstance(out_grads, NDArray) or hasattr(out_grads, "shape"):
                 out_grads = [out_grads]
             if len(out_grads) != len(self.output_names):
-                raise MXNetError(f"backward got {len(out_grads)} out_grads for "
-                                 f"{len(self.output_names)} outputs {self.output_names}")
+                raise MXNetError(
+                    f"backward got {len(out_grads)} out_grads for "
+                    f"{len(self.output_names)} outputs {self.output_names}"
+                )
             pl = self._progs.placement
             p.head_grads = [
-                pl.put(g._data if isinstance(g, NDArray) else np.asarray(g),
-                       self.output_layouts[i]) if pl.processes > 1 else
-                jax.device_put(g._data if isinstance(g, NDArray) else jnp.asarray(np.asarray(g)),
-                               self._progs.output_sharding(i)) for i, g in enumerate(out_grads)]
+                pl.put(g._data if isinstance(g, NDArray) else np.asarray(g), self.output_layouts[i])
+                if pl.processes > 1
+                else jax.device_put(
+                    g._data if isinstance(g, NDArray) else jnp.asarray(np.asarray(g)),
+                    self._progs.output_sharding(i),
+                )
+                for i, g in enumerate(out_grads)
+            ]
         p.backward, p.grads_done = True, False
         if self._accumulates() or p.head_grads is not None:
             self.flush()  # each call adds (grad_req='add'); head gradients are per call
@@ -162,8 +188,9 @@ class GroupRunner:
         """``update()``: queue the optimizer step on this batch's gradients."""
         p = self._pending
         if p is None or not (p.backward or p.grads_done):
-            raise MXNetError("update() has no gradients: call forward(is_train=True) and "
-                             "backward() first")
+            raise MXNetError(
+                "update() has no gradients: call forward(is_train=True) and backward() first"
+            )
         if p.update_done:  # a second update on the same gradients
             self.flush()
             self._apply_update()
@@ -181,19 +208,26 @@ class GroupRunner:
             self._update_metric_host(eval_metric, labels, pre_sliced=True)
             return
         if not self.label_shapes and labels:
-            raise MXNetError("update_metric: the module was bound without label_shapes, so it "
-                             "cannot score labels; bind with label_shapes=...")
+            raise MXNetError(
+                "update_metric: the module was bound without label_shapes, so it "
+                "cannot score labels; bind with label_shapes=..."
+            )
         p = self._require_pending("update_metric")
-        same = labels is p.labels or (labels is not None and p.labels is not None and
-                                      len(labels) == len(p.labels) and
-                                      all(a is b for a, b in zip(labels, p.labels)))
+        same = labels is p.labels or (
+            labels is not None
+            and p.labels is not None
+            and len(labels) == len(p.labels)
+            and all(a is b for a, b in zip(labels, p.labels))
+        )
         if eval_metric._supports_device() and same and id(eval_metric) not in self._host_metrics:
             try:
                 if p.outs_done:
                     stats = self._progs.metric_stats(eval_metric, tuple(p.inputs))(
-                        p.inputs, list(self._outs))
-                    eval_metric._accumulate_device(self._progs.placement.local(stats, 0),
-                                                   stacked=True)
+                        p.inputs, list(self._outs)
+                    )
+                    eval_metric._accumulate_device(
+                        self._progs.placement.local(stats, 0), stacked=True
+                    )
                 else:
                     p.metrics.append(eval_metric)
                     eval_metric._defer(self)
@@ -207,8 +241,11 @@ class GroupRunner:
                     p.metrics.remove(eval_metric)
                 _note_host_update(eval_metric, str(err), self.logger)
         else:
-            reason = (eval_metric._host_reason() if not eval_metric._supports_device()
-                      else "the labels are not the batch given to forward")
+            reason = (
+                eval_metric._host_reason()
+                if not eval_metric._supports_device()
+                else "the labels are not the batch given to forward"
+            )
             _note_host_update(eval_metric, reason, self.logger)
         self.flush()
         self._update_metric_host(eval_metric, labels)
@@ -219,8 +256,9 @@ class GroupRunner:
             label_parts = OrderedDict()
             if pre_sliced:
                 label_parts.update(zip(self.label_names, labels[k]))
-            for name, axis, lab in zip(self.label_names, self.label_layouts,
-                                       [] if pre_sliced else labels or []):
+            for name, axis, lab in zip(
+                self.label_names, self.label_layouts, [] if pre_sliced else labels or []
+            ):
                 label_parts[name] = _take(lab, axis, s, len(self.slices))
             out_parts = OrderedDict()
             for name, axis, out in zip(self.output_names, self.output_layouts, outs):
@@ -235,6 +273,7 @@ class GroupRunner:
         """Run whatever the pending step still owes (outputs, gradients, update, metrics)."""
         if self._pending is not None and self._progs.placement.processes > 1:
             from ..kvstore.dist import flush_across_workers
+
             return flush_across_workers(self)
         return self._flush()
 
@@ -252,8 +291,15 @@ class GroupRunner:
         metric = p.metrics[0] if p.metrics else None
         stats = None
         box = self.state.opt
-        if (owes_update and owes_grads and not p.outs_done and p.head_grads is None
-                and not self._has_add and box is not None and box.fused):
+        if (
+            owes_update
+            and owes_grads
+            and not p.outs_done
+            and p.head_grads is None
+            and not self._has_add
+            and box is not None
+            and box.fused
+        ):
             stats = self._run_train_step(p, metric)
         else:
             if owes_grads:
@@ -290,6 +336,7 @@ class GroupRunner:
     def _gc_threshold(self):
         """The 2-bit threshold of the module's kvstore (None: exact sums)."""
         from ..kvstore.compression import threshold_of
+
         box = self.state.opt
         return None if box is None else threshold_of(box.kvstore)
 
@@ -298,13 +345,18 @@ class GroupRunner:
         threshold = self._gc_threshold()
         if threshold is not None:
             from ..kvstore.compression import run_train_step
+
             return run_train_step(self, p, metric, threshold)
-        keep = tuple(k for k, on in (("grads", self._keep_grads),
-                                     ("input_grads", self.inputs_need_grad)) if on)
+        keep = tuple(
+            k
+            for k, on in (("grads", self._keep_grads), ("input_grads", self.inputs_need_grad))
+            if on
+        )
         fn = self._progs.train_step(tuple(p.inputs), box.optimizer, metric, keep)
         hyper = box.optimizer.fused_hyper(None if box.state else [])
         params, aux, box.state, outs, stats, grads, igrads = fn(
-            self._params_in(), self.state.aux, box.state, p.inputs, p.key, hyper)
+            self._params_in(), self.state.aux, box.state, p.inputs, p.key, hyper
+        )
         self._store_params(params)
         self.state.aux = aux
         self._outs = list(outs)
@@ -316,8 +368,9 @@ class GroupRunner:
 
     def _run_fwd_bwd(self, p, metric):
         stacked = self._want_stacked or self._gc_threshold() is not None
-        fn = self._progs.forward_backward(tuple(p.inputs), p.head_grads is not None, metric,
-                                          stacked)
+        fn = self._progs.forward_backward(
+            tuple(p.inputs), p.head_grads is not None, metric, stacked
+        )
         args = (self._params_in(), self.state.aux, p.inputs, p.key)
         if p.head_grads is not None:
             args = args + (p.head_grads,)
@@ -328,11 +381,18 @@ class GroupRunner:
         if new_aux:
             self.state.aux = {**self.state.aux, **new_aux}
         if self._has_add and self._grads_valid and self._grads_stacked == stacked:
-            grads = {n: (self._grads[n] + g if self.grad_req[n] == "add" else g)
-                     for n, g in grads.items()}
-            igrads = {n: (self._input_grads[n] + g
-                          if self.grad_req[n] == "add" and n in self._input_grads else g)
-                      for n, g in igrads.items()}
+            grads = {
+                n: (self._grads[n] + g if self.grad_req[n] == "add" else g)
+                for n, g in grads.items()
+            }
+            igrads = {
+                n: (
+                    self._input_grads[n] + g
+                    if self.grad_req[n] == "add" and n in self._input_grads
+                    else g
+                )
+                for n, g in igrads.items()
+            }
         self._grads, self._grads_stacked, self._grads_valid = grads, stacked, True
         self._input_grads = igrads
         p.grads_done = True
@@ -341,15 +401,19 @@ class GroupRunner:
     def _apply_update(self) -> None:
         box = self.state.opt
         if not self._grads_valid:
-            raise MXNetError("update(): the gradients of this step were not kept; call "
-                             "backward() again before update()")
+            raise MXNetError(
+                "update(): the gradients of this step were not kept; call "
+                "backward() again before update()"
+            )
         if not box.fused:
             from ..model import _update_params_imperative
+
             _update_params_imperative(self, box)
             return
         threshold = self._gc_threshold()
         if threshold is not None:
             from ..kvstore.compression import apply_update
+
             apply_update(self, threshold)
             return
         fn = self._progs.update(box.optimizer, self._grads_stacked)
@@ -401,8 +465,10 @@ class GroupRunner:
         self.flush()
         p = self._pending
         if p is None or not p.grads_done:
-            raise MXNetError("get_input_grads(): no gradients yet; call forward(is_train=True) "
-                             "and backward() first")
+            raise MXNetError(
+                "get_input_grads(): no gradients yet; call forward(is_train=True) "
+                "and backward() first"
+            )
         names = [n for n in self.data_names if n in self._input_grads]
         if merge_multi_context:
             return [self._input_grad_view(n, None) for n in names]

@@ -5,6 +5,7 @@ What user Module subclasses read and write (``param_arrays``, ``grad_arrays``,
 device ``k``'s copy of parameter ``i``; ``grad_arrays[i][k]`` device ``k``'s own
 gradient (of its slice of the batch, before the kvstore sums them).
 """
+
 from __future__ import annotations
 
 import jax
@@ -43,7 +44,7 @@ class GroupSurface:
         wins (MXNet keeps the copies equal; a per-device update loop writes each)."""
         overlay, self._overlay = self._overlay, {}
         done = set()
-        for (kind, name, k) in sorted(overlay, key=lambda t: t[2]):
+        for kind, name, k in sorted(overlay, key=lambda t: t[2]):
             if (kind, name) in done:
                 continue
             done.add((kind, name))
@@ -54,8 +55,9 @@ class GroupSurface:
         cur = store[name]
         arr = value if isinstance(value, jax.Array) else jnp.asarray(np.asarray(value))
         if tuple(arr.shape) != tuple(cur.shape):
-            raise MXNetError(f"{name!r}: cannot write shape {tuple(arr.shape)} into "
-                             f"{tuple(cur.shape)}")
+            raise MXNetError(
+                f"{name!r}: cannot write shape {tuple(arr.shape)} into {tuple(cur.shape)}"
+            )
         # a private copy: the compiled step donates (deletes) the buffers it replaces
         arr = jnp.array(arr, dtype=cur.dtype, copy=True)
         place = getattr(self._progs.placement, "place_replicated", None)  # dist_sync
@@ -79,8 +81,7 @@ class GroupSurface:
             if k is None or len(self.contexts) == 1:
                 self._write_whole(kind, name, value)
             else:
-                self._overlay[(kind, name, k)] = jax.device_put(
-                    jnp.asarray(value), self._dev(k))
+                self._overlay[(kind, name, k)] = jax.device_put(jnp.asarray(value), self._dev(k))
 
         return StateView(read, write, self._ctx(k))
 
@@ -123,11 +124,15 @@ class GroupSurface:
             if p is not None and p.grads_done and not p.update_done:
                 self._run_fwd_bwd(p, None)
             else:
-                self.logger.warning("gradients of steps run before they were first read are "
-                                    "not kept; they are from the next step on")
+                self.logger.warning(
+                    "gradients of steps run before they were first read are "
+                    "not kept; they are from the next step on"
+                )
                 n = len(self.contexts) if self._want_stacked else None
-                self._grads = {m: jnp.zeros(((n,) if n else ()) + tuple(self._arg_shape[m]),
-                                            self._arg_type[m]) for m in self._diff_params}
+                self._grads = {
+                    m: jnp.zeros(((n,) if n else ()) + tuple(self._arg_shape[m]), self._arg_type[m])
+                    for m in self._diff_params
+                }
                 self._grads_stacked = bool(n)
                 self._grads_valid = True
         elif self._want_stacked and not self._grads_stacked and len(self.contexts) > 1:
@@ -141,8 +146,9 @@ class GroupSurface:
 
         def read():
             p = self._require_pending(f"input {name!r}")
-            return _slice_of(self._progs.placement.local(p.inputs[name], axis), axis,
-                             self._slice(k))
+            return _slice_of(
+                self._progs.placement.local(p.inputs[name], axis), axis, self._slice(k)
+            )
 
         def write(value):
             p = self._require_pending(f"input {name!r}")
@@ -174,8 +180,9 @@ class GroupSurface:
 
         def read():
             self.flush()
-            return _slice_of(self._progs.placement.local(self._input_grads[name], axis), axis,
-                             self._slice(k))
+            return _slice_of(
+                self._progs.placement.local(self._input_grads[name], axis), axis, self._slice(k)
+            )
 
         def write(value):
             self._input_grads[name] = jnp.asarray(value)
@@ -197,49 +204,87 @@ class GroupSurface:
 
     @property
     def param_arrays(self):
-        return self._table("param", lambda: ArrayTable(
-            [self._per_dev(lambda k, n=n: self._param_view(n, k)) for n in self.param_names],
-            self, "param"))
+        return self._table(
+            "param",
+            lambda: ArrayTable(
+                [self._per_dev(lambda k, n=n: self._param_view(n, k)) for n in self.param_names],
+                self,
+                "param",
+            ),
+        )
 
     @property
     def grad_arrays(self):
         self._want_stacked = True
         self._keep_grads = True
-        return self._table("grad", lambda: ArrayTable(
-            [self._per_dev(lambda k, n=n: self._grad_view(n, k))
-             if self.grad_req.get(n) != "null" else [None] * len(self.contexts)
-             for n in self.param_names], self, "grad"))
+        return self._table(
+            "grad",
+            lambda: ArrayTable(
+                [
+                    self._per_dev(lambda k, n=n: self._grad_view(n, k))
+                    if self.grad_req.get(n) != "null"
+                    else [None] * len(self.contexts)
+                    for n in self.param_names
+                ],
+                self,
+                "grad",
+            ),
+        )
 
     @property
     def aux_arrays(self):
-        return self._table("aux", lambda: [self._per_dev(lambda k, n=n: self._aux_view(n, k))
-                                           for n in self.aux_names])
+        return self._table(
+            "aux",
+            lambda: [self._per_dev(lambda k, n=n: self._aux_view(n, k)) for n in self.aux_names],
+        )
 
     @property
     def data_arrays(self):
-        return self._table("data", lambda: [
-            [(self.slices[k] if self.slices else slice(None), self._input_view(n, k))
-             for k in range(len(self.contexts))] for n in self.data_names])
+        return self._table(
+            "data",
+            lambda: [
+                [
+                    (self.slices[k] if self.slices else slice(None), self._input_view(n, k))
+                    for k in range(len(self.contexts))
+                ]
+                for n in self.data_names
+            ],
+        )
 
     @property
     def label_arrays(self):
         if not self.label_names:
             return None
-        return self._table("label", lambda: [
-            [(self.slices[k] if self.slices else slice(None), self._input_view(n, k))
-             for k in range(len(self.contexts))] for n in self.label_names])
+        return self._table(
+            "label",
+            lambda: [
+                [
+                    (self.slices[k] if self.slices else slice(None), self._input_view(n, k))
+                    for k in range(len(self.contexts))
+                ]
+                for n in self.label_names
+            ],
+        )
 
     @property
     def state_arrays(self):
-        return self._table("state", lambda: [self._per_dev(lambda k, n=n: self._input_view(n, k))
-                                             for n in self.state_names])
+        return self._table(
+            "state",
+            lambda: [
+                self._per_dev(lambda k, n=n: self._input_view(n, k)) for n in self.state_names
+            ],
+        )
 
     @property
     def input_grad_arrays(self):
         if not self.inputs_need_grad:
             return []
-        return self._table("igrad", lambda: [
-            self._per_dev(lambda k, n=n: self._input_grad_view(n, k)) for n in self.data_names])
+        return self._table(
+            "igrad",
+            lambda: [
+                self._per_dev(lambda k, n=n: self._input_grad_view(n, k)) for n in self.data_names
+            ],
+        )
 
     @property
     def execs(self):
@@ -265,12 +310,16 @@ class GroupSurface:
         if p is None:
             return 0
         try:
-            fn = self._progs.forward_backward(tuple(p.inputs), False) if self.for_training \
+            fn = (
+                self._progs.forward_backward(tuple(p.inputs), False)
+                if self.for_training
                 else self._progs.forward(False, tuple(p.inputs))
+            )
             args = (self._params_in(), self.state.aux, p.inputs, p.key)
             mem = fn.lower(*args).compile().memory_analysis()
-            return int(mem.temp_size_in_bytes + mem.argument_size_in_bytes
-                       + mem.output_size_in_bytes)
+            return int(
+                mem.temp_size_in_bytes + mem.argument_size_in_bytes + mem.output_size_in_bytes
+            )
         except Exception:  # noqa: BLE001 - memory analysis is optional per backend
             return 0
 
@@ -309,19 +358,25 @@ class GroupSurface:
 
     def set_params(self, arg_params: dict, aux_params: dict, allow_extra: bool = False) -> None:
         self.flush()
-        for src, kind, names in ((arg_params, "param", self.state.params),
-                                 (aux_params or {}, "aux", self.state.aux)):
+        for src, kind, names in (
+            (arg_params, "param", self.state.params),
+            (aux_params or {}, "aux", self.state.aux),
+        ):
             for name, value in src.items():
                 if name not in names:
                     if name in self._consts or allow_extra:
                         continue
                     what = "the arguments" if kind == "param" else "the auxiliary states"
-                    raise ValueError(f'Find name "{name}" that is not in {what}; pass '
-                                     "allow_extra=True to ignore it")
+                    raise ValueError(
+                        f'Find name "{name}" that is not in {what}; pass '
+                        "allow_extra=True to ignore it"
+                    )
                 arr = value._data if isinstance(value, NDArray) else jnp.asarray(np.asarray(value))
                 if tuple(arr.shape) != tuple(names[name].shape):
-                    raise MXNetError(f"parameter {name!r} has shape {tuple(arr.shape)} but the "
-                                     f"symbol needs {tuple(names[name].shape)}")
+                    raise MXNetError(
+                        f"parameter {name!r} has shape {tuple(arr.shape)} but the "
+                        f"symbol needs {tuple(names[name].shape)}"
+                    )
                 self._write_whole(kind, name, arr)
 
     # ------------------------------------------------------------ states (RNN)
@@ -329,8 +384,10 @@ class GroupSurface:
         states = [NDArray(self._states[n]) for n in self.state_names]
         if merge_multi_context:
             return states
-        return [[NDArray(_slice_of(s._data, 0, self._slice(k)))
-                 for k in range(len(self.contexts))] for s in states]
+        return [
+            [NDArray(_slice_of(s._data, 0, self._slice(k))) for k in range(len(self.contexts))]
+            for s in states
+        ]
 
     def set_states(self, states=None, value=None):
         if (states is None) == (value is None):
@@ -370,10 +427,12 @@ class GroupSurface:
             return []
         self.flush()
         from ..executor import compiled_for
+
         internals = self.symbol.get_internals()
         graph = compiled_for(internals).graph
         args = {**self._params_in(), **p.inputs}
         outs, _ = jax.jit(graph, static_argnames="is_train")(
-            args, self.state.aux, p.key, is_train=p.is_train)
+            args, self.state.aux, p.key, is_train=p.is_train
+        )
         names = internals.list_outputs()
         return [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args]

@@ -1,4 +1,5 @@
 """``Module``: a symbol bound to devices and trained with an optimizer (spec 1.3)."""
+
 from __future__ import annotations
 
 import logging
@@ -11,8 +12,7 @@ import numpy as np
 from ..base import MXNetError
 from ..context import Context, cpu
 from ..io import DataDesc
-from .base_module import (BaseModule, _as_list, _check_input_names_strict,
-                          _parse_data_desc_list)
+from .base_module import BaseModule, _as_list, _check_input_names_strict, _parse_data_desc_list
 from .executor_group import DataParallelExecutorGroup
 from .stages import require
 from .train_state import OptBox
@@ -27,9 +27,19 @@ class Module(BaseModule):
     call (they still subclass ``AssertionError``).
     """
 
-    def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",),
-                 logger=logging, context=None, work_load_list=None, fixed_param_names=None,
-                 state_names=None, group2ctxs=None, compression_params=None):
+    def __init__(
+        self,
+        symbol,
+        data_names=("data",),
+        label_names=("softmax_label",),
+        logger=logging,
+        context=None,
+        work_load_list=None,
+        fixed_param_names=None,
+        state_names=None,
+        group2ctxs=None,
+        compression_params=None,
+    ):
         super().__init__(logger=logger)
         if context is None:
             context = cpu()
@@ -39,8 +49,10 @@ class Module(BaseModule):
         if work_load_list is None:
             work_load_list = [1] * len(self._context)
         if len(work_load_list) != len(self._context):
-            raise MXNetError(f"work_load_list has {len(work_load_list)} entries but there are "
-                             f"{len(self._context)} contexts; give one weight per context")
+            raise MXNetError(
+                f"work_load_list has {len(work_load_list)} entries but there are "
+                f"{len(self._context)} contexts; give one weight per context"
+            )
         self._work_load_list = list(work_load_list)
         if group2ctxs:
             raise NotImplementedError("Module(group2ctxs=...): model parallelism is not supported")
@@ -126,27 +138,45 @@ class Module(BaseModule):
 
         data = norm(data_shapes, "data_shapes")
         if sorted(d.name for d in data) != sorted(self._data_names):
-            raise ValueError(f"Data provided by data_shapes don't match names specified by "
-                             f"data_names ({[d.name for d in data]} vs. {self._data_names})")
+            raise ValueError(
+                f"Data provided by data_shapes don't match names specified by "
+                f"data_names ({[d.name for d in data]} vs. {self._data_names})"
+            )
         if label_shapes is None:
             if warn and self._label_names and self.for_training:
-                warnings.warn(f"bind() got no label_shapes but label_names are "
-                              f"{self._label_names}", UserWarning, stacklevel=3)
+                warnings.warn(
+                    f"bind() got no label_shapes but label_names are {self._label_names}",
+                    UserWarning,
+                    stacklevel=3,
+                )
             return data, None
         labels = norm(label_shapes, "label_shapes")
         if sorted(d.name for d in labels) != sorted(self._label_names):
-            warnings.warn(f"Data provided by label_shapes don't match names specified by "
-                          f"label_names ({[d.name for d in labels]} vs. {self._label_names})",
-                          UserWarning, stacklevel=3)
+            warnings.warn(
+                f"Data provided by label_shapes don't match names specified by "
+                f"label_names ({[d.name for d in labels]} vs. {self._label_names})",
+                UserWarning,
+                stacklevel=3,
+            )
         args = set(self._symbol.list_arguments())
         for d in labels:
             if d.name not in args:
-                raise MXNetError(f"label {d.name!r} is not an input of the symbol; bind with "
-                                 "label_shapes=None or create the Module with label_names=None")
+                raise MXNetError(
+                    f"label {d.name!r} is not an input of the symbol; bind with "
+                    "label_shapes=None or create the Module with label_names=None"
+                )
         return data, labels
 
-    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
-             force_rebind=False, shared_module=None, grad_req="write"):
+    def bind(
+        self,
+        data_shapes,
+        label_shapes=None,
+        for_training=True,
+        inputs_need_grad=False,
+        force_rebind=False,
+        shared_module=None,
+        grad_req="write",
+    ):
         if force_rebind:
             self._reset_bind()
         if self.binded:
@@ -160,15 +190,28 @@ class Module(BaseModule):
         self._data_shapes, self._label_shapes = self._normalize(data_shapes, label_shapes)
         shared_group = None
         if shared_module is not None:
-            if not (isinstance(shared_module, Module) and shared_module.binded
-                    and shared_module.params_initialized):
+            if not (
+                isinstance(shared_module, Module)
+                and shared_module.binded
+                and shared_module.params_initialized
+            ):
                 raise MXNetError("shared_module must be a bound Module with initialized params")
             shared_group = shared_module._exec_group
         self._exec_group = DataParallelExecutorGroup(
-            self._symbol, self._context, self._work_load_list, self._data_shapes,
-            self._label_shapes, self._param_names, for_training, inputs_need_grad,
-            shared_group, logger=self.logger, fixed_param_names=self._fixed_param_names,
-            grad_req=grad_req, state_names=self._state_names)
+            self._symbol,
+            self._context,
+            self._work_load_list,
+            self._data_shapes,
+            self._label_shapes,
+            self._param_names,
+            for_training,
+            inputs_need_grad,
+            shared_group,
+            logger=self.logger,
+            fixed_param_names=self._fixed_param_names,
+            grad_req=grad_req,
+            state_names=self._state_names,
+        )
         if shared_module is not None:
             self.params_initialized = True
             self._arg_params = shared_module._arg_params
@@ -177,11 +220,14 @@ class Module(BaseModule):
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
             from .. import ndarray as nd
+
             st = self._exec_group.state
-            self._arg_params = {n: nd.zeros(st.params[n].shape, dtype=st.params[n].dtype)
-                                for n in self._param_names}
-            self._aux_params = {n: nd.zeros(st.aux[n].shape, dtype=st.aux[n].dtype)
-                                for n in self._aux_names}
+            self._arg_params = {
+                n: nd.zeros(st.params[n].shape, dtype=st.params[n].dtype) for n in self._param_names
+            }
+            self._aux_params = {
+                n: nd.zeros(st.aux[n].shape, dtype=st.aux[n].dtype) for n in self._aux_names
+            }
         if shared_module is not None and shared_module.optimizer_initialized:
             self.borrow_optimizer(shared_module)
         self.binded = True
@@ -194,17 +240,28 @@ class Module(BaseModule):
 
     def reshape(self, data_shapes, label_shapes=None):
         require(self, "reshape", "binded")
-        self._data_shapes, self._label_shapes = self._normalize(data_shapes, label_shapes,
-                                                                warn=False)
+        self._data_shapes, self._label_shapes = self._normalize(
+            data_shapes, label_shapes, warn=False
+        )
         self._exec_group.reshape(self._data_shapes, self._label_shapes)
 
     # ------------------------------------------------------------ parameters
-    def init_params(self, initializer=None, arg_params=None, aux_params=None,
-                    allow_missing=False, force_init=False, allow_extra=False):
+    def init_params(
+        self,
+        initializer=None,
+        arg_params=None,
+        aux_params=None,
+        allow_missing=False,
+        force_init=False,
+        allow_extra=False,
+    ):
         from .. import initializer as _init
+
         if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. "
-                          "init_params call ignored.", stacklevel=2)
+            warnings.warn(
+                "Parameters already initialized and force_init=False. init_params call ignored.",
+                stacklevel=2,
+            )
             return
         require(self, "init_params", "binded")
         if initializer is None and arg_params is None and aux_params is None:
@@ -219,8 +276,10 @@ class Module(BaseModule):
                         _copy_param(name, src, arr)
                     return
                 if not allow_missing:
-                    raise RuntimeError(f"{name} is not presented: arg_params/aux_params lack it; "
-                                       "pass allow_missing=True to initialize it instead")
+                    raise RuntimeError(
+                        f"{name} is not presented: arg_params/aux_params lack it; "
+                        "pass allow_missing=True to initialize it instead"
+                    )
             if initializer is not None:
                 initializer(_init.InitDesc(name, attrs.get(name, None)), arr)
 
@@ -232,16 +291,24 @@ class Module(BaseModule):
         self._params_dirty = False
         self._exec_group.set_params(self._arg_params, self._aux_params, allow_extra=allow_extra)
 
-    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
-                   allow_extra=False):
+    def set_params(
+        self, arg_params, aux_params, allow_missing=False, force_init=True, allow_extra=False
+    ):
         if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
+            self.init_params(
+                initializer=None,
+                arg_params=arg_params,
+                aux_params=aux_params,
+                allow_missing=allow_missing,
+                force_init=force_init,
+                allow_extra=allow_extra,
+            )
             return
         if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. "
-                          "set_params call ignored.", stacklevel=2)
+            warnings.warn(
+                "Parameters already initialized and force_init=False. set_params call ignored.",
+                stacklevel=2,
+            )
             return
         self._exec_group.set_params(arg_params, aux_params, allow_extra=allow_extra)
         self._params_dirty = True
@@ -250,8 +317,9 @@ class Module(BaseModule):
     def get_params(self):
         require(self, "get_params", "params_initialized")
         group = self._exec_group
-        if self._params_dirty or (group is not None and
-                                  group.state.version != self._synced_version):
+        if self._params_dirty or (
+            group is not None and group.state.version != self._synced_version
+        ):
             self._sync_params_from_devices()
         return self._arg_params, self._aux_params
 
@@ -261,10 +329,16 @@ class Module(BaseModule):
         self._params_dirty = False
 
     # ------------------------------------------------------------ optimizer
-    def init_optimizer(self, kvstore="local", optimizer="sgd",
-                       optimizer_params=(("learning_rate", 0.01),), force_init=False):
+    def init_optimizer(
+        self,
+        kvstore="local",
+        optimizer="sgd",
+        optimizer_params=(("learning_rate", 0.01),),
+        force_init=False,
+    ):
         from .. import optimizer as opt
         from ..kvstore import _create_kvstore
+
         require(self, "init_optimizer", "binded", "params_initialized")
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring...")
@@ -285,22 +359,28 @@ class Module(BaseModule):
             idx2name = dict(enumerate(self._param_names))
         else:
             n_dev = len(self._context)
-            idx2name = {i * n_dev + k: n for i, n in enumerate(self._param_names)
-                        for k in range(n_dev)}
+            idx2name = {
+                i * n_dev + k: n for i, n in enumerate(self._param_names) for k in range(n_dev)
+            }
         if isinstance(optimizer, str):
             params = dict(optimizer_params)
             params.setdefault("rescale_grad", rescale_grad)
             optimizer = opt.create(optimizer, sym=self._symbol, param_idx2name=idx2name, **params)
         elif isinstance(optimizer, opt.Optimizer):
             if optimizer.rescale_grad != rescale_grad:
-                warnings.warn("Optimizer created manually outside Module but rescale_grad is not "
-                              f"normalized to 1.0/batch_size/num_workers ({optimizer.rescale_grad} "
-                              f"vs. {rescale_grad}). Is this intended?", stacklevel=2)
+                warnings.warn(
+                    "Optimizer created manually outside Module but rescale_grad is not "
+                    f"normalized to 1.0/batch_size/num_workers ({optimizer.rescale_grad} "
+                    f"vs. {rescale_grad}). Is this intended?",
+                    stacklevel=2,
+                )
             if not optimizer.idx2name:
                 optimizer.idx2name = dict(idx2name)
         else:
-            raise TypeError(f"optimizer must be a name such as 'sgd' or an mx.optimizer.Optimizer, "
-                            f"got {type(optimizer).__name__}")
+            raise TypeError(
+                f"optimizer must be a name such as 'sgd' or an mx.optimizer.Optimizer, "
+                f"got {type(optimizer).__name__}"
+            )
         self._optimizer = optimizer
         self._kvstore = kv
         self._update_on_kvstore = update_on_kvstore
@@ -318,24 +398,30 @@ class Module(BaseModule):
                 f"{type(optimizer).__name__}.update reads host values (asnumpy, float(), a "
                 "Python if on an array...), so it would run through MXNet's per-index Updater "
                 "on this worker's arrays only: use a built-in optimizer or keep update() to "
-                "array operations (mxmod/optimizer/README.md)")
+                "array operations (mxmod/optimizer/README.md)"
+            )
         if fused:
             state = jax.device_put(optimizer.fused_init(trained), group._progs.replicated())
         elif kv:
             from ..kvstore.kvstore import _initialize_kvstore
-            _initialize_kvstore(kv, group.param_arrays, self._arg_params, self._param_names,
-                                update_on_kvstore)
+
+            _initialize_kvstore(
+                kv, group.param_arrays, self._arg_params, self._param_names, update_on_kvstore
+            )
         group.state.opt = OptBox(optimizer, state, kv, self._updater, update_on_kvstore, fused)
         self.optimizer_initialized = True
         if self._preload_opt_states is not None:
-            self.load_optimizer_states(self._preload_opt_states,
-                                       allow_pickle=getattr(self, "_preload_allow_pickle", False))
+            self.load_optimizer_states(
+                self._preload_opt_states, allow_pickle=getattr(self, "_preload_allow_pickle", False)
+            )
             self._preload_opt_states = None
 
     def borrow_optimizer(self, shared_module):
         if not shared_module.optimizer_initialized:
-            raise MXNetError("borrow_optimizer: the shared module has no optimizer; call its "
-                             "init_optimizer() first")
+            raise MXNetError(
+                "borrow_optimizer: the shared module has no optimizer; call its "
+                "init_optimizer() first"
+            )
         self._optimizer = shared_module._optimizer
         self._kvstore = shared_module._kvstore
         self._update_on_kvstore = shared_module._update_on_kvstore
@@ -354,14 +440,17 @@ class Module(BaseModule):
             if getattr(data_batch, "provide_data", None):
                 new_data = data_batch.provide_data
             else:
-                new_data = [DataDesc(d.name, s, d.dtype, d.layout)
-                            for d, s in zip(self._data_shapes, new)]
+                new_data = [
+                    DataDesc(d.name, s, d.dtype, d.layout) for d, s in zip(self._data_shapes, new)
+                ]
             new_label = None
             if getattr(data_batch, "provide_label", None):
                 new_label = data_batch.provide_label
             elif data_batch.label and self._label_shapes:
-                new_label = [DataDesc(d.name, tuple(x.shape), d.dtype, d.layout)
-                             for d, x in zip(self._label_shapes, data_batch.label)]
+                new_label = [
+                    DataDesc(d.name, tuple(x.shape), d.dtype, d.layout)
+                    for d, x in zip(self._label_shapes, data_batch.label)
+                ]
             self.reshape(new_data, new_label)
         self._exec_group.forward(data_batch, is_train)
 
@@ -380,13 +469,20 @@ class Module(BaseModule):
             group.request_update()
             return
         from ..kvstore.kvstore import _update_params, _update_params_on_kvstore
+
         if self._update_on_kvstore:
-            _update_params_on_kvstore(group.param_arrays, group.grad_arrays, self._kvstore,
-                                      group.param_names)
+            _update_params_on_kvstore(
+                group.param_arrays, group.grad_arrays, self._kvstore, group.param_names
+            )
         else:
-            _update_params(group.param_arrays, group.grad_arrays, updater=self._updater,
-                           num_device=len(self._context), kvstore=self._kvstore,
-                           param_names=group.param_names)
+            _update_params(
+                group.param_arrays,
+                group.grad_arrays,
+                updater=self._updater,
+                num_device=len(self._context),
+                kvstore=self._kvstore,
+                param_names=group.param_names,
+            )
 
     def get_outputs(self, merge_multi_context=True):
         require(self, "get_outputs", "binded", "params_initialized")
@@ -422,16 +518,22 @@ class Module(BaseModule):
         only rank 0 writes (the workers hold equal weights)."""
         from ..fileio import write_checkpoint
         from ..kvstore import dist
+
         if dist.rank() != 0:
             return
         from ..ndarray.io import to_bytes
+
         arg_params, aux_params = self.get_params()
         blob = {"arg:" + k: v.as_in_context(cpu()) for k, v in arg_params.items()}
         blob.update({"aux:" + k: v.as_in_context(cpu()) for k, v in aux_params.items()})
         states = self._optimizer_states_bytes() if save_optimizer_states else None
-        paths = write_checkpoint(prefix, epoch,
-                                 self._symbol.tojson(remove_amp_cast=remove_amp_cast).encode(),
-                                 to_bytes(blob), states)
+        paths = write_checkpoint(
+            prefix,
+            epoch,
+            self._symbol.tojson(remove_amp_cast=remove_amp_cast).encode(),
+            to_bytes(blob),
+            states,
+        )
         logging.info('Saved checkpoint to "%s"', paths["params"])
         if states is not None:
             logging.info('Saved optimizer state to "%s"', paths["states"])
@@ -441,6 +543,7 @@ class Module(BaseModule):
         """As ``mx.mod.Module.load``; ``allow_pickle`` (mxmod addition) lets the preloaded
         ``.states`` file be an MXNet pickle (see :meth:`load_optimizer_states`)."""
         from ..model import load_checkpoint
+
         sym, args, auxs = load_checkpoint(prefix, epoch)
         mod = Module(symbol=sym, **kwargs)
         mod._arg_params = args
@@ -454,17 +557,20 @@ class Module(BaseModule):
     def save_optimizer_states(self, fname):
         """Write the optimizer state in mxmod's pickle-free format (atomically)."""
         from ..fileio import atomic_write
+
         atomic_write(fname, self._optimizer_states_bytes())
 
     def _optimizer_states_bytes(self) -> bytes:
         from .opt_states import states_bytes
+
         require(self, "save_optimizer_states", "optimizer_initialized")
         self._exec_group.flush()
         box = self._exec_group.state.opt
         if not box.fused:
             raise NotImplementedError(
                 f"save_optimizer_states: {type(box.optimizer).__name__} updates through "
-                "MXNet's per-index Updater; save its states with self._updater.get_states()")
+                "MXNet's per-index Updater; save its states with self._updater.get_states()"
+            )
         return states_bytes(box.optimizer, box.state)
 
     def load_optimizer_states(self, fname, allow_pickle=False):
@@ -472,25 +578,39 @@ class Module(BaseModule):
         ``allow_pickle=True`` (mxmod addition: unpickling can run code), an MXNet pickle,
         read by a restricted unpickler and mapped onto this module's parameters."""
         from .opt_states import load_states
+
         require(self, "load_optimizer_states", "optimizer_initialized")
         group = self._exec_group
         group.flush()
         box = group.state.opt
         shapes = {n: tuple(group.state.params[n].shape) for n in box.state}
-        box.state = load_states(fname, box.optimizer, box.state, self._param_names, shapes,
-                                len(self._context), allow_pickle=allow_pickle)
+        box.state = load_states(
+            fname,
+            box.optimizer,
+            box.state,
+            self._param_names,
+            shapes,
+            len(self._context),
+            allow_pickle=allow_pickle,
+        )
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
         require(self, "prepare", "binded")
         if sparse_row_id_fn is not None:
-            warnings.warn(UserWarning("Parameters are not updated in the KVStore. "
-                                      "No need to call sparse_row_id_fn."))
+            warnings.warn(
+                UserWarning(
+                    "Parameters are not updated in the KVStore. No need to call sparse_row_id_fn."
+                )
+            )
 
 
 def _copy_param(name: str, src: Any, dst) -> None:
     from ..ndarray import NDArray
+
     data = src._data if isinstance(src, NDArray) else np.asarray(src)
     if tuple(data.shape) != tuple(dst.shape):
-        raise MXNetError(f"parameter {name!r} has shape {tuple(data.shape)} but the symbol needs "
-                         f"{tuple(dst.shape)}")
+        raise MXNetError(
+            f"parameter {name!r} has shape {tuple(data.shape)} but the symbol needs "
+            f"{tuple(dst.shape)}"
+        )
     dst[:] = src if isinstance(src, NDArray) else data

@@ -22,6 +22,7 @@ these blocks (any ``steps_per_dispatch``, 1 included): each step feeds the scale
 to the graph, unscales the gradients, skips the update on overflow and moves the scale by
 MXNet's rule, all on device.
 """
+
 from __future__ import annotations
 
 import jax
@@ -62,17 +63,18 @@ def train_steps(progs, input_names: tuple, optimizer, metric, n: int, scale_name
                     new, opt_state = optimizer.fused_update(trained, grads, opt_state, hyper)
                 else:
                     new, opt_state, scaler, _ = scaled_update(
-                        optimizer.fused_update, trained, grads, opt_state, hyper, scaler)
+                        optimizer.fused_update, trained, grads, opt_state, hyper, scaler
+                    )
                 return ({**params, **new}, {**aux, **new_aux}, opt_state, scaler), (outs, stats)
 
             (params, aux, opt_state, scaler), (outs, stats) = lax.scan(
-                body, (params, aux, opt_state, scaler), (stacked, keys, hypers))
+                body, (params, aux, opt_state, scaler), (stacked, keys, hypers)
+            )
             return params, aux, opt_state, [o[-1] for o in outs], stats, scaler
 
         return jax.jit(block, donate_argnums=(0, 1, 2))
 
-    key = ("steps", n, input_names, optimizer.fused_signature(), metric_key(metric),
-           scale_name)
+    key = ("steps", n, input_names, optimizer.fused_signature(), metric_key(metric), scale_name)
     return progs._cached(key, build, (optimizer, metric))
 
 
@@ -84,11 +86,14 @@ def use_blocks(module, eval_metric, monitor, steps_per_dispatch) -> bool:
         return False
     reason = why_not(module, eval_metric, monitor)
     if reason and scaler is not None:
-        raise ValueError(f"fit: amp.init_trainer(module) scales the loss inside compiled "
-                         f"steps, which this fit cannot run: {reason}")
+        raise ValueError(
+            f"fit: amp.init_trainer(module) scales the loss inside compiled "
+            f"steps, which this fit cannot run: {reason}"
+        )
     if reason:
-        module.logger.warning("fit(steps_per_dispatch=%d) runs single steps: %s",
-                              steps_per_dispatch, reason)
+        module.logger.warning(
+            "fit(steps_per_dispatch=%d) runs single steps: %s", steps_per_dispatch, reason
+        )
         return False
     return True
 
@@ -97,6 +102,7 @@ def why_not(module, eval_metric, monitor) -> str:
     """Why ``module`` cannot run blocks of steps ('' when it can)."""
     from .module import Module
     from .base_module import BaseModule
+
     if not isinstance(module, Module):
         return f"{type(module).__name__} is not a Module"
     for name in ("forward", "backward", "update", "update_metric", "forward_backward"):
@@ -116,13 +122,15 @@ def why_not(module, eval_metric, monitor) -> str:
     return ""
 
 
-def fit_epoch(module, data_iter, first_batch, eval_metric, epoch, n, batch_end_callback,
-              sparse_row_id_fn=None):
+def fit_epoch(
+    module, data_iter, first_batch, eval_metric, epoch, n, batch_end_callback, sparse_row_id_fn=None
+):
     """One epoch of ``fit`` in blocks of ``n`` steps; returns the metric's final
     ``get_global_name_value()`` (what ``fit`` logs)."""
     from ..io import DataBatch
     from ..model import BatchEndParam
     from .base_module import _call
+
     nbatch = 0
     batch = first_batch
     done = False
@@ -130,8 +138,11 @@ def fit_epoch(module, data_iter, first_batch, eval_metric, epoch, n, batch_end_c
         bound = [tuple(d.shape) for d in module.data_shapes]
         block = []
         while batch is not None and len(block) < n:
-            if not isinstance(batch, DataBatch) or batch.data is None or [
-                    tuple(d.shape) for d in batch.data] != bound:
+            if (
+                not isinstance(batch, DataBatch)
+                or batch.data is None
+                or [tuple(d.shape) for d in batch.data] != bound
+            ):
                 break  # pre-sliced or reshaped batches take the single-step path
             block.append((batch, module._exec_group._load(batch, True)))
             try:
@@ -177,6 +188,7 @@ def _run_block(module, block, metric):
     from .. import random as mxrandom
     from .group_run import _zero_key
     from .train_state import PendingStep
+
     module._params_dirty = True
     group = module._exec_group
     group.flush()
@@ -197,11 +209,19 @@ def _run_block(module, block, metric):
     hypers = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *hypers)
     scaler = getattr(module, "_amp_scaler", None)
     from ..contrib.amp.loss_scaler import SCALE_NAME
-    fn = train_steps(group._progs, names, box.optimizer, metric, n,
-                     SCALE_NAME if scaler is not None else None)
+
+    fn = train_steps(
+        group._progs, names, box.optimizer, metric, n, SCALE_NAME if scaler is not None else None
+    )
     params, aux, box.state, outs, stats, sstate = fn(
-        group._params_in(), group.state.aux, box.state, inputs_list, stacked_keys, hypers,
-        scaler.state() if scaler is not None else {})
+        group._params_in(),
+        group.state.aux,
+        box.state,
+        inputs_list,
+        stacked_keys,
+        hypers,
+        scaler.state() if scaler is not None else {},
+    )
     if scaler is not None:
         scaler.keep_device_state(sstate)
     group._store_params(params)
@@ -211,8 +231,17 @@ def _run_block(module, block, metric):
     group._grads_valid = not group._diff_params
     group._input_grads = {}
     last_batch, last_inputs = block[-1]
-    group._pending = PendingStep(last_inputs, last_batch.label, True, keys[-1], backward=True,
-                                 update=True, outs_done=True, grads_done=True, update_done=True)
+    group._pending = PendingStep(
+        last_inputs,
+        last_batch.label,
+        True,
+        keys[-1],
+        backward=True,
+        update=True,
+        outs_done=True,
+        grads_done=True,
+        update_done=True,
+    )
     return stats
 
 

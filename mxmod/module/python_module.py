@@ -1,4 +1,5 @@
 """``PythonModule`` / ``PythonLossModule``: modules computed in Python (spec 1.6)."""
+
 from __future__ import annotations
 
 import logging
@@ -42,8 +43,15 @@ class PythonModule(BaseModule):
         """``({}, {})``: a PythonModule has no parameters (subclasses may override)."""
         return {}, {}
 
-    def init_params(self, initializer=None, arg_params=None, aux_params=None,
-                    allow_missing=False, force_init=False, allow_extra=False):
+    def init_params(
+        self,
+        initializer=None,
+        arg_params=None,
+        aux_params=None,
+        allow_missing=False,
+        force_init=False,
+        allow_extra=False,
+    ):
         """Nothing to initialise; marks the module initialised."""
         self.params_initialized = True
 
@@ -59,27 +67,41 @@ class PythonModule(BaseModule):
             raise RuntimeError("PythonModule does not support presliced labels")
         eval_metric.update(labels, self.get_outputs())
 
-    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
-             force_rebind=False, shared_module=None, grad_req="write"):
+    def bind(
+        self,
+        data_shapes,
+        label_shapes=None,
+        for_training=True,
+        inputs_need_grad=False,
+        force_rebind=False,
+        shared_module=None,
+        grad_req="write",
+    ):
         """Record the shapes (names must be in the module's order) and compute the output
         shapes."""
         if self.binded and not force_rebind:
             self.logger.warning("Already bound, ignoring bind()")
             return
         if grad_req != "write":
-            raise NotImplementedError(f"{type(self).__name__}.bind(grad_req={grad_req!r}): "
-                                      "a Python module only supports grad_req='write'")
+            raise NotImplementedError(
+                f"{type(self).__name__}.bind(grad_req={grad_req!r}): "
+                "a Python module only supports grad_req='write'"
+            )
         data_shapes = _parse_data_desc_list(data_shapes, "data_shapes")
         names = [d.name for d in data_shapes]
         if names != self._data_names:
-            raise MXNetError(f"data_shapes name {names} but this module's data_names are "
-                             f"{self._data_names} (same names, same order)")
+            raise MXNetError(
+                f"data_shapes name {names} but this module's data_names are "
+                f"{self._data_names} (same names, same order)"
+            )
         if label_shapes is not None:
             label_shapes = _parse_data_desc_list(label_shapes, "label_shapes")
             labels = [d.name for d in label_shapes]
             if self._label_names is None or labels != self._label_names:
-                raise MXNetError(f"label_shapes name {labels} but this module's label_names "
-                                 f"are {self._label_names} (same names, same order)")
+                raise MXNetError(
+                    f"label_shapes name {labels} but this module's label_names "
+                    f"are {self._label_names} (same names, same order)"
+                )
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self._data_shapes = data_shapes
@@ -90,11 +112,15 @@ class PythonModule(BaseModule):
     def _compute_output_shapes(self):
         """``[(output_name, shape), ...]`` from ``self._data_shapes``/``_label_shapes``;
         subclasses implement it."""
-        raise NotImplementedError(f"{type(self).__name__} must implement "
-                                  "_compute_output_shapes()")
+        raise NotImplementedError(f"{type(self).__name__} must implement _compute_output_shapes()")
 
-    def init_optimizer(self, kvstore="local", optimizer="sgd",
-                       optimizer_params=(("learning_rate", 0.01),), force_init=False):
+    def init_optimizer(
+        self,
+        kvstore="local",
+        optimizer="sgd",
+        optimizer_params=(("learning_rate", 0.01),),
+        force_init=False,
+    ):
         """No optimizer is needed; marks the module ready to train."""
         self.optimizer_initialized = True
 
@@ -112,16 +138,26 @@ class PythonLossModule(PythonModule):
             array-like). Without it, subclass and override ``_backward_impl``.
     """
 
-    def __init__(self, name="pyloss", data_names=("data",), label_names=("softmax_label",),
-                 logger=logging, grad_func=None):
+    def __init__(
+        self,
+        name="pyloss",
+        data_names=("data",),
+        label_names=("softmax_label",),
+        logger=logging,
+        grad_func=None,
+    ):
         super().__init__(data_names, label_names, [name + "_output"], logger=logger)
         if len(self._data_names) != 1 or len(self._label_names or []) != 1:
-            raise MXNetError(f"PythonLossModule takes exactly one data name and one label "
-                             f"name, got data_names={list(data_names)}, "
-                             f"label_names={list(label_names or [])}")
+            raise MXNetError(
+                f"PythonLossModule takes exactly one data name and one label "
+                f"name, got data_names={list(data_names)}, "
+                f"label_names={list(label_names or [])}"
+            )
         if grad_func is not None and not callable(grad_func):
-            raise TypeError(f"grad_func must be callable (scores, labels) -> gradient, got "
-                            f"{type(grad_func).__name__}")
+            raise TypeError(
+                f"grad_func must be callable (scores, labels) -> gradient, got "
+                f"{type(grad_func).__name__}"
+            )
         self._name = name
         self._scores = None
         self._labels = None
@@ -141,8 +177,10 @@ class PythonLossModule(PythonModule):
 
     def get_outputs(self, merge_multi_context=True):
         if merge_multi_context is not True:
-            raise MXNetError("PythonLossModule computes on one context: use "
-                             "get_outputs(merge_multi_context=True)")
+            raise MXNetError(
+                "PythonLossModule computes on one context: use "
+                "get_outputs(merge_multi_context=True)"
+            )
         return [self._scores]
 
     def backward(self, out_grads=None):
@@ -155,10 +193,13 @@ class PythonLossModule(PythonModule):
     def _backward_impl(self):
         """``self._scores_grad = grad_func(self._scores, self._labels)``."""
         from .. import ndarray as nd
+
         if self._grad_func is None:
-            raise NotImplementedError("PythonLossModule without grad_func: pass "
-                                      "grad_func=(scores, labels) -> gradient, or override "
-                                      "_backward_impl")
+            raise NotImplementedError(
+                "PythonLossModule without grad_func: pass "
+                "grad_func=(scores, labels) -> gradient, or override "
+                "_backward_impl"
+            )
         grad = self._grad_func(self._scores, self._labels)
         if not isinstance(grad, nd.NDArray):
             grad = nd.array(grad)
@@ -166,10 +207,13 @@ class PythonLossModule(PythonModule):
 
     def get_input_grads(self, merge_multi_context=True):
         if merge_multi_context is not True:
-            raise MXNetError("PythonLossModule computes on one context: use "
-                             "get_input_grads(merge_multi_context=True)")
+            raise MXNetError(
+                "PythonLossModule computes on one context: use "
+                "get_input_grads(merge_multi_context=True)"
+            )
         return [self._scores_grad]
 
     def install_monitor(self, mon):
-        raise NotImplementedError("PythonLossModule.install_monitor: a Python loss has no "
-                                  "executors to monitor")
+        raise NotImplementedError(
+            "PythonLossModule.install_monitor: a Python loss has no executors to monitor"
+        )

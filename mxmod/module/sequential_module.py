@@ -1,4 +1,5 @@
 """``SequentialModule``: modules chained output-to-input (spec 1.5)."""
+
 from __future__ import annotations
 
 import copy
@@ -40,11 +41,14 @@ class SequentialModule(BaseModule):
         """Append ``module`` (with meta options); returns ``self`` so calls chain."""
         for key in kwargs:
             if key not in self._meta_keys:
-                raise MXNetError(f'Unknown meta "{key}", a typo? Use one of '
-                                 f"{sorted(self._meta_keys)}")
+                raise MXNetError(
+                    f'Unknown meta "{key}", a typo? Use one of {sorted(self._meta_keys)}'
+                )
         if not isinstance(module, BaseModule):
-            raise TypeError(f"SequentialModule.add takes a module (mx.mod.Module, ...), got "
-                            f"{type(module).__name__}")
+            raise TypeError(
+                f"SequentialModule.add takes a module (mx.mod.Module, ...), got "
+                f"{type(module).__name__}"
+            )
         self._modules.append(module)
         self._metas.append(kwargs)
         # a new layer invalidates the whole chain's setup
@@ -91,15 +95,27 @@ class SequentialModule(BaseModule):
             aux_params.update(aux)
         return arg_params, aux_params
 
-    def init_params(self, initializer=None, arg_params=None, aux_params=None,
-                    allow_missing=False, force_init=False, allow_extra=False):
+    def init_params(
+        self,
+        initializer=None,
+        arg_params=None,
+        aux_params=None,
+        allow_missing=False,
+        force_init=False,
+        allow_extra=False,
+    ):
         if self.params_initialized and not force_init:
             return
         require(self, "init_params", "binded")
         for module in self._modules:
-            module.init_params(initializer=initializer, arg_params=arg_params,
-                               aux_params=aux_params, allow_missing=allow_missing,
-                               force_init=force_init, allow_extra=allow_extra)
+            module.init_params(
+                initializer=initializer,
+                arg_params=arg_params,
+                aux_params=aux_params,
+                allow_missing=allow_missing,
+                force_init=force_init,
+                allow_extra=allow_extra,
+            )
         self._check_unique_names()
         self.params_initialized = True
 
@@ -112,12 +128,21 @@ class SequentialModule(BaseModule):
                     raise MXNetError(
                         f"Duplicated parameter names: {name!r} is in layer {seen[name]} "
                         f"({type(self._modules[seen[name]]).__name__}) and layer {i} "
-                        f"({type(module).__name__}); give the layers distinct names")
+                        f"({type(module).__name__}); give the layers distinct names"
+                    )
                 seen[name] = i
 
     # ------------------------------------------------------------ binding
-    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
-             force_rebind=False, shared_module=None, grad_req="write"):
+    def bind(
+        self,
+        data_shapes,
+        label_shapes=None,
+        for_training=True,
+        inputs_need_grad=False,
+        force_rebind=False,
+        shared_module=None,
+        grad_req="write",
+    ):
         """Bind every layer, feeding each the previous layer's ``output_shapes``."""
         if self.binded and not force_rebind:
             self.logger.warning("Already bound, ignoring bind()")
@@ -127,8 +152,7 @@ class SequentialModule(BaseModule):
         if shared_module is not None:
             raise MXNetError("SequentialModule.bind(shared_module=...) is not supported")
         if not self._modules:
-            raise MXNetError("Attempting to bind an empty SequentialModule: add() modules "
-                             "first")
+            raise MXNetError("Attempting to bind an empty SequentialModule: add() modules first")
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self.binded = True
@@ -146,12 +170,18 @@ class SequentialModule(BaseModule):
                     if len(names) != len(my_data):
                         raise MXNetError(
                             f"auto_wiring layer {i}: it has data_names {list(names)} but the "
-                            f"previous layer gives {len(my_data)} outputs")
+                            f"previous layer gives {len(my_data)} outputs"
+                        )
                     my_data = [DataDesc(n, tuple(d[1])) for n, d in zip(names, my_data)]
-                module.bind(data_shapes=my_data, label_shapes=my_labels,
-                            for_training=for_training,
-                            inputs_need_grad=inputs_need_grad or (for_training and i > 0),
-                            force_rebind=force_rebind, shared_module=None, grad_req=grad_req)
+                module.bind(
+                    data_shapes=my_data,
+                    label_shapes=my_labels,
+                    for_training=for_training,
+                    inputs_need_grad=inputs_need_grad or (for_training and i > 0),
+                    force_rebind=force_rebind,
+                    shared_module=None,
+                    grad_req=grad_req,
+                )
                 my_data = module.output_shapes
         except BaseException:
             self.binded = False
@@ -159,15 +189,24 @@ class SequentialModule(BaseModule):
         if not any_labels:
             self._label_shapes = None
 
-    def init_optimizer(self, kvstore="local", optimizer="sgd",
-                       optimizer_params=(("learning_rate", 0.01),), force_init=False):
+    def init_optimizer(
+        self,
+        kvstore="local",
+        optimizer="sgd",
+        optimizer_params=(("learning_rate", 0.01),),
+        force_init=False,
+    ):
         require(self, "init_optimizer", "binded", "params_initialized")
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring.")
             return
         for module in self._modules:
-            module.init_optimizer(kvstore=kvstore, optimizer=optimizer,
-                                  optimizer_params=optimizer_params, force_init=force_init)
+            module.init_optimizer(
+                kvstore=kvstore,
+                optimizer=optimizer,
+                optimizer_params=optimizer_params,
+                force_init=force_init,
+            )
         self.optimizer_initialized = True
 
     # ------------------------------------------------------------ computation
@@ -182,10 +221,13 @@ class SequentialModule(BaseModule):
             if hasattr(batch, "provide_data"):
                 names = [name for name, _ in module.output_shapes]
                 if len(names) != len(batch.data):
-                    raise MXNetError(f"layer {i} reports {len(names)} output shapes but gave "
-                                     f"{len(batch.data)} outputs")
-                batch.provide_data = [DataDesc(n, tuple(x.shape))
-                                      for n, x in zip(names, batch.data)]
+                    raise MXNetError(
+                        f"layer {i} reports {len(names)} output shapes but gave "
+                        f"{len(batch.data)} outputs"
+                    )
+                batch.provide_data = [
+                    DataDesc(n, tuple(x.shape)) for n, x in zip(names, batch.data)
+                ]
 
     def backward(self, out_grads=None):
         require(self, "backward", "binded", "params_initialized")

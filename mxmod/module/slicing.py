@@ -1,4 +1,5 @@
 """How a batch is split over devices (spec 2.2), in MXNet's exact rules."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -20,8 +21,10 @@ def split_input_slice(batch_size: int, work_load_list: list) -> list[slice]:
     for n in sizes:
         end = min(begin + n, batch_size)
         if begin >= end:
-            raise ValueError("Too many slices. Some splits are empty: batch size "
-                             f"{batch_size} cannot be split over work_load_list {work_load_list}")
+            raise ValueError(
+                "Too many slices. Some splits are empty: batch size "
+                f"{batch_size} cannot be split over work_load_list {work_load_list}"
+            )
         slices.append(slice(begin, end))
         begin = end
     return slices
@@ -40,8 +43,10 @@ def decide_slices(descs: list, work_load_list: list) -> tuple[Optional[int], lis
         if batch_size is None:
             batch_size = n
         elif n != batch_size:
-            raise MXNetError(f"all data must have the same batch size: batch_size = {batch_size}, "
-                             f"but {d.name} has shape {d.shape}")
+            raise MXNetError(
+                f"all data must have the same batch size: batch_size = {batch_size}, "
+                f"but {d.name} has shape {d.shape}"
+            )
     slices = split_input_slice(batch_size, work_load_list) if batch_size else []
     return batch_size, slices, axes
 

@@ -1,4 +1,5 @@
 """Stage checks: a call made out of order says which call is missing."""
+
 from __future__ import annotations
 
 from ..base import MXNetError

@@ -9,6 +9,7 @@
   on the current batch. The first time a result is needed (or the step is complete:
   update requested and a metric given) one flush turns it into one compiled dispatch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from typing import Any, Optional
 class OptBox:
     """The optimizer and its state, shared by modules that borrow the optimizer."""
 
-    def __init__(self, optimizer, state, kvstore=None, updater=None, update_on_kvstore=False,
-                 fused=True):
+    def __init__(
+        self, optimizer, state, kvstore=None, updater=None, update_on_kvstore=False, fused=True
+    ):
         self.optimizer = optimizer
         self.state = state
         self.kvstore = kvstore

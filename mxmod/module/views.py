@@ -6,6 +6,7 @@ when used. Reading one first runs any deferred step, so it shows the values afte
 last ``update()``; writing one changes what the next step uses. Nothing is read while
 ``fit`` runs its fused steps, so the views cost that path nothing.
 """
+
 from __future__ import annotations
 
 from typing import Callable

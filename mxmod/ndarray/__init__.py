@@ -8,20 +8,87 @@ from . import contrib, random
 from .creation import arange, array, empty, full, ones, waitall, zeros
 from .ndarray import NDArray, from_jax
 from .ops import (
-    abs, argmax, argmin, clip, dot, exp, log, log_softmax, max, maximum, mean, min, minimum,
-    norm, one_hot, ones_like, pick, prod, softmax, sqrt, square, sum, where, zeros_like,
+    abs,
+    argmax,
+    argmin,
+    clip,
+    dot,
+    exp,
+    log,
+    log_softmax,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    norm,
+    one_hot,
+    ones_like,
+    pick,
+    prod,
+    softmax,
+    sqrt,
+    square,
+    sum,
+    where,
+    zeros_like,
 )
 from .shape_ops import (
-    broadcast_to, concat, concatenate, expand_dims, flatten, reshape, slice_axis, stack,
+    broadcast_to,
+    concat,
+    concatenate,
+    expand_dims,
+    flatten,
+    reshape,
+    slice_axis,
+    stack,
     transpose,
 )
 
 __all__ = [
-    "NDArray", "from_jax", "contrib", "random", "array", "zeros", "ones", "full", "empty",
-    "arange", "waitall", "abs", "argmax", "argmin", "broadcast_to", "clip", "concat",
-    "concatenate", "dot", "exp", "expand_dims", "flatten", "log", "log_softmax", "max",
-    "maximum", "mean", "min", "minimum", "norm", "one_hot", "ones_like", "pick", "prod",
-    "reshape", "slice_axis", "softmax", "sqrt", "square", "stack", "sum", "transpose", "where",
+    "NDArray",
+    "from_jax",
+    "contrib",
+    "random",
+    "array",
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "arange",
+    "waitall",
+    "abs",
+    "argmax",
+    "argmin",
+    "broadcast_to",
+    "clip",
+    "concat",
+    "concatenate",
+    "dot",
+    "exp",
+    "expand_dims",
+    "flatten",
+    "log",
+    "log_softmax",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "norm",
+    "one_hot",
+    "ones_like",
+    "pick",
+    "prod",
+    "reshape",
+    "slice_axis",
+    "softmax",
+    "sqrt",
+    "square",
+    "stack",
+    "sum",
+    "transpose",
+    "where",
     "zeros_like",
 ]
 
@@ -37,21 +104,26 @@ except ModuleNotFoundError as _err:  # pragma: no cover - io.py not written yet
 def __getattr__(name):
     """Every other operator of the table is available as ``mx.nd.<Op>``."""
     from ..ops import OPS, get_op
+
     if name == "sparse":
         raise NotImplementedError(
             "mx.nd.sparse: sparse storage (row_sparse/csr) is not supported by mxmod; use "
-            "dense NDArrays (mx.nd.array(x.toarray()) for a scipy matrix)")
+            "dense NDArrays (mx.nd.array(x.toarray()) for a scipy matrix)"
+        )
     if name == "utils":
         import importlib
+
         return importlib.import_module(f"{__name__}.utils")
     if name == "Custom":
         from ..operator import nd_custom
+
         globals()[name] = nd_custom
         return nd_custom
     if name == "Correlation":
         get_op(name)  # raises the out-of-scope NotImplementedError
     if name in OPS:
         from .op_table import nd_function
+
         fn = nd_function(name)
         globals()[name] = fn
         return fn

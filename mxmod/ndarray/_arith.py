@@ -64,8 +64,7 @@ def binary(lhs: NDArray, rhs: NDArray, fn, op: str) -> NDArray:
         np.broadcast_shapes(lhs.shape, rhs.shape)
     except ValueError:
         raise MXNetError(
-            f"{op}: operands could not be broadcast together with shapes {lhs.shape} "
-            f"{rhs.shape}"
+            f"{op}: operands could not be broadcast together with shapes {lhs.shape} {rhs.shape}"
         ) from None
     out = fn(lhs._data, _put(rhs._data, rhs._ctx, lhs._ctx))
     return NDArray(out.astype(lhs._data.dtype), lhs._ctx)
@@ -85,15 +84,19 @@ def _make(fn, op: str):
     def forward(self, other):
         res = _apply(self, other, fn, op)
         if res is NotImplemented:
-            raise TypeError(f"type {type(other)} not supported by NDArray {op}: "
-                            f"convert it with mx.nd.array(...)")
+            raise TypeError(
+                f"type {type(other)} not supported by NDArray {op}: "
+                f"convert it with mx.nd.array(...)"
+            )
         return res
 
     def reflected(self, other):
         res = _apply(self, other, fn, op, reverse=True)
         if res is NotImplemented:
-            raise TypeError(f"type {type(other)} not supported by NDArray {op}: "
-                            f"convert it with mx.nd.array(...)")
+            raise TypeError(
+                f"type {type(other)} not supported by NDArray {op}: "
+                f"convert it with mx.nd.array(...)"
+            )
         return res
 
     def inplace(self, other):
@@ -124,7 +127,10 @@ for _name, (_fn, _sym) in _OPS.items():
     setattr(NDArray, f"__r{_name}__", _r)
     setattr(NDArray, f"__i{_name}__", _i)
 NDArray.__div__, NDArray.__rdiv__, NDArray.__idiv__ = (
-    NDArray.__truediv__, NDArray.__rtruediv__, NDArray.__itruediv__)
+    NDArray.__truediv__,
+    NDArray.__rtruediv__,
+    NDArray.__itruediv__,
+)
 
 
 def _cmp(fn, op: str):
@@ -164,28 +170,49 @@ def _fluent(fn):
 
 def _numpy_fluent(fn, takes_dtype: bool):
     """Fluent method that also accepts the keywords numpy's functions pass (``np.sum(nd)``)."""
+
     def method(self, *args, out=None, **kwargs):
         if out is not None:
-            raise TypeError(f"NDArray.{fn.__name__}: out= is not supported; use the returned "
-                            f"NDArray")
+            raise TypeError(
+                f"NDArray.{fn.__name__}: out= is not supported; use the returned NDArray"
+            )
         for key in ("initial", "where", "ddof"):
             if key in kwargs:
-                raise NotImplementedError(f"NDArray.{fn.__name__}: numpy's {key}= argument is "
-                                          f"not supported; call .asnumpy() first")
+                raise NotImplementedError(
+                    f"NDArray.{fn.__name__}: numpy's {key}= argument is "
+                    f"not supported; call .asnumpy() first"
+                )
         dtype = kwargs.pop("dtype", None) if takes_dtype else None
         data = self if dtype is None else self.astype(dtype)
         return fn(data, *args, **kwargs)
 
     method.__name__ = fn.__name__
-    method.__doc__ = (f"Fluent form of ``mx.nd.{fn.__name__}(self, ...)``; numpy's "
-                      f"``np.{fn.__name__}(arr, ...)`` lands here and returns an NDArray.")
+    method.__doc__ = (
+        f"Fluent form of ``mx.nd.{fn.__name__}(self, ...)``; numpy's "
+        f"``np.{fn.__name__}(arr, ...)`` lands here and returns an NDArray."
+    )
     return method
 
 
-for _fn in (ops.norm, ops.pick, ops.one_hot, ops.softmax, ops.log_softmax, ops.log, ops.exp,
-            ops.sqrt, ops.square, ops.abs, ops.zeros_like, ops.ones_like, shape_ops.slice_axis,
-            shape_ops.transpose, shape_ops.flatten, shape_ops.expand_dims,
-            shape_ops.broadcast_to):
+for _fn in (
+    ops.norm,
+    ops.pick,
+    ops.one_hot,
+    ops.softmax,
+    ops.log_softmax,
+    ops.log,
+    ops.exp,
+    ops.sqrt,
+    ops.square,
+    ops.abs,
+    ops.zeros_like,
+    ops.ones_like,
+    shape_ops.slice_axis,
+    shape_ops.transpose,
+    shape_ops.flatten,
+    shape_ops.expand_dims,
+    shape_ops.broadcast_to,
+):
     setattr(NDArray, _fn.__name__, _fluent(_fn))
 for _fn in (ops.sum, ops.mean, ops.prod):
     setattr(NDArray, _fn.__name__, _numpy_fluent(_fn, takes_dtype=True))

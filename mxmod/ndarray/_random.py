@@ -98,8 +98,9 @@ def _draw(kind: str, ctx: Context, shape: tuple, p0: Any, p1: Any) -> jax.Array:
     return jax.lax.slice(flat, (0,), (size,)).reshape(shape)
 
 
-def _resolve(shape: Any, dtype: Any, ctx: Any, out: NDArray | None, op: str, default_dt: str,
-             kwargs: dict):
+def _resolve(
+    shape: Any, dtype: Any, ctx: Any, out: NDArray | None, op: str, default_dt: str, kwargs: dict
+):
     extra = sorted(k for k in kwargs if k != "name")
     if extra:
         raise TypeError(f"{op}() got unsupported keyword arguments {extra}")
@@ -147,8 +148,15 @@ def _float_dt(dt: np.dtype, op: str) -> None:
         raise ValueError(f"{op}: dtype must be a float type, got {dt.name}")
 
 
-def uniform(low: Any = 0, high: Any = 1, shape: Any = None, dtype: Any = None,
-            ctx: Any = None, out: NDArray | None = None, **kwargs: Any) -> NDArray:
+def uniform(
+    low: Any = 0,
+    high: Any = 1,
+    shape: Any = None,
+    dtype: Any = None,
+    ctx: Any = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """Samples from ``U[low, high)`` (``mx.nd.random.uniform``); shape defaults to ``(1,)``.
 
     Raises:
@@ -164,8 +172,15 @@ def uniform(low: Any = 0, high: Any = 1, shape: Any = None, dtype: Any = None,
     return _finish(_sample("uniform", ctx, shape, low, high).astype(dt), ctx, out)
 
 
-def normal(loc: Any = 0, scale: Any = 1, shape: Any = None, dtype: Any = None,
-           ctx: Any = None, out: NDArray | None = None, **kwargs: Any) -> NDArray:
+def normal(
+    loc: Any = 0,
+    scale: Any = 1,
+    shape: Any = None,
+    dtype: Any = None,
+    ctx: Any = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """Samples from ``N(loc, scale**2)`` (``mx.nd.random.normal``); shape defaults to ``(1,)``.
 
     Raises:
@@ -178,8 +193,15 @@ def normal(loc: Any = 0, scale: Any = 1, shape: Any = None, dtype: Any = None,
     return _finish(_sample("normal", ctx, shape, loc, scale).astype(dt), ctx, out)
 
 
-def randint(low: int, high: int, shape: Any = None, dtype: Any = None, ctx: Any = None,
-            out: NDArray | None = None, **kwargs: Any) -> NDArray:
+def randint(
+    low: int,
+    high: int,
+    shape: Any = None,
+    dtype: Any = None,
+    ctx: Any = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """Integers uniformly from ``[low, high)`` (``mx.nd.random.randint``); dtype int32 default.
 
     Raises:

@@ -4,6 +4,7 @@ Every operator (or alias) of the table named ``_contrib_<Name>`` is
 ``mx.nd.contrib.<Name>``, exactly as MXNet strips the prefix; each call runs the
 operator's lowering like any other ``mx.nd.<Op>`` (see :mod:`mxmod.ndarray.op_table`).
 """
+
 from __future__ import annotations
 
 from ..ops import OPS
@@ -15,19 +16,27 @@ from .op_table import nd_function
 PREFIX = "_contrib_"
 
 
-def boolean_mask(data: NDArray, index: NDArray, axis: int = 0, out: NDArray | None = None,
-                 name: str | None = None) -> NDArray:
+def boolean_mask(
+    data: NDArray,
+    index: NDArray,
+    axis: int = 0,
+    out: NDArray | None = None,
+    name: str | None = None,
+) -> NDArray:
     """MXNet's ``mx.nd.contrib.boolean_mask``: the rows of ``data`` (axis 0) whose ``index``
     entry is non-zero. Runs eagerly (its output shape depends on the mask's values, so it
     is the one contrib operator that is not jit-compiled; bound symbols cannot use it)."""
     for what, x in (("data", data), ("index", index)):
         if not isinstance(x, NDArray):
-            raise TypeError(f"mx.nd.contrib.boolean_mask: {what} must be an NDArray, got "
-                            f"{type(x).__name__}")
+            raise TypeError(
+                f"mx.nd.contrib.boolean_mask: {what} must be an NDArray, got {type(x).__name__}"
+            )
     check_boolean_mask_axis(int(axis))
     if index.ndim != 1 or index.shape[0] != data.shape[0]:
-        raise ValueError(f"mx.nd.contrib.boolean_mask: index {index.shape} must be 1-D with "
-                         f"data.shape[0] = {data.shape[0]} entries")
+        raise ValueError(
+            f"mx.nd.contrib.boolean_mask: index {index.shape} must be 1-D with "
+            f"data.shape[0] = {data.shape[0]} entries"
+        )
     res = NDArray(_boolean_mask(data._data, index._data, int(axis)))
     if out is not None:
         out._set_data(res._data)
@@ -37,14 +46,15 @@ def boolean_mask(data: NDArray, index: NDArray, axis: int = 0, out: NDArray | No
 
 def contrib_names() -> list:
     """The ``<Name>`` of every ``_contrib_<Name>`` operator or alias in the table."""
-    return sorted(n[len(PREFIX):] for n, _ in OPS.items() if n.startswith(PREFIX))
+    return sorted(n[len(PREFIX) :] for n, _ in OPS.items() if n.startswith(PREFIX))
 
 
 def __getattr__(name: str):
     if name.startswith("__") or (PREFIX + name) not in OPS:
         raise AttributeError(
             f"mxmod.ndarray.contrib has no operator {name!r}: no operator named "
-            f"'{PREFIX}{name}' is registered (contrib operators: {', '.join(contrib_names())})")
+            f"'{PREFIX}{name}' is registered (contrib operators: {', '.join(contrib_names())})"
+        )
     fn = nd_function(PREFIX + name)
     fn.__name__ = name
     globals()[name] = fn

@@ -89,8 +89,9 @@ def _filled(shape: Any, val: Any, ctx: Any, dtype: Any) -> NDArray:
     return NDArray(jnp.full(_shape(shape), fill, dtype=dt, device=ctx.jax_device), ctx)
 
 
-def zeros(shape: Any, ctx: Context | None = None, dtype: Any = None, stype: Any = None,
-          **kwargs: Any) -> NDArray:
+def zeros(
+    shape: Any, ctx: Context | None = None, dtype: Any = None, stype: Any = None, **kwargs: Any
+) -> NDArray:
     """Array of zeros (dtype float32 unless given)."""
     _check_stype(stype, "zeros", kwargs)
     return _filled(shape, 0, ctx, dtype)
@@ -102,8 +103,13 @@ def ones(shape: Any, ctx: Context | None = None, dtype: Any = None, **kwargs: An
     return _filled(shape, 1, ctx, dtype)
 
 
-def full(shape: Any, val: Any, ctx: Context | None = None, dtype: Any = mx_real_t,
-         out: NDArray | None = None) -> NDArray:
+def full(
+    shape: Any,
+    val: Any,
+    ctx: Context | None = None,
+    dtype: Any = mx_real_t,
+    out: NDArray | None = None,
+) -> NDArray:
     """Array filled with ``val``; with ``out`` fills that array in place and returns it."""
     if out is not None:
         out[:] = val
@@ -111,16 +117,21 @@ def full(shape: Any, val: Any, ctx: Context | None = None, dtype: Any = mx_real_
     return _filled(shape, val, ctx, dtype)
 
 
-def empty(shape: Any, ctx: Context | None = None, dtype: Any = None,
-          stype: Any = None) -> NDArray:
+def empty(shape: Any, ctx: Context | None = None, dtype: Any = None, stype: Any = None) -> NDArray:
     """Uninitialised array in MXNet; zeros here (XLA has no uninitialised buffers)."""
     _check_stype(stype, "empty")
     return _filled(shape, 0, ctx, dtype)
 
 
-def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: int = 1,
-           infer_range: Any = None, ctx: Context | None = None,
-           dtype: Any = mx_real_t) -> NDArray:
+def arange(
+    start: float,
+    stop: float | None = None,
+    step: float = 1.0,
+    repeat: int = 1,
+    infer_range: Any = None,
+    ctx: Context | None = None,
+    dtype: Any = mx_real_t,
+) -> NDArray:
     """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times.
 
     Raises:

@@ -16,6 +16,7 @@ array and an optional list of names. Differences from MXNet, all deliberate:
   file, the byte offset and field, and what was expected there. Every size read from the
   file is checked against the bytes that remain before anything is allocated.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,9 +39,18 @@ __all__ = ["save", "load", "load_frombuffer", "load_numpy", "to_bytes"]
 LIST_MAGIC = 0x112
 V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
 _FLAG_TO_DTYPE = {
-    0: np.dtype("<f4"), 1: np.dtype("<f8"), 2: np.dtype("<f2"), 3: np.dtype("u1"),
-    4: np.dtype("<i4"), 5: np.dtype("i1"), 6: np.dtype("<i8"), 7: np.dtype("bool"),
-    8: np.dtype("<i2"), 9: np.dtype("<u2"), 10: np.dtype("<u4"), 11: np.dtype("<u8"),
+    0: np.dtype("<f4"),
+    1: np.dtype("<f8"),
+    2: np.dtype("<f2"),
+    3: np.dtype("u1"),
+    4: np.dtype("<i4"),
+    5: np.dtype("i1"),
+    6: np.dtype("<i8"),
+    7: np.dtype("bool"),
+    8: np.dtype("<i2"),
+    9: np.dtype("<u2"),
+    10: np.dtype("<u4"),
+    11: np.dtype("<u8"),
     12: np.dtype(jnp.bfloat16),
 }
 _DTYPE_TO_FLAG = {dt: flag for flag, dt in _FLAG_TO_DTYPE.items()}
@@ -74,15 +84,21 @@ class _Reader:
         return MXNetFileError(
             f"Invalid NDArray file format: {self.source}: {what} (at {where}{exp}). The file "
             f"is truncated or corrupted, or was not written by mx.nd.save / save_checkpoint; "
-            f"re-create it", self.source, where, expected)
+            f"re-create it",
+            self.source,
+            where,
+            expected,
+        )
 
     def take(self, n: int, what: str) -> memoryview:
         self.field_at, self.field = self.pos, what
         left = len(self.buf) - self.pos
         if n > left:
-            raise self.fail(f"{what} needs {n} bytes but only {left} remain",
-                            f"a file of at least {self.pos + n} bytes, got {len(self.buf)}")
-        out = self.buf[self.pos:self.pos + n]
+            raise self.fail(
+                f"{what} needs {n} bytes but only {left} remain",
+                f"a file of at least {self.pos + n} bytes, got {len(self.buf)}",
+            )
+        out = self.buf[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -115,8 +131,10 @@ def _tshape(r: _Reader, what: str, v3: bool) -> tuple | None:
 def _ctx_and_dtype(r: _Reader, label: str) -> np.dtype:
     dev_type, dev_id, flag = r.unpack("<iii", f"{label} context and dtype")
     if dev_type not in _DEV_TYPES or dev_id < 0:
-        raise r.fail(f"{label} names an invalid context (dev_type {dev_type}, dev_id "
-                     f"{dev_id})", f"dev_type in {_DEV_TYPES}, dev_id >= 0")
+        raise r.fail(
+            f"{label} names an invalid context (dev_type {dev_type}, dev_id {dev_id})",
+            f"dev_type in {_DEV_TYPES}, dev_id >= 0",
+        )
     return _dtype_of_flag(r, flag, label)
 
 
@@ -146,12 +164,16 @@ def _skip_sparse(r: _Reader, stype: int, sshape: tuple, shape: tuple, label: str
     r.take(math.prod(sshape) * dtype.itemsize, f"{label} {name} values")
     for k, (adt, ashape) in enumerate(aux):
         r.take(math.prod(ashape) * adt.itemsize, f"{label} {name} aux {k}")
-    return _Skipped(f"uses {name} storage (shape {shape}), which mxmod does not support",
-                    "convert it in MXNet with arr.tostype('default') and save again")
+    return _Skipped(
+        f"uses {name} storage (shape {shape}), which mxmod does not support",
+        "convert it in MXNet with arr.tostype('default') and save again",
+    )
 
 
-_NONE = ("is an empty-handle (none) NDArray with no shape, which mxmod cannot represent",
-         "drop it from the saved list/dict in MXNet and save again")
+_NONE = (
+    "is an empty-handle (none) NDArray with no shape, which mxmod cannot represent",
+    "drop it from the saved list/dict in MXNet and save again",
+)
 
 
 def _record(r: _Reader, label: str) -> np.ndarray | _Skipped:
@@ -160,8 +182,10 @@ def _record(r: _Reader, label: str) -> np.ndarray | _Skipped:
         v3 = magic == V3_MAGIC
         (stype,) = r.unpack("<i", f"{label} storage type")
         if stype != 0 and (v3 or stype not in _SPARSE):
-            raise r.fail(f"{label} has an invalid storage type {stype}",
-                         "0 (dense)" + ("" if v3 else ", 1 (row_sparse) or 2 (csr)"))
+            raise r.fail(
+                f"{label} has an invalid storage type {stype}",
+                "0 (dense)" + ("" if v3 else ", 1 (row_sparse) or 2 (csr)"),
+            )
         sshape = _tshape(r, f"{label} storage shape", False) if stype else None
         shape = _tshape(r, f"{label} shape", v3)
         if shape is None or (not v3 and not shape):
@@ -177,8 +201,10 @@ def _record(r: _Reader, label: str) -> np.ndarray | _Skipped:
         if not shape:
             return _Skipped(*_NONE)
     else:
-        raise r.fail(f"{label} starts with 0x{magic:08x}, not an NDArray record magic "
-                     f"(0x{V2_MAGIC:08x} expected)")
+        raise r.fail(
+            f"{label} starts with 0x{magic:08x}, not an NDArray record magic "
+            f"(0x{V2_MAGIC:08x} expected)"
+        )
     return _data(r, _ctx_and_dtype(r, label), shape, label)
 
 
@@ -189,13 +215,17 @@ def _parse(buf: bytes, source: str) -> tuple[list, list | None]:
         raise r.fail(f"only {len(buf)} bytes, too short for the 0x112 list header")
     (magic,) = r.unpack("<Q", "list header")
     if magic != LIST_MAGIC:
-        raise r.fail(f"wrong magic number 0x{magic:x} at offset 0 (an NDArray list file "
-                     f"starts with 0x{LIST_MAGIC:x})")
+        raise r.fail(
+            f"wrong magic number 0x{magic:x} at offset 0 (an NDArray list file "
+            f"starts with 0x{LIST_MAGIC:x})"
+        )
     r.unpack("<Q", "reserved field")
     (count,) = r.unpack("<Q", "array count")
     if count * 4 > r.left():  # a record takes 4 bytes or more
-        raise r.fail(f"header claims {count} arrays but only {r.left()} bytes follow",
-                     "at least 4 bytes per array")
+        raise r.fail(
+            f"header claims {count} arrays but only {r.left()} bytes follow",
+            "at least 4 bytes per array",
+        )
     arrays = [_record(r, f"array {i}") for i in range(count)]
     (n_names,) = r.unpack("<Q", "name count")
     if n_names not in (0, count):
@@ -221,17 +251,23 @@ def _read_file(fname: Any) -> tuple[bytes, str]:
     fname = os.fspath(fname)
     source = f"file {fname!r}"
     if not os.path.exists(fname):
-        raise _FileMissing(f"NDArray file {fname!r} does not exist; check the path (files are "
-                           f"written by mx.nd.save or save_checkpoint)", source, "path")
+        raise _FileMissing(
+            f"NDArray file {fname!r} does not exist; check the path (files are "
+            f"written by mx.nd.save or save_checkpoint)",
+            source,
+            "path",
+        )
     if os.path.isdir(fname):
-        raise MXNetFileError(f"{fname!r} is a folder, not an NDArray file; pass the file path",
-                             source, "path")
+        raise MXNetFileError(
+            f"{fname!r} is a folder, not an NDArray file; pass the file path", source, "path"
+        )
     try:
         with open(fname, "rb") as f:
             return f.read(), source
     except OSError as e:
-        raise MXNetFileError(f"NDArray file {fname!r} cannot be read ({e.strerror or e})",
-                             source, "open") from None
+        raise MXNetFileError(
+            f"NDArray file {fname!r} cannot be read ({e.strerror or e})", source, "open"
+        ) from None
 
 
 def _as_result(arrays: list, names: list | None) -> list | dict:
@@ -254,7 +290,9 @@ def _to_ndarrays(arrays: list, names: list | None, source: str) -> list | dict:
             f"{source}: 64-bit arrays were loaded as 32-bit because jax_enable_x64 is off "
             f"({', '.join(narrowed[:5])}{', ...' if len(narrowed) > 5 else ''}); call "
             f"jax.config.update('jax_enable_x64', True) first to keep them, or use "
-            f"mxmod.ndarray.io.load_numpy for the exact values", stacklevel=3)
+            f"mxmod.ndarray.io.load_numpy for the exact values",
+            stacklevel=3,
+        )
     return _as_result(out, names)
 
 
@@ -298,8 +336,7 @@ def load_numpy(fname: str) -> list | dict:
 
 
 # ------------------------------------------------------------------- writer
-_BAD_DATA = ("save only accept dict str->NDArray or list of NDArray (numpy arrays are "
-             "accepted too)")
+_BAD_DATA = "save only accept dict str->NDArray or list of NDArray (numpy arrays are accepted too)"
 
 
 def _host(value: Any, label: str) -> tuple[np.ndarray, int, int]:
@@ -314,9 +351,11 @@ def _host(value: Any, label: str) -> tuple[np.ndarray, int, int]:
         raise TypeError(f"{_BAD_DATA}; {label} is a {type(value).__name__}")
     dtype = host.dtype.newbyteorder("<") if host.dtype.byteorder == ">" else host.dtype
     if dtype not in _DTYPE_TO_FLAG:
-        raise TypeError(f"{label} has dtype {host.dtype}, which MXNet files cannot store; cast "
-                        f"it to one of float32, float64, float16, bfloat16, uint8, int8, "
-                        f"int32, int64, bool")
+        raise TypeError(
+            f"{label} has dtype {host.dtype}, which MXNet files cannot store; cast "
+            f"it to one of float32, float64, float16, bfloat16, uint8, int8, "
+            f"int32, int64, bool"
+        )
     return host.astype(dtype, order="C", copy=False), *dev
 
 

@@ -222,8 +222,11 @@ class NDArray:
             TypeError: for any other target type.
         """
         if isinstance(other, NDArray):
-            if (other.handle is self.handle and other._offset == self._offset
-                    and other.shape == self.shape):
+            if (
+                other.handle is self.handle
+                and other._offset == self._offset
+                and other.shape == self.shape
+            ):
                 warnings.warn("You are attempting to copy an array to itself", stacklevel=2)
                 return other
             if other.shape != self.shape:

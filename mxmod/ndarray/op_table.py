@@ -3,6 +3,7 @@
 Each call parses MXNet-style attributes, runs the operator's lowering (jitted, cached
 per operator, attributes and input shapes) in inference mode and wraps the outputs.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -46,18 +47,26 @@ def nd_function(name: str):
 
     def call(*args: Any, out: NDArray | None = None, name: str | None = None, **kwargs: Any):
         named = {k: v for k, v in kwargs.items() if isinstance(v, (NDArray, np.ndarray, jax.Array))}
-        raw = {k: (np.dtype(v).name if k == "dtype" and not isinstance(v, str) else attr_str(v))
-               for k, v in kwargs.items() if k not in named and v is not None}
-        positional = list(args[0]) if op.variadic and len(args) == 1 and isinstance(
-            args[0], (list, tuple)) else list(args)
+        raw = {
+            k: (np.dtype(v).name if k == "dtype" and not isinstance(v, str) else attr_str(v))
+            for k, v in kwargs.items()
+            if k not in named and v is not None
+        }
+        positional = (
+            list(args[0])
+            if op.variadic and len(args) == 1 and isinstance(args[0], (list, tuple))
+            else list(args)
+        )
         if op.variadic:
             raw[op.variadic] = str(len(positional))
         attrs = op.parse(raw, op.name)
         slots = op.input_names(attrs) + op.aux_names(attrs)
         unknown = set(named) - set(slots)
         if unknown:
-            raise MXNetError(f"mx.nd.{op.name}: no input named {sorted(unknown)[0]!r}; its inputs "
-                             f"are {', '.join(slots)}")
+            raise MXNetError(
+                f"mx.nd.{op.name}: no input named {sorted(unknown)[0]!r}; its inputs "
+                f"are {', '.join(slots)}"
+            )
         ins = []
         for i, slot in enumerate(slots):
             if i < len(positional):
@@ -65,12 +74,14 @@ def nd_function(name: str):
             elif slot in named:
                 ins.append(_array(named[slot], op.name, slot))
             else:
-                raise MXNetError(f"mx.nd.{op.name} needs input {slot!r} (inputs: "
-                                 f"{', '.join(slots)})")
+                raise MXNetError(
+                    f"mx.nd.{op.name} needs input {slot!r} (inputs: {', '.join(slots)})"
+                )
         fn, _ = _compiled(op.name, tuple(sorted(raw.items())), len(op.input_names(attrs)))
         key = None
         if op.random:
             from .. import random as mxrandom
+
             key = mxrandom.next_key()
         outs = [NDArray(o) for o in fn(ins, key)]
         if out is not None:

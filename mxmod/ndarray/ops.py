@@ -20,10 +20,32 @@ from ..base import MXNetError
 from .ndarray import NDArray, _fresh, _put, jax_dtype
 
 __all__ = [
-    "sum", "mean", "max", "min", "prod", "argmax", "argmin", "norm", "pick", "one_hot",
-    "softmax", "log_softmax", "where", "clip", "dot", "maximum", "minimum", "log", "exp",
-    "sqrt", "square", "abs", "zeros_like", "ones_like",
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "argmax",
+    "argmin",
+    "norm",
+    "pick",
+    "one_hot",
+    "softmax",
+    "log_softmax",
+    "where",
+    "clip",
+    "dot",
+    "maximum",
+    "minimum",
+    "log",
+    "exp",
+    "sqrt",
+    "square",
+    "abs",
+    "zeros_like",
+    "ones_like",
 ]
+
 
 def _check(x: Any, op: str, arg: str = "data") -> NDArray:
     if not isinstance(x, NDArray):
@@ -106,8 +128,9 @@ def argmin(data: NDArray, axis: int | None = None, keepdims: bool = False) -> ND
     return _arg(jnp.argmin, "argmin", data, axis, keepdims)
 
 
-def norm(data: NDArray, ord: int = 2, axis: Any = None, out_dtype: Any = None,
-         keepdims: bool = False) -> NDArray:
+def norm(
+    data: NDArray, ord: int = 2, axis: Any = None, out_dtype: Any = None, keepdims: bool = False
+) -> NDArray:
     """L1 or L2 norm over ``axis`` (all elements when None), shape ``(1,)`` for a full norm.
 
     Raises:
@@ -128,8 +151,9 @@ def norm(data: NDArray, ord: int = 2, axis: Any = None, out_dtype: Any = None,
     return res.astype(out_dtype) if out_dtype is not None else res
 
 
-def pick(data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False,
-         mode: str = "clip") -> NDArray:
+def pick(
+    data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False, mode: str = "clip"
+) -> NDArray:
     """Pick one element per position along ``axis`` (``mx.nd.pick``); ``mode`` 'clip' or 'wrap'.
 
     Raises:
@@ -154,8 +178,13 @@ def pick(data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False,
     return _like(out if keepdims else jnp.squeeze(out, ax), data)
 
 
-def one_hot(indices: NDArray, depth: int, on_value: float = 1.0, off_value: float = 0.0,
-            dtype: Any = "float32") -> NDArray:
+def one_hot(
+    indices: NDArray,
+    depth: int,
+    on_value: float = 1.0,
+    off_value: float = 0.0,
+    dtype: Any = "float32",
+) -> NDArray:
     """One-hot encode ``indices`` into a new last axis of size ``depth``."""
     _check(indices, "one_hot", "indices")
     idx = indices._data.astype(jnp.int32)
@@ -178,16 +207,28 @@ def _softmax_args(data: NDArray, op: str, temperature: Any, use_length: bool, le
     return x / temperature if temperature not in (None, 1.0) else x
 
 
-def softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
-            dtype: Any = None, use_length: bool = False, length: Any = None) -> NDArray:
+def softmax(
+    data: NDArray,
+    axis: int = -1,
+    temperature: float | None = None,
+    dtype: Any = None,
+    use_length: bool = False,
+    length: Any = None,
+) -> NDArray:
     """Softmax along ``axis`` with optional ``temperature``."""
     x = _softmax_args(data, "softmax", temperature, use_length, length)
     out = NDArray(jax.nn.softmax(x, axis=axis), data._ctx)
     return out.astype(dtype) if dtype is not None else out
 
 
-def log_softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
-                dtype: Any = None, use_length: bool = False, length: Any = None) -> NDArray:
+def log_softmax(
+    data: NDArray,
+    axis: int = -1,
+    temperature: float | None = None,
+    dtype: Any = None,
+    use_length: bool = False,
+    length: Any = None,
+) -> NDArray:
     """Log-softmax along ``axis``."""
     x = _softmax_args(data, "log_softmax", temperature, use_length, length)
     out = NDArray(jax.nn.log_softmax(x, axis=axis), data._ctx)
@@ -220,12 +261,14 @@ def clip(data: NDArray, a_min: float, a_max: float) -> NDArray:
     """Clip values into ``[a_min, a_max]``."""
     _check(data, "clip")
     dt = data._data.dtype
-    return _like(jnp.clip(data._data, jnp.asarray(a_min).astype(dt), jnp.asarray(a_max).astype(dt)),
-                 data)
+    return _like(
+        jnp.clip(data._data, jnp.asarray(a_min).astype(dt), jnp.asarray(a_max).astype(dt)), data
+    )
 
 
-def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False,
-        transpose_b: bool = False) -> NDArray:
+def dot(
+    lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False
+) -> NDArray:
     """Matrix product; N-d inputs contract the last axis of ``lhs`` with the first of ``rhs``.
 
     Raises:

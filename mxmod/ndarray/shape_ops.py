@@ -18,8 +18,15 @@ from .ndarray import NDArray, _fresh, _put
 from .ops import _axes, _check
 
 __all__ = [
-    "slice_axis", "transpose", "reshape", "flatten", "expand_dims", "broadcast_to", "concat",
-    "concatenate", "stack",
+    "slice_axis",
+    "transpose",
+    "reshape",
+    "flatten",
+    "expand_dims",
+    "broadcast_to",
+    "concat",
+    "concatenate",
+    "stack",
 ]
 
 
@@ -108,11 +115,18 @@ def _join(arrays: Sequence[NDArray], axis: int, op: str, new_axis: bool) -> NDAr
     ax = axis % ndim
     for i, a in enumerate(arrays):
         if a.dtype != first.dtype:
-            raise MXNetError(f"{op}: input {i} has dtype {a.dtype.__name__}, input 0 has "
-                             f"{first.dtype.__name__}; cast with .astype()")
-        ok = a.shape == first.shape if new_axis else (
-            a.ndim == first.ndim and all(s == t for d, (s, t) in
-                                         enumerate(zip(a.shape, first.shape)) if d != ax))
+            raise MXNetError(
+                f"{op}: input {i} has dtype {a.dtype.__name__}, input 0 has "
+                f"{first.dtype.__name__}; cast with .astype()"
+            )
+        ok = (
+            a.shape == first.shape
+            if new_axis
+            else (
+                a.ndim == first.ndim
+                and all(s == t for d, (s, t) in enumerate(zip(a.shape, first.shape)) if d != ax)
+            )
+        )
         if not ok:
             raise MXNetError(
                 f"{op}: input {i} has shape {a.shape}, incompatible with input 0 of shape "

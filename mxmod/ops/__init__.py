@@ -1,4 +1,5 @@
 """The operator table. Importing this package registers every operator module in it."""
+
 import importlib
 import pkgutil
 

@@ -1,6 +1,7 @@
 """Typed operator attributes: MXNet stores every attribute as the Python ``str()``
 of what the user passed (``"(3, 3)"``, ``"True"``, ``"0.9"``); these parsers read
 both that string form and plain Python values."""
+
 from __future__ import annotations
 
 import ast
@@ -22,9 +23,9 @@ def _literal(text: str) -> Any:
         raise AttrError(f"cannot parse {text!r}") from None
 
 
-INT32 = (-2**31, 2**31 - 1)  # MXNet's ``int`` attributes (dmlc parses a C++ int)
-INT64 = (-2**63, 2**63 - 1)  # ``long`` attributes and the sizes of a ``Shape(tuple)``
-UINT32 = (-2**63, 2**32 - 1)  # ``int (non-negative)``: MXNet wraps negatives, refuses >= 2**32
+INT32 = (-(2**31), 2**31 - 1)  # MXNet's ``int`` attributes (dmlc parses a C++ int)
+INT64 = (-(2**63), 2**63 - 1)  # ``long`` attributes and the sizes of a ``Shape(tuple)``
+UINT32 = (-(2**63), 2**32 - 1)  # ``int (non-negative)``: MXNet wraps negatives, refuses >= 2**32
 UINT64 = (-(2**64 - 1), 2**64 - 1)  # ``long (non-negative)`` (``workspace``); wraps too
 
 

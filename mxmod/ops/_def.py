@@ -5,6 +5,7 @@ its input/aux/output names (these make ``fc1_weight``, ``bn0_moving_mean``),
 shape and type inference, and the JAX lowering. Symbol constructors, the JSON
 loader, shape inference and the executor all read this table.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,9 +21,17 @@ Shape = Optional[tuple]
 OPS = Registry("operator")
 
 # Attributes MXNet accepts on every op but that only steer MXNet's own engine.
-HINT_ATTRS = {"workspace", "cudnn_tune", "cudnn_off", "cudnn_algo_verbose", "cudnn_algo_fwd",
-              "cudnn_algo_bwd_data", "cudnn_algo_bwd_filter", "cudnn_tensor_core",
-              "cudnn_tensor_core_only"}
+HINT_ATTRS = {
+    "workspace",
+    "cudnn_tune",
+    "cudnn_off",
+    "cudnn_algo_verbose",
+    "cudnn_algo_fwd",
+    "cudnn_algo_bwd_data",
+    "cudnn_algo_bwd_filter",
+    "cudnn_tensor_core",
+    "cudnn_tensor_core_only",
+}
 
 
 class ShapeError(MXNetError):
@@ -110,17 +119,23 @@ class OpDef:
             p = self.params.get(key)
             if p is None:
                 known = ", ".join(sorted(self.params)) or "none"
-                raise MXNetError(f"{self.name} {node!r}: unknown attribute {key!r}; "
-                                 f"valid attributes are: {known}")
+                raise MXNetError(
+                    f"{self.name} {node!r}: unknown attribute {key!r}; "
+                    f"valid attributes are: {known}"
+                )
             try:
                 out[key] = p.parse(value)
             except AttrError as e:
-                raise MXNetError(f"{self.name} {node!r}: attribute {key}={value!r} is invalid: {e}") from None
+                raise MXNetError(
+                    f"{self.name} {node!r}: attribute {key}={value!r} is invalid: {e}"
+                ) from None
         for key, p in self.params.items():
             if key not in out:
                 if p.default is REQUIRED:
-                    raise MXNetError(f"{self.name} {node!r}: required attribute {key!r} is missing; "
-                                     f"pass {key}=... when creating the operator")
+                    raise MXNetError(
+                        f"{self.name} {node!r}: required attribute {key!r} is missing; "
+                        f"pass {key}=... when creating the operator"
+                    )
                 out[key] = p.default
         if self.variadic:
             n = raw.get(self.variadic)
@@ -152,7 +167,9 @@ class OpDef:
             return self.num_outputs_total(a)
         return len(self.output_names(a))
 
-    def run_infer_shape(self, a: Attrs, node: str, shapes: list[Shape]) -> tuple[list[Shape], list[Shape]]:
+    def run_infer_shape(
+        self, a: Attrs, node: str, shapes: list[Shape]
+    ) -> tuple[list[Shape], list[Shape]]:
         """Call ``infer_shape`` and check what it derived against shapes already known."""
         try:
             new_in, outs = self.infer_shape(a, list(shapes))
@@ -167,9 +184,12 @@ class OpDef:
                 ref = names[0] if names else "data"
                 raise ShapeError(
                     f"{self.name} {node!r}: {what} given {_fmt(old)} but {ref} {_fmt(shapes[0])} "
-                    f"needs {_fmt(new)}")
-        merged = [tuple(n) if n is not None else (tuple(o) if o is not None else None)
-                  for o, n in zip(shapes, new_in)]
+                    f"needs {_fmt(new)}"
+                )
+        merged = [
+            tuple(n) if n is not None else (tuple(o) if o is not None else None)
+            for o, n in zip(shapes, new_in)
+        ]
         return merged, [tuple(o) if o is not None else None for o in outs]
 
     def run_infer_type(self, a: Attrs, dtypes: list) -> tuple[list, list]:
@@ -208,10 +228,13 @@ def get_op(name: str) -> OpDef:
     op = OPS.find(name)
     if op is None:
         if name in _OUT_OF_SCOPE:
-            raise NotImplementedError(f"operator {name!r} is out of scope for mxmod: "
-                                      f"{_OUT_OF_SCOPE[name]}")
-        raise MXNetError(f"unknown operator {name!r}; mxmod does not implement it "
-                         f"(known operators: {len(OPS.names())}, see mxmod.ops.list_ops())")
+            raise NotImplementedError(
+                f"operator {name!r} is out of scope for mxmod: {_OUT_OF_SCOPE[name]}"
+            )
+        raise MXNetError(
+            f"unknown operator {name!r}; mxmod does not implement it "
+            f"(known operators: {len(OPS.names())}, see mxmod.ops.list_ops())"
+        )
     return op
 
 
@@ -222,5 +245,6 @@ def known(shape: Shape) -> bool:
 def np_dtype(d: Any) -> np.dtype:
     if isinstance(d, str) and d == "bfloat16":
         import jax.numpy as jnp
+
         return np.dtype(jnp.bfloat16)
     return np.dtype(d)

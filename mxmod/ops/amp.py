@@ -4,6 +4,7 @@ and outputs), the nodes ``mx.contrib.amp.convert_symbol`` inserts.
 Unlike ``Cast``, both leave non-float inputs (integer labels, indices) untouched. The
 gradient of a cast is cast back to the input's type (JAX's ``astype`` rule, as MXNet's).
 """
+
 from __future__ import annotations
 
 import jax
@@ -34,8 +35,15 @@ def _cast_lower(a, ins, aux, ctx):
     return [x]
 
 
-register(OpDef(name="amp_cast", params={"dtype": Param(p_dtype, REQUIRED)},
-               infer_shape=same_shape, infer_type=_cast_type, lower=_cast_lower))
+register(
+    OpDef(
+        name="amp_cast",
+        params={"dtype": Param(p_dtype, REQUIRED)},
+        infer_shape=same_shape,
+        infer_type=_cast_type,
+        lower=_cast_lower,
+    )
+)
 
 
 def _n(a) -> int:
@@ -68,17 +76,25 @@ def _multi_lower(a, ins, aux, ctx):
     floats = [x.dtype for x in ins if jnp.issubdtype(x.dtype, jnp.floating)]
     if not floats:
         return list(ins)
-    key = (lambda d: jnp.finfo(d).bits)
-    target = (min if a.cast_narrow else max)(floats, key=key)
+
+    def bits(d):
+        return jnp.finfo(d).bits
+
+    target = (min if a.cast_narrow else max)(floats, key=bits)
     return [x.astype(target) if jnp.issubdtype(x.dtype, jnp.floating) else x for x in ins]
 
 
-register(OpDef(
-    name="amp_multicast",
-    params={"num_outputs": Param(p_int, REQUIRED), "cast_narrow": Param(p_bool, False)},
-    inputs=lambda a: [f"data_{i}" for i in range(_n(a))],
-    outputs=lambda a: [f"output{i}" for i in range(_n(a))],
-    infer_shape=_multi_shape, infer_type=_multi_type, lower=_multi_lower))
+register(
+    OpDef(
+        name="amp_multicast",
+        params={"num_outputs": Param(p_int, REQUIRED), "cast_narrow": Param(p_bool, False)},
+        inputs=lambda a: [f"data_{i}" for i in range(_n(a))],
+        outputs=lambda a: [f"output{i}" for i in range(_n(a))],
+        infer_shape=_multi_shape,
+        infer_type=_multi_type,
+        lower=_multi_lower,
+    )
+)
 
 
 # ------------------------------------------------------------------ loss scaling (mxmod)
@@ -109,6 +125,13 @@ def _scale_grad_type(a, dtypes):
 # mxmod-only (MXNet has no such operator): forward is the identity; backward multiplies
 # the gradient by ``scale``. ``amp.insert_loss_scale`` puts one before each loss head so a
 # compiled step can scale the backward pass by a traced loss scale.
-register(OpDef(name="_amp_scale_grad", params={}, inputs=("data", "scale"),
-               infer_shape=_scale_grad_shape, infer_type=_scale_grad_type,
-               lower=lambda a, ins, aux, ctx: [_scale_grad(ins[0], ins[1])]))
+register(
+    OpDef(
+        name="_amp_scale_grad",
+        params={},
+        inputs=("data", "scale"),
+        infer_shape=_scale_grad_shape,
+        infer_type=_scale_grad_type,
+        lower=lambda a, ins, aux, ctx: [_scale_grad(ins[0], ins[1])],
+    )
+)

@@ -1,6 +1,7 @@
 """Convolution and Deconvolution (MXNet's ``Convolution``/``Deconvolution``), lowered to
 XLA's native convolution (``jax.lax.conv_general_dilated``) for 1-D, 2-D and 3-D data in
 channel-first (NCW/NCHW/NCDHW) or channel-last (NHWC/NDHWC) layout."""
+
 from __future__ import annotations
 
 import jax
@@ -45,8 +46,10 @@ def layout_of(layout, nd: int, what: str = "kernel") -> str:
     if layout is None:
         return _FIRST[nd]
     if len(layout) != nd + 2:
-        _bad(f"layout {layout!r} is for {len(layout) - 2}-D data but {what} has {nd} dimensions; "
-             f"use layout={_FIRST[nd]!r} or a matching {what}")
+        _bad(
+            f"layout {layout!r} is for {len(layout) - 2}-D data but {what} has {nd} dimensions; "
+            f"use layout={_FIRST[nd]!r} or a matching {what}"
+        )
     return layout
 
 
@@ -64,8 +67,10 @@ def join_layout(n, c, spatial, layout: str) -> tuple:
 
 def _check_data(data: tuple, layout: str) -> None:
     if len(data) != len(layout):
-        _bad(f"data {tuple(data)} must be {len(layout)}-D in layout {layout} "
-             f"(batch, channel and {len(layout) - 2} spatial dims)")
+        _bad(
+            f"data {tuple(data)} must be {len(layout)}-D in layout {layout} "
+            f"(batch, channel and {len(layout) - 2} spatial dims)"
+        )
 
 
 def _weight_shape(layout: str, o: int, i: int, kernel: tuple) -> tuple:
@@ -103,8 +108,10 @@ def _conv_shape(a, s):
         dk = d * (k - 1) + 1
         if x and dk > x + 2 * pd:
             dil = "" if d == 1 else f" (dilated to {dk})"
-            _bad(f"kernel {a.kernel}{dil} does not fit input {tuple(sp)} padded by {p['pad']}: "
-                 f"each kernel dim must be <= input dim + 2*pad")
+            _bad(
+                f"kernel {a.kernel}{dil} does not fit input {tuple(sp)} padded by {p['pad']}: "
+                f"each kernel dim must be <= input dim + 2*pad"
+            )
         out_sp.append((x + 2 * pd - dk) // st + 1 if x else 0)
     shapes = [tuple(data), _weight_shape(layout, a.num_filter, c // a.num_group, a.kernel)]
     if not a.no_bias:
@@ -127,9 +134,14 @@ def _conv_lower(a, ins, aux, ctx):
     layout = layout_of(a.layout, len(a.kernel))
     x, w = ins[0], ins[1]
     y = jax.lax.conv_general_dilated(
-        x, w.astype(x.dtype), window_strides=p["stride"], padding=[(q, q) for q in p["pad"]],
-        rhs_dilation=p["dilate"], dimension_numbers=_dn(layout),
-        feature_group_count=a.num_group)
+        x,
+        w.astype(x.dtype),
+        window_strides=p["stride"],
+        padding=[(q, q) for q in p["pad"]],
+        rhs_dilation=p["dilate"],
+        dimension_numbers=_dn(layout),
+        feature_group_count=a.num_group,
+    )
     if not a.no_bias:
         y = _bias(y, ins[2], layout)
     return [y]
@@ -137,21 +149,31 @@ def _conv_lower(a, ins, aux, ctx):
 
 def _conv_params(no_bias: bool, extra: dict) -> dict:
     base = {
-        "kernel": Param(p_shape), "num_filter": Param(p_uint32),
-        "stride": Param(p_shape, ()), "dilate": Param(p_shape, ()), "pad": Param(p_shape, ()),
-        "num_group": Param(p_uint32, 1), "no_bias": Param(p_bool, no_bias),
-        "workspace": Param(p_uint64, 1024), "cudnn_tune": Param(optional(choice(
-            "fastest", "limited_workspace", "off")), None),
-        "cudnn_off": Param(p_bool, False), "layout": Param(optional(choice(*_LAYOUTS)), None),
+        "kernel": Param(p_shape),
+        "num_filter": Param(p_uint32),
+        "stride": Param(p_shape, ()),
+        "dilate": Param(p_shape, ()),
+        "pad": Param(p_shape, ()),
+        "num_group": Param(p_uint32, 1),
+        "no_bias": Param(p_bool, no_bias),
+        "workspace": Param(p_uint64, 1024),
+        "cudnn_tune": Param(optional(choice("fastest", "limited_workspace", "off")), None),
+        "cudnn_off": Param(p_bool, False),
+        "layout": Param(optional(choice(*_LAYOUTS)), None),
     }
     base.update(extra)
     return base
 
 
-register(OpDef(
-    name="Convolution", params=_conv_params(False, {}), inputs=_conv_inputs,
-    infer_shape=_conv_shape, lower=_conv_lower,
-))
+register(
+    OpDef(
+        name="Convolution",
+        params=_conv_params(False, {}),
+        inputs=_conv_inputs,
+        infer_shape=_conv_shape,
+        lower=_conv_lower,
+    )
+)
 
 
 # ---------------------------------------------------------------- Deconvolution
@@ -165,8 +187,10 @@ def _deconv_pads(a, sp, p):
         for x, k, st, d, t in zip(sp, a.kernel, p["stride"], p["dilate"], tgt):
             full = st * (x - 1) + d * (k - 1) + 1
             if full < t:
-                _bad(f"target_shape {tgt} is too big: input {tuple(sp)} with kernel {a.kernel} "
-                     f"and stride {p['stride']} reaches at most {full} in a dim")
+                _bad(
+                    f"target_shape {tgt} is too big: input {tuple(sp)} with kernel {a.kernel} "
+                    f"and stride {p['stride']} reaches at most {full} in a dim"
+                )
             pads.append((full - t + 1) // 2)
             adjs.append((full - t) % 2)
         return tuple(pads), tuple(adjs)
@@ -193,8 +217,10 @@ def _deconv_shape(a, s):
         for x, k, st, d, pd, adj in zip(sp, a.kernel, p["stride"], p["dilate"], pads, adjs):
             o = st * (x - 1) + d * (k - 1) + 1 - 2 * pd + adj
             if o <= 0:
-                _bad(f"pad {p['pad']} is too large for input {tuple(sp)} with kernel {a.kernel}: "
-                     f"the output would be empty")
+                _bad(
+                    f"pad {p['pad']} is too large for input {tuple(sp)} with kernel {a.kernel}: "
+                    f"the output would be empty"
+                )
             out_sp.append(o)
     else:
         out_sp = [0] * len(sp)
@@ -215,15 +241,23 @@ def deconv(x, w, layout: str, kernel, stride, dilate, pads, adjs, groups: int):
     w = w.reshape((groups, cin // groups, fg) + tuple(kernel))
     w = jnp.swapaxes(w, 1, 2).reshape((groups * fg, cin // groups) + tuple(kernel))
     w = jnp.flip(w, axis=tuple(range(2, 2 + nd)))
-    padding = [(d * (k - 1) - p, d * (k - 1) - p + adj)
-               for k, d, p, adj in zip(kernel, dilate, pads, adjs)]
+    padding = [
+        (d * (k - 1) - p, d * (k - 1) - p + adj) for k, d, p, adj in zip(kernel, dilate, pads, adjs)
+    ]
     lo_crop = [max(0, -lo) for lo, _ in padding]
     hi_crop = [max(0, -hi) for _, hi in padding]
     padding = [(max(0, lo), max(0, hi)) for lo, hi in padding]
     rhs = "OI" + layout[2:] if not last else "OI" + layout[1:-1]
     y = jax.lax.conv_general_dilated(
-        x, w.astype(x.dtype), window_strides=(1,) * nd, padding=padding, lhs_dilation=stride,
-        rhs_dilation=dilate, dimension_numbers=(layout, rhs, layout), feature_group_count=groups)
+        x,
+        w.astype(x.dtype),
+        window_strides=(1,) * nd,
+        padding=padding,
+        lhs_dilation=stride,
+        rhs_dilation=dilate,
+        dimension_numbers=(layout, rhs, layout),
+        feature_group_count=groups,
+    )
     if any(lo_crop) or any(hi_crop):
         c = layout.index("C")
         sl = [slice(None)] * y.ndim
@@ -246,9 +280,19 @@ def _deconv_lower(a, ins, aux, ctx):
     return [y]
 
 
-register(OpDef(
-    name="Deconvolution",
-    params=_conv_params(True, {"adj": Param(p_shape, ()), "target_shape": Param(p_shape, ()),
-                               "workspace": Param(p_uint64, 512)}),
-    inputs=_conv_inputs, infer_shape=_deconv_shape, lower=_deconv_lower,
-))
+register(
+    OpDef(
+        name="Deconvolution",
+        params=_conv_params(
+            True,
+            {
+                "adj": Param(p_shape, ()),
+                "target_shape": Param(p_shape, ()),
+                "workspace": Param(p_uint64, 512),
+            },
+        ),
+        inputs=_conv_inputs,
+        infer_shape=_deconv_shape,
+        lower=_deconv_lower,
+    )
+)

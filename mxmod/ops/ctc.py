@@ -16,6 +16,7 @@ the backward scales it by the head gradient of each sample. The forward-backward
 recursion is a log-space ``lax.scan`` over time: one compiled loop, fixed shapes, no host
 round trip.
 """
+
 from __future__ import annotations
 
 import jax
@@ -40,8 +41,10 @@ def _ctc_inputs(a):
 def _ctc_shape(a, s):
     data, label = s[0], s[1]
     if data is not None and len(data) != 3:
-        raise MXNetError(f"data {tuple(data)} must be 3-D (sequence length, batch, alphabet "
-                         "size), MXNet's TNC layout")
+        raise MXNetError(
+            f"data {tuple(data)} must be 3-D (sequence length, batch, alphabet "
+            "size), MXNet's TNC layout"
+        )
     if label is not None and len(label) != 2:
         raise MXNetError(f"label {tuple(label)} must be 2-D (batch, max label length)")
     if data is None:
@@ -76,8 +79,9 @@ def _nll(logits, labels, data_len, label_len, blank: int):
     can_skip = (ext != blank) & (ext != prev2)
     neg = jnp.full((n, 1), _NEG, logp.dtype)
     alpha0 = jnp.full((n, s), _NEG, logp.dtype)
-    alpha0 = alpha0.at[:, 0].set(lp[0, :, 0]).at[:, 1].set(
-        jnp.where(label_len > 0, lp[0, :, 1], _NEG))
+    alpha0 = (
+        alpha0.at[:, 0].set(lp[0, :, 0]).at[:, 1].set(jnp.where(label_len > 0, lp[0, :, 1], _NEG))
+    )
 
     def step(alpha, inp):
         t, lp_t = inp
@@ -99,8 +103,9 @@ def _ctc_lower(a, ins, aux, ctx):
     x, labels = ins[0], ins[1]
     rest = list(ins[2:])
     t_max, n, c = x.shape
-    data_len = rest.pop(0).astype(jnp.int32) if a.use_data_lengths else \
-        jnp.full((n,), t_max, jnp.int32)
+    data_len = (
+        rest.pop(0).astype(jnp.int32) if a.use_data_lengths else jnp.full((n,), t_max, jnp.int32)
+    )
     label_len = _label_lengths(a, labels, rest.pop(0) if a.use_label_lengths else None)
     blank = 0 if a.blank_label == "first" else c - 1
     lab = labels.astype(jnp.int32)
@@ -130,11 +135,20 @@ def _ctc_lower(a, ins, aux, ctx):
     return [loss.astype(x.dtype), jax.lax.stop_gradient(grad).astype(x.dtype)]
 
 
-register(OpDef(
-    name="CTCLoss",
-    params={"use_data_lengths": Param(p_bool, False), "use_label_lengths": Param(p_bool, False),
-            "blank_label": Param(choice("first", "last"), "first")},
-    inputs=_ctc_inputs, outputs=("output0",), num_outputs_total=lambda a: 2,
-    infer_shape=_ctc_shape, infer_type=lambda a, t: (t, [t[0], t[0]]), lower=_ctc_lower,
-    aliases=("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"),
-))
+register(
+    OpDef(
+        name="CTCLoss",
+        params={
+            "use_data_lengths": Param(p_bool, False),
+            "use_label_lengths": Param(p_bool, False),
+            "blank_label": Param(choice("first", "last"), "first"),
+        },
+        inputs=_ctc_inputs,
+        outputs=("output0",),
+        num_outputs_total=lambda a: 2,
+        infer_shape=_ctc_shape,
+        infer_type=lambda a, t: (t, [t[0], t[0]]),
+        lower=_ctc_lower,
+        aliases=("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"),
+    )
+)

@@ -9,6 +9,7 @@ The lowering runs the user's ``forward``/``backward`` as host callbacks
 aux states the user's code may have written (the op's new aux values, like BatchNorm's
 moving statistics), backward returns the input gradients. Aux states get no gradient.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,8 +38,10 @@ class CustomOpDef(OpDef):
             else:
                 kwargs[key] = value if isinstance(value, str) else str(value)
         if op_type is None:
-            raise MXNetError(f"Custom {node!r}: required attribute 'op_type' is missing; pass "
-                             "op_type=<the name given to @mx.operator.register>")
+            raise MXNetError(
+                f"Custom {node!r}: required attribute 'op_type' is missing; pass "
+                "op_type=<the name given to @mx.operator.register>"
+            )
         kw = tuple(sorted(kwargs.items()))
         try:
             prop = get_prop(op_type, kw)
@@ -71,8 +74,9 @@ class CustomOpDef(OpDef):
 
 def _names(value: Any, op_type: str, method: str) -> tuple:
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise MXNetError(f"custom operator {op_type!r}: {method}() must return a list of "
-                         f"strings, got {value!r}")
+        raise MXNetError(
+            f"custom operator {op_type!r}: {method}() must return a list of strings, got {value!r}"
+        )
     return tuple(value)
 
 
@@ -87,9 +91,11 @@ def _deps(prop, a: Attrs) -> frozenset:
     except (TypeError, ValueError):
         ids = None
     if ids is None or any(not 0 <= d < 2 * n_out + n_arg for d in ids):
-        raise MXNetError(f"custom operator {a.op_type!r}: declare_backward_dependency() must "
-                         f"return ids taken from its out_grad, in_data and out_data lists, got "
-                         f"{deps!r}")
+        raise MXNetError(
+            f"custom operator {a.op_type!r}: declare_backward_dependency() must "
+            f"return ids taken from its out_grad, in_data and out_data lists, got "
+            f"{deps!r}"
+        )
     return ids
 
 
@@ -97,17 +103,23 @@ def _deps(prop, a: Attrs) -> frozenset:
 def _split(ret: Any, a: Attrs, method: str, what: str) -> tuple[list, list, list]:
     """Check a Prop's ``(in, out[, aux])`` answer against its declared names."""
     if not isinstance(ret, (list, tuple)) or len(ret) not in (2, 3):
-        raise MXNetError(f"custom operator {a.op_type!r}: {method} must return 2 or 3 lists "
-                         f"(inputs, outputs[, aux]), got {ret!r}")
+        raise MXNetError(
+            f"custom operator {a.op_type!r}: {method} must return 2 or 3 lists "
+            f"(inputs, outputs[, aux]), got {ret!r}"
+        )
     parts = [list(ret[0]), list(ret[1]), list(ret[2]) if len(ret) == 3 else []]
-    for part, names, kind, lister in zip(parts, (a.arguments, a.outputs, a.aux),
-                                         ("input", "output", "aux state"),
-                                         ("list_arguments", "list_outputs",
-                                          "list_auxiliary_states")):
+    for part, names, kind, lister in zip(
+        parts,
+        (a.arguments, a.outputs, a.aux),
+        ("input", "output", "aux state"),
+        ("list_arguments", "list_outputs", "list_auxiliary_states"),
+    ):
         if len(part) != len(names):
-            raise MXNetError(f"custom operator {a.op_type!r}: {method} returned {len(part)} "
-                             f"{kind} {what} but {lister}() names {len(names)} ({list(names)}); "
-                             "return one per name")
+            raise MXNetError(
+                f"custom operator {a.op_type!r}: {method} returned {len(part)} "
+                f"{kind} {what} but {lister}() names {len(names)} ({list(names)}); "
+                "return one per name"
+            )
     return parts[0], parts[1], parts[2]
 
 
@@ -125,8 +137,10 @@ def _infer_shape(a: Attrs, shapes: list) -> tuple[list, list]:
     except Exception as e:  # user code; undecided until every argument shape is known
         if not complete:
             return list(shapes), [None] * len(a.outputs)
-        raise MXNetError(f"custom operator {a.op_type!r}: {type(a.prop).__name__}.infer_shape"
-                         f"({given}) raised {type(e).__name__}: {e}") from e
+        raise MXNetError(
+            f"custom operator {a.op_type!r}: {type(a.prop).__name__}.infer_shape"
+            f"({given}) raised {type(e).__name__}: {e}"
+        ) from e
     ins, outs, aux = _split(ret, a, "infer_shape", "shapes")
     return [_shape(s) for s in ins + aux], [_shape(s) for s in outs]
 
@@ -151,14 +165,18 @@ def _infer_type(a: Attrs, dtypes: list) -> tuple[list, list]:
     except Exception as e:  # user code; undecided until every argument type is known
         if any(d is None for d in given):
             return list(dtypes), [None] * len(a.outputs)
-        raise MXNetError(f"custom operator {a.op_type!r}: {type(a.prop).__name__}.infer_type"
-                         f"({given}) raised {type(e).__name__}: {e}") from e
+        raise MXNetError(
+            f"custom operator {a.op_type!r}: {type(a.prop).__name__}.infer_type"
+            f"({given}) raised {type(e).__name__}: {e}"
+        ) from e
     ins, outs, aux = _split(ret, a, "infer_type", "types")
     try:
         return [_type_name(t) for t in ins + aux], [_type_name(t) for t in outs]
     except TypeError:
-        raise MXNetError(f"custom operator {a.op_type!r}: infer_type must return numpy types "
-                         f"such as numpy.float32, got {ret!r}") from None
+        raise MXNetError(
+            f"custom operator {a.op_type!r}: infer_type must return numpy types "
+            f"such as numpy.float32, got {ret!r}"
+        ) from None
 
 
 def signature(a: Attrs, shapes: list, dtypes: list) -> tuple[list, list]:
@@ -171,13 +189,17 @@ def signature(a: Attrs, shapes: list, dtypes: list) -> tuple[list, list]:
     names = list(a.arguments) + list(a.aux)
     for name, old, new in zip(names, shapes, new_in):
         if new is not None and tuple(new) != tuple(old):
-            raise MXNetError(f"custom operator {a.op_type!r}: {name} has shape {tuple(old)} but "
-                             f"infer_shape expects {tuple(new)}")
+            raise MXNetError(
+                f"custom operator {a.op_type!r}: {name} has shape {tuple(old)} but "
+                f"infer_shape expects {tuple(new)}"
+            )
     _, out_types = _infer_type(a, list(dtypes))
     if any(s is None for s in out_shapes) or any(t is None for t in out_types):
-        raise MXNetError(f"custom operator {a.op_type!r}: infer_shape/infer_type left output "
-                         f"shapes {out_shapes} / types {out_types} undecided for input shapes "
-                         f"{[tuple(s) for s in shapes]}")
+        raise MXNetError(
+            f"custom operator {a.op_type!r}: infer_shape/infer_type left output "
+            f"shapes {out_shapes} / types {out_types} undecided for input shapes "
+            f"{[tuple(s) for s in shapes]}"
+        )
     return [tuple(s) for s in out_shapes], out_types
 
 
@@ -185,6 +207,7 @@ def create_operator(a: Attrs, shapes: list, dtypes: list):
     """Call the Prop's ``create_operator`` as MXNet does (shape lists, MXNet type codes)."""
     from ..context import cpu
     from ..symbol.creation import DTYPE_FLAGS
+
     flags = [DTYPE_FLAGS.get(d, -1) for d in dtypes]
     return a.prop.create_operator(cpu(0), [list(s) for s in shapes], flags)
 
@@ -232,8 +255,10 @@ def _lower(a: Attrs, ins: list, aux: list, ctx) -> Any:
         args = [c for i, c in enumerate(out_cts) if i in deps]
         args += [x for x in kept_in if x is not None] + [o for o in kept_out if o is not None]
         grads = jax.pure_callback(host_backward, in_specs, *args, *new_aux)
-        grads = [g if jnp.issubdtype(s.dtype, jnp.inexact) else
-                 np.zeros(s.shape, jax.dtypes.float0) for g, s in zip(grads, in_specs)]
+        grads = [
+            g if jnp.issubdtype(s.dtype, jnp.inexact) else np.zeros(s.shape, jax.dtypes.float0)
+            for g, s in zip(grads, in_specs)
+        ]
         return grads, [jnp.zeros_like(v) for v in new_aux]
 
     apply.defvjp(apply_fwd, apply_bwd)
@@ -241,6 +266,15 @@ def _lower(a: Attrs, ins: list, aux: list, ctx) -> Any:
     return (list(outs), list(new_aux)) if aux else list(outs)
 
 
-CUSTOM = register(CustomOpDef(name="Custom", params={}, lower=_lower, infer_shape=_infer_shape,
-                              infer_type=_infer_type, inputs=(), outputs=(),
-                              aux_in_forward=True))
+CUSTOM = register(
+    CustomOpDef(
+        name="Custom",
+        params={},
+        lower=_lower,
+        infer_shape=_infer_shape,
+        infer_type=_infer_type,
+        inputs=(),
+        outputs=(),
+        aux_in_forward=True,
+    )
+)

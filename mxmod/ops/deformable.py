@@ -11,6 +11,7 @@ per bin, shifted by the part offsets ``trans`` (times ``trans_std`` and the ROI 
 ``trans`` gradient ignores the clamp to the feature map, so the clamp here is straight-through.
 ROIs get no gradient.
 """
+
 from __future__ import annotations
 
 import jax
@@ -27,10 +28,13 @@ sg = jax.lax.stop_gradient
 def _geom(a):
     k = tuple(a.kernel)
     if len(k) != 2:
-        fail(f"kernel {a.kernel} must be 2-D: only 2-D deformable convolution exists "
-             f"(MXNet runs no other)")
-    stride, dilate, pad = (tuple(v) or d for v, d in ((a.stride, (1, 1)), (a.dilate, (1, 1)),
-                                                       (a.pad, (0, 0))))
+        fail(
+            f"kernel {a.kernel} must be 2-D: only 2-D deformable convolution exists "
+            f"(MXNet runs no other)"
+        )
+    stride, dilate, pad = (
+        tuple(v) or d for v, d in ((a.stride, (1, 1)), (a.dilate, (1, 1)), (a.pad, (0, 0)))
+    )
     for name, v in (("stride", stride), ("dilate", dilate), ("pad", pad)):
         if len(v) != 2:
             fail(f"{name} {v} must have 2 entries like kernel {k}")
@@ -40,8 +44,10 @@ def _geom(a):
 def _dconv_shape(a, s):
     data = s[0]
     if a.layout not in (None, "NCHW"):
-        raise NotImplementedError(f"DeformableConvolution: layout={a.layout!r} is not "
-                                  f"supported; use NCHW (MXNet runs no other)")
+        raise NotImplementedError(
+            f"DeformableConvolution: layout={a.layout!r} is not "
+            f"supported; use NCHW (MXNet runs no other)"
+        )
     (kh, kw), (sh, sw), (dh, dw), (ph, pw) = _geom(a)
     if data is None:
         return s, [None]
@@ -56,8 +62,10 @@ def _dconv_shape(a, s):
     ho = (h + 2 * ph - (dh * (kh - 1) + 1)) // sh + 1
     wo = (w + 2 * pw - (dw * (kw - 1) + 1)) // sw + 1
     if ho <= 0 or wo <= 0:
-        fail(f"kernel {a.kernel} (dilate {(dh, dw)}) does not fit data {tuple(data)} padded by "
-             f"{(ph, pw)}")
+        fail(
+            f"kernel {a.kernel} (dilate {(dh, dw)}) does not fit data {tuple(data)} padded by "
+            f"{(ph, pw)}"
+        )
     ins = [tuple(data), (n, dg * 2 * kh * kw, ho, wo), (a.num_filter, c // g, kh, kw)]
     if not a.no_bias:
         ins.append((a.num_filter,))
@@ -95,8 +103,8 @@ def _dconv_lower(a, ins, aux, ctx):
     k = kh * kw
     off = offset.reshape(n, dg, k, 2, ho, wo)
     ki, kj = jnp.meshgrid(jnp.arange(kh), jnp.arange(kw), indexing="ij")
-    base_y = (jnp.arange(ho)[None, :, None] * sh - ph + ki.reshape(-1)[:, None, None] * dh)
-    base_x = (jnp.arange(wo)[None, None, :] * sw - pw + kj.reshape(-1)[:, None, None] * dw)
+    base_y = jnp.arange(ho)[None, :, None] * sh - ph + ki.reshape(-1)[:, None, None] * dh
+    base_x = jnp.arange(wo)[None, None, :] * sw - pw + kj.reshape(-1)[:, None, None] * dw
     y = (base_y.astype(data.dtype) + off[:, :, :, 0]).reshape(n, dg, -1)  # (N, DG, K*Ho*Wo)
     x = (base_x.astype(data.dtype) + off[:, :, :, 1]).reshape(n, dg, -1)
     img = data.reshape(n, dg, c // dg, h * w)
@@ -109,35 +117,50 @@ def _dconv_lower(a, ins, aux, ctx):
     return [out]
 
 
-register(OpDef(
-    name="_contrib_DeformableConvolution",
-    params={"kernel": Param(p_shape), "stride": Param(p_shape, ()), "dilate": Param(p_shape, ()),
-            "pad": Param(p_shape, ()), "num_filter": Param(p_int), "num_group": Param(p_int, 1),
+register(
+    OpDef(
+        name="_contrib_DeformableConvolution",
+        params={
+            "kernel": Param(p_shape),
+            "stride": Param(p_shape, ()),
+            "dilate": Param(p_shape, ()),
+            "pad": Param(p_shape, ()),
+            "num_filter": Param(p_int),
+            "num_group": Param(p_int, 1),
             "num_deformable_group": Param(p_int, 1),
             "no_bias": Param(p_bool, False),
-            "layout": Param(optional(choice("NCW", "NCHW", "NCDHW")), None)},
-    inputs=lambda a: ("data", "offset", "weight") + (() if a.no_bias else ("bias",)),
-    infer_shape=_dconv_shape, lower=_dconv_lower,
-))
+            "layout": Param(optional(choice("NCW", "NCHW", "NCDHW")), None),
+        },
+        inputs=lambda a: ("data", "offset", "weight") + (() if a.no_bias else ("bias",)),
+        infer_shape=_dconv_shape,
+        lower=_dconv_lower,
+    )
+)
 
 
 # ------------------------------------------------------------------ DeformablePSROIPooling
 def _dps_shape(a, s):
     data, rois = s[0], s[1]
     if min(a.pooled_size, a.output_dim, a.group_size, a.sample_per_part) <= 0:
-        fail(f"pooled_size {a.pooled_size}, output_dim {a.output_dim}, group_size "
-             f"{a.group_size} and sample_per_part {a.sample_per_part} must be positive")
-    if data is not None and (len(data) != 4 or data[1] != a.output_dim * a.group_size ** 2):
-        fail(f"data {tuple(data)} must be (batch, output_dim * group_size^2 = "
-             f"{a.output_dim * a.group_size ** 2}, height, width)")
+        fail(
+            f"pooled_size {a.pooled_size}, output_dim {a.output_dim}, group_size "
+            f"{a.group_size} and sample_per_part {a.sample_per_part} must be positive"
+        )
+    if data is not None and (len(data) != 4 or data[1] != a.output_dim * a.group_size**2):
+        fail(
+            f"data {tuple(data)} must be (batch, output_dim * group_size^2 = "
+            f"{a.output_dim * a.group_size**2}, height, width)"
+        )
     if rois is not None and (len(rois) != 2 or rois[1] != 5):
         fail(f"rois {tuple(rois)} must be (num_rois, 5): [batch_index, x1, y1, x2, y2]")
     if not a.no_trans and s[2] is not None:
         t = s[2]
         part = a.part_size or a.pooled_size
         if len(t) != 4 or t[1] % 2 or a.output_dim % (t[1] // 2) or t[2:] != (part, part):
-            fail(f"trans {tuple(t)} must be (num_rois, 2 * num_classes, part_size, part_size) "
-                 f"with part_size {part} and output_dim {a.output_dim} a multiple of num_classes")
+            fail(
+                f"trans {tuple(t)} must be (num_rois, 2 * num_classes, part_size, part_size) "
+                f"with part_size {part} and output_dim {a.output_dim} a multiple of num_classes"
+            )
     if rois is None:
         return s, [None, None]
     out = (rois[0], a.output_dim, a.pooled_size, a.pooled_size)
@@ -166,10 +189,16 @@ def _dps_lower(a, ins, aux, ctx):
         cls = ctop // (a.output_dim // n_cls)
         tr = trans.reshape(n, n_cls, 2, part, part)[:, cls][:, :, :, part_i][:, :, :, :, part_i]
         tx, ty = tr[:, :, 0] * a.trans_std, tr[:, :, 1] * a.trans_std  # (N, Co, K, K)
-    ws = p[None, None, None, :] * bw[:, None, None, None] + x1[:, None, None, None] + tx * rw[
-        :, None, None, None]
-    hs = p[None, None, :, None] * bh[:, None, None, None] + y1[:, None, None, None] + ty * rh[
-        :, None, None, None]
+    ws = (
+        p[None, None, None, :] * bw[:, None, None, None]
+        + x1[:, None, None, None]
+        + tx * rw[:, None, None, None]
+    )
+    hs = (
+        p[None, None, :, None] * bh[:, None, None, None]
+        + y1[:, None, None, None]
+        + ty * rh[:, None, None, None]
+    )
     i = jnp.arange(sp, dtype=data.dtype)
     xs = ws[..., None, None] + i[None, :] * (bw / sp)[:, None, None, None, None, None]
     ys = hs[..., None, None] + i[:, None] * (bh / sp)[:, None, None, None, None, None]
@@ -188,20 +217,34 @@ def _dps_lower(a, ins, aux, ctx):
     def at(yy, xx):
         return flat[base[..., None, None] + yy.astype(jnp.int32) * w + xx.astype(jnp.int32)]
 
-    val = ((1 - dx) * (1 - dy) * at(yl, xl) + (1 - dx) * dy * at(yh, xl)
-           + dx * (1 - dy) * at(yl, xh) + dx * dy * at(yh, xh))
+    val = (
+        (1 - dx) * (1 - dy) * at(yl, xl)
+        + (1 - dx) * dy * at(yh, xl)
+        + dx * (1 - dy) * at(yl, xh)
+        + dx * dy * at(yh, xh)
+    )
     val = jnp.where(ok, val, 0.0)
     count = ok.sum((-1, -2)).astype(data.dtype)
     out = jnp.where(count > 0, val.sum((-1, -2)) / jnp.maximum(count, 1), 0.0)
     return [out, sg(count)]  # the second is MXNet's hidden top_count output
 
 
-register(OpDef(
-    name="_contrib_DeformablePSROIPooling",
-    params={"spatial_scale": Param(p_float), "output_dim": Param(p_int),
-            "group_size": Param(p_int), "pooled_size": Param(p_int),
-            "part_size": Param(p_int, 0), "sample_per_part": Param(p_int, 1),
-            "trans_std": Param(p_float, 0.0), "no_trans": Param(p_bool, False)},
-    inputs=lambda a: ("data", "rois") if a.no_trans else ("data", "rois", "trans"),
-    num_outputs_total=lambda a: 2, infer_shape=_dps_shape, lower=_dps_lower,
-))
+register(
+    OpDef(
+        name="_contrib_DeformablePSROIPooling",
+        params={
+            "spatial_scale": Param(p_float),
+            "output_dim": Param(p_int),
+            "group_size": Param(p_int),
+            "pooled_size": Param(p_int),
+            "part_size": Param(p_int, 0),
+            "sample_per_part": Param(p_int, 1),
+            "trans_std": Param(p_float, 0.0),
+            "no_trans": Param(p_bool, False),
+        },
+        inputs=lambda a: ("data", "rois") if a.no_trans else ("data", "rois", "trans"),
+        num_outputs_total=lambda a: 2,
+        infer_shape=_dps_shape,
+        lower=_dps_lower,
+    )
+)

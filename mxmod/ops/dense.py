@@ -1,4 +1,5 @@
 """FullyConnected and Activation."""
+
 from __future__ import annotations
 
 import math
@@ -42,12 +43,19 @@ def _fc_lower(a, ins, aux, ctx):
     return [y]
 
 
-register(OpDef(
-    name="FullyConnected",
-    params={"num_hidden": Param(int_at_least(1)), "no_bias": Param(p_bool, False),
-            "flatten": Param(p_bool, True)},
-    inputs=_fc_inputs, infer_shape=_fc_shape, lower=_fc_lower,
-))
+register(
+    OpDef(
+        name="FullyConnected",
+        params={
+            "num_hidden": Param(int_at_least(1)),
+            "no_bias": Param(p_bool, False),
+            "flatten": Param(p_bool, True),
+        },
+        inputs=_fc_inputs,
+        infer_shape=_fc_shape,
+        lower=_fc_lower,
+    )
+)
 
 _ACTS = {
     "relu": jax.nn.relu,
@@ -66,9 +74,11 @@ def same_shape(a, s):
     return [known] * len(s), [known]
 
 
-register(OpDef(
-    name="Activation",
-    params={"act_type": Param(choice(*_ACTS))},
-    infer_shape=same_shape,
-    lower=lambda a, ins, aux, ctx: [_ACTS[a.act_type](ins[0])],
-))
+register(
+    OpDef(
+        name="Activation",
+        params={"act_type": Param(choice(*_ACTS))},
+        infer_shape=same_shape,
+        lower=lambda a, ins, aux, ctx: [_ACTS[a.act_type](ins[0])],
+    )
+)

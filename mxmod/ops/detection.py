@@ -9,6 +9,7 @@ inside the fused training step. Gradients follow MXNet: ``box_nms`` routes each 
 gradient back to the input row it came from (even across a format conversion); ``box_iou`` and
 ``bipartite_matching`` have none (zeros).
 """
+
 from __future__ import annotations
 
 import jax
@@ -41,8 +42,9 @@ def pair_iou(a, b, center: bool = False):
     never suppresses anything), as in MXNet.
     """
     a, b = a[..., None, :], b
-    inter = (_intersect_1d(a[..., 0], a[..., 2], b[..., 0], b[..., 2], center)
-             * _intersect_1d(a[..., 1], a[..., 3], b[..., 1], b[..., 3], center))
+    inter = _intersect_1d(a[..., 0], a[..., 2], b[..., 0], b[..., 2], center) * _intersect_1d(
+        a[..., 1], a[..., 3], b[..., 1], b[..., 3], center
+    )
     return inter / (_area(a, center) + _area(b, center) - inter)
 
 
@@ -91,8 +93,10 @@ def compact(keep):
 def _iou_shape(a, s):
     for name, sh in zip(("lhs", "rhs"), s):
         if sh is not None and (len(sh) < 2 or sh[-1] != 4):
-            fail(f"{name} {tuple(sh)} must be at least 2-D with a last dimension of 4 "
-                 f"(one box per row)")
+            fail(
+                f"{name} {tuple(sh)} must be at least 2-D with a last dimension of 4 "
+                f"(one box per row)"
+            )
     if None in s:
         return s, [None]
     return s, [tuple(s[0][:-1]) + tuple(s[1][:-1])]
@@ -104,27 +108,39 @@ def _iou_lower(a, ins, aux, ctx):
     return [out.reshape(lhs.shape[:-1] + rhs.shape[:-1])]
 
 
-register(OpDef(
-    name="_contrib_box_iou", params={"format": Param(choice("corner", "center"), "corner")},
-    inputs=("lhs", "rhs"), infer_shape=_iou_shape, lower=_iou_lower,
-))
+register(
+    OpDef(
+        name="_contrib_box_iou",
+        params={"format": Param(choice("corner", "center"), "corner")},
+        inputs=("lhs", "rhs"),
+        infer_shape=_iou_shape,
+        lower=_iou_lower,
+    )
+)
 
 
 # ------------------------------------------------------------------ box_nms
 def _nms_check(a, width: int) -> None:
     cs, ce = a.coord_start, a.coord_start + 3
     if width < (6 if a.id_index > 0 else 5):
-        fail(f"the last dimension ({width}) must hold a score and 4 coordinates"
-             f"{' and a class id' if a.id_index > 0 else ''}")
+        fail(
+            f"the last dimension ({width}) must hold a score and 4 coordinates"
+            f"{' and a class id' if a.id_index > 0 else ''}"
+        )
     if not 0 <= a.score_index < width or cs <= a.score_index <= ce:
-        fail(f"score_index={a.score_index} must lie in [0, {width}) outside the coordinates "
-             f"[{cs}, {ce}]")
+        fail(
+            f"score_index={a.score_index} must lie in [0, {width}) outside the coordinates "
+            f"[{cs}, {ce}]"
+        )
     if cs < 0 or ce >= width:
         fail(f"coord_start={cs}: coordinates [{cs}, {ce}] must lie in [0, {width})")
-    if a.id_index >= 0 and (a.id_index >= width or cs <= a.id_index <= ce
-                            or a.id_index == a.score_index):
-        fail(f"id_index={a.id_index} must lie in [0, {width}) and differ from score_index and "
-             f"the coordinates [{cs}, {ce}]")
+    if a.id_index >= 0 and (
+        a.id_index >= width or cs <= a.id_index <= ce or a.id_index == a.score_index
+    ):
+        fail(
+            f"id_index={a.id_index} must lie in [0, {width}) and differ from score_index and "
+            f"the coordinates [{cs}, {ce}]"
+        )
 
 
 def _nms_shape(a, s):
@@ -160,21 +176,22 @@ def _nms_one(a, data):
     order = jnp.argsort(jnp.where(valid, -score, jnp.inf), stable=True)
     topk = n if a.topk < 0 else min(n, a.topk)
     ranked_valid = valid[order] & (jnp.arange(n) < topk)
-    boxes = d[order, a.coord_start:a.coord_start + 4]
+    boxes = d[order, a.coord_start : a.coord_start + 4]
     same = None
     if a.id_index >= 0 and not a.force_suppress:
         same = jnp.trunc(d[order, a.id_index])
-    keep = greedy_nms(boxes, ranked_valid, lambda b, bs: pair_iou(b, bs, center), a.overlap_thresh,
-                      same)
+    keep = greedy_nms(
+        boxes, ranked_valid, lambda b, bs: pair_iou(b, bs, center), a.overlap_thresh, same
+    )
     pos, count = compact(keep)
     rows = data[order[pos]]  # differentiable gather: the gradient goes back to the source row
     out = jnp.where((jnp.arange(n) < count)[:, None], rows, -1.0).astype(data.dtype)
     if a.in_format != a.out_format:
         cs = a.coord_start
-        coords = out[:, cs:cs + 4]
+        coords = out[:, cs : cs + 4]
         conv = _convert(coords, a.out_format == "center")
         # MXNet's backward copies the head gradient without the conversion's Jacobian
-        out = out.at[:, cs:cs + 4].set(coords + sg(conv - coords))
+        out = out.at[:, cs : cs + 4].set(coords + sg(conv - coords))
     return out
 
 
@@ -188,17 +205,28 @@ def _nms_lower(a, ins, aux, ctx):
 
 
 _FMT = choice("corner", "center")
-register(OpDef(
-    name="_contrib_box_nms", aliases=("_contrib_box_non_maximum_suppression",),
-    params={"overlap_thresh": Param(p_float, 0.5), "valid_thresh": Param(p_float, 0.0),
-            "topk": Param(p_int, -1), "coord_start": Param(p_int, 2),
-            "score_index": Param(p_int, 1), "id_index": Param(p_int, -1),
-            "background_id": Param(p_int, -1), "force_suppress": Param(p_bool, False),
-            "in_format": Param(_FMT, "corner"), "out_format": Param(_FMT, "corner")},
-    outputs=("output0",),
-    num_outputs_total=lambda a: 2,  # MXNet's hidden second output keeps the source rows
-    infer_shape=_nms_shape, lower=_nms_lower,
-))
+register(
+    OpDef(
+        name="_contrib_box_nms",
+        aliases=("_contrib_box_non_maximum_suppression",),
+        params={
+            "overlap_thresh": Param(p_float, 0.5),
+            "valid_thresh": Param(p_float, 0.0),
+            "topk": Param(p_int, -1),
+            "coord_start": Param(p_int, 2),
+            "score_index": Param(p_int, 1),
+            "id_index": Param(p_int, -1),
+            "background_id": Param(p_int, -1),
+            "force_suppress": Param(p_bool, False),
+            "in_format": Param(_FMT, "corner"),
+            "out_format": Param(_FMT, "corner"),
+        },
+        outputs=("output0",),
+        num_outputs_total=lambda a: 2,  # MXNet's hidden second output keeps the source rows
+        infer_shape=_nms_shape,
+        lower=_nms_lower,
+    )
+)
 
 
 # ------------------------------------------------------------------ bipartite_matching
@@ -238,8 +266,13 @@ def _match_one(a, scores):
         done = (free & ~good) | (take & (a.topk > 0) & (count > a.topk))
         return j + 1, rm, cm, count, done
 
-    init = (jnp.int32(0), jnp.full((r_n,), -1, jnp.int32), jnp.full((c_n,), -1, jnp.int32),
-            jnp.int32(0), jnp.bool_(False))
+    init = (
+        jnp.int32(0),
+        jnp.full((r_n,), -1, jnp.int32),
+        jnp.full((c_n,), -1, jnp.int32),
+        jnp.int32(0),
+        jnp.bool_(False),
+    )
     _, rm, cm, _, _ = jax.lax.while_loop(cond, body, init)
     return rm, cm
 
@@ -248,14 +281,23 @@ def _match_lower(a, ins, aux, ctx):
     data = sg(ins[0])
     flat = data.reshape((-1,) + data.shape[-2:])
     rm, cm = jax.vmap(lambda x: _match_one(a, x))(flat)
-    return [rm.reshape(data.shape[:-1]).astype(data.dtype),
-            cm.reshape(data.shape[:-2] + data.shape[-1:]).astype(data.dtype)]
+    return [
+        rm.reshape(data.shape[:-1]).astype(data.dtype),
+        cm.reshape(data.shape[:-2] + data.shape[-1:]).astype(data.dtype),
+    ]
 
 
-register(OpDef(
-    name="_contrib_bipartite_matching",
-    params={"is_ascend": Param(p_bool, False), "threshold": Param(p_float),
-            "topk": Param(p_int, -1)},
-    outputs=("output0", "output1"), infer_shape=_match_shape,
-    infer_type=lambda a, t: (t, [t[0], t[0]]), lower=_match_lower,
-))
+register(
+    OpDef(
+        name="_contrib_bipartite_matching",
+        params={
+            "is_ascend": Param(p_bool, False),
+            "threshold": Param(p_float),
+            "topk": Param(p_int, -1),
+        },
+        outputs=("output0", "output1"),
+        infer_shape=_match_shape,
+        infer_type=lambda a, t: (t, [t[0], t[0]]),
+        lower=_match_lower,
+    )
+)

@@ -8,6 +8,7 @@ away from zero and ``rint`` half down. Gradients are JAX's, shaped to MXNet's wh
 differ: ``maximum``/``minimum`` ties and ``clip`` boundaries send the gradient to the
 left operand / through, as MXNet does.
 """
+
 from __future__ import annotations
 
 import jax
@@ -150,15 +151,30 @@ _ELEMWISE = {  # canonical name -> (function key, aliases); aliases from MXNet 1
 }
 
 for _name, (_key, _aliases) in _ELEMWISE.items():
-    register(OpDef(name=_name, params={}, inputs=_LR, infer_shape=same_shapes,
-                   lower=_binary_lower(_BINARY[_key]), aliases=_aliases))
+    register(
+        OpDef(
+            name=_name,
+            params={},
+            inputs=_LR,
+            infer_shape=same_shapes,
+            lower=_binary_lower(_BINARY[_key]),
+            aliases=_aliases,
+        )
+    )
 
 # ----------------------------------------------------------- broadcast operators
 _BROADCAST_ALIASES = {"add": ("broadcast_plus",), "sub": ("broadcast_minus",)}
 for _key, _fn in _BINARY.items():
-    register(OpDef(name=f"broadcast_{_key}", params={}, inputs=_LR,
-                   infer_shape=_broadcast_infer, lower=_binary_lower(_fn),
-                   aliases=_BROADCAST_ALIASES.get(_key, ())))
+    register(
+        OpDef(
+            name=f"broadcast_{_key}",
+            params={},
+            inputs=_LR,
+            infer_shape=_broadcast_infer,
+            lower=_binary_lower(_fn),
+            aliases=_BROADCAST_ALIASES.get(_key, ()),
+        )
+    )
 
 
 # --------------------------------------------------------------- scalar operators
@@ -198,8 +214,15 @@ _SCALAR = {  # canonical name -> (function key, reversed, MXNet alias)
 }
 
 for _name, (_key, _rev, _alias) in _SCALAR.items():
-    register(OpDef(name=_name, params=dict(_SCALAR_PARAMS), infer_shape=same_shape,
-                   lower=_scalar_lower(_BINARY[_key], _rev), aliases=(_alias,)))
+    register(
+        OpDef(
+            name=_name,
+            params=dict(_SCALAR_PARAMS),
+            infer_shape=same_shape,
+            lower=_scalar_lower(_BINARY[_key], _rev),
+            aliases=(_alias,),
+        )
+    )
 
 
 # ------------------------------------------------------------------------ add_n
@@ -216,8 +239,17 @@ def _add_n_lower(a, ins, aux, ctx):
     return [out]
 
 
-register(OpDef(name="add_n", params={}, inputs=_arg_names, variadic="num_args",
-               infer_shape=same_shapes, lower=_add_n_lower, aliases=("ElementWiseSum",)))
+register(
+    OpDef(
+        name="add_n",
+        params={},
+        inputs=_arg_names,
+        variadic="num_args",
+        infer_shape=same_shapes,
+        lower=_add_n_lower,
+        aliases=("ElementWiseSum",),
+    )
+)
 
 
 # ------------------------------------------------------------------- unary math
@@ -235,38 +267,79 @@ def _rint(x):  # MXNet: the nearer of floor/ceil, floor on a tie
 
 
 _UNARY = {
-    "exp": jnp.exp, "log": jnp.log, "log2": jnp.log2, "log10": jnp.log10,
-    "log1p": jnp.log1p, "expm1": jnp.expm1, "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt,
-    "cbrt": jnp.cbrt, "rcbrt": lambda x: 1 / jnp.cbrt(x), "square": jnp.square,
-    "abs": _abs, "sign": jnp.sign, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan,
-    "arcsin": jnp.arcsin, "arccos": jnp.arccos, "arctan": jnp.arctan, "sinh": jnp.sinh,
-    "cosh": jnp.cosh, "tanh": jnp.tanh, "arcsinh": jnp.arcsinh, "arccosh": jnp.arccosh,
-    "arctanh": jnp.arctanh, "degrees": jnp.degrees, "radians": jnp.radians,
-    "sigmoid": jax.nn.sigmoid, "relu": jax.nn.relu,
+    "exp": jnp.exp,
+    "log": jnp.log,
+    "log2": jnp.log2,
+    "log10": jnp.log10,
+    "log1p": jnp.log1p,
+    "expm1": jnp.expm1,
+    "sqrt": jnp.sqrt,
+    "rsqrt": lax.rsqrt,
+    "cbrt": jnp.cbrt,
+    "rcbrt": lambda x: 1 / jnp.cbrt(x),
+    "square": jnp.square,
+    "abs": _abs,
+    "sign": jnp.sign,
+    "sin": jnp.sin,
+    "cos": jnp.cos,
+    "tan": jnp.tan,
+    "arcsin": jnp.arcsin,
+    "arccos": jnp.arccos,
+    "arctan": jnp.arctan,
+    "sinh": jnp.sinh,
+    "cosh": jnp.cosh,
+    "tanh": jnp.tanh,
+    "arcsinh": jnp.arcsinh,
+    "arccosh": jnp.arccosh,
+    "arctanh": jnp.arctanh,
+    "degrees": jnp.degrees,
+    "radians": jnp.radians,
+    "sigmoid": jax.nn.sigmoid,
+    "relu": jax.nn.relu,
     "softsign": lambda x: x / (1 + jnp.abs(x)),
-    "floor": jnp.floor, "ceil": jnp.ceil, "round": _round, "rint": _rint,
-    "fix": jnp.trunc, "trunc": jnp.trunc, "reciprocal": jnp.reciprocal,
-    "negative": jnp.negative, "erf": special.erf, "erfinv": special.erfinv,
-    "gamma": special.gamma, "gammaln": special.gammaln,
+    "floor": jnp.floor,
+    "ceil": jnp.ceil,
+    "round": _round,
+    "rint": _rint,
+    "fix": jnp.trunc,
+    "trunc": jnp.trunc,
+    "reciprocal": jnp.reciprocal,
+    "negative": jnp.negative,
+    "erf": special.erf,
+    "erfinv": special.erfinv,
+    "gamma": special.gamma,
+    "gammaln": special.gammaln,
     "logical_not": lambda x: (x == 0).astype(x.dtype),
-    "zeros_like": jnp.zeros_like, "ones_like": jnp.ones_like,
+    "zeros_like": jnp.zeros_like,
+    "ones_like": jnp.ones_like,
     "_copy": lambda x: x,
 }
 _UNARY_ALIASES = {"_copy": ("identity",)}
 
 for _name, _fn in _UNARY.items():
-    register(OpDef(name=_name, params={}, infer_shape=same_shape,
-                   lower=(lambda f: lambda a, ins, aux, ctx: [f(ins[0])])(_fn),
-                   aliases=_UNARY_ALIASES.get(_name, ())))
+    register(
+        OpDef(
+            name=_name,
+            params={},
+            infer_shape=same_shape,
+            lower=(lambda f: lambda a, ins, aux, ctx: [f(ins[0])])(_fn),
+            aliases=_UNARY_ALIASES.get(_name, ()),
+        )
+    )
 
 
 def _hard_sigmoid(a, ins, aux, ctx):
     return [jnp.clip(a.alpha * ins[0] + a.beta, 0, 1)]
 
 
-register(OpDef(name="hard_sigmoid",
-               params={"alpha": Param(p_float, 0.2), "beta": Param(p_float, 0.5)},
-               infer_shape=same_shape, lower=_hard_sigmoid))
+register(
+    OpDef(
+        name="hard_sigmoid",
+        params={"alpha": Param(p_float, 0.2), "beta": Param(p_float, 0.5)},
+        infer_shape=same_shape,
+        lower=_hard_sigmoid,
+    )
+)
 
 
 # ------------------------------------------------------------- clip, smooth_l1
@@ -278,8 +351,14 @@ def _clip_lower(a, ins, aux, ctx):
     return [jnp.where(x < lo, lo, jnp.where(x > hi, hi, x))]
 
 
-register(OpDef(name="clip", params={"a_min": Param(p_float), "a_max": Param(p_float)},
-               infer_shape=same_shape, lower=_clip_lower))
+register(
+    OpDef(
+        name="clip",
+        params={"a_min": Param(p_float), "a_max": Param(p_float)},
+        infer_shape=same_shape,
+        lower=_clip_lower,
+    )
+)
 
 
 def _smooth_l1_lower(a, ins, aux, ctx):
@@ -289,8 +368,14 @@ def _smooth_l1_lower(a, ins, aux, ctx):
     return [jnp.where(ax < 1.0 / s2, 0.5 * s2 * x * x, ax - 0.5 / s2)]
 
 
-register(OpDef(name="smooth_l1", params={"scalar": Param(p_float, 1.0)},
-               infer_shape=same_shape, lower=_smooth_l1_lower))
+register(
+    OpDef(
+        name="smooth_l1",
+        params={"scalar": Param(p_float, 1.0)},
+        infer_shape=same_shape,
+        lower=_smooth_l1_lower,
+    )
+)
 
 
 # ---------------------------------------------------------------------- Cast
@@ -298,7 +383,15 @@ def _cast_type(a, dtypes):
     return dtypes, [np_dtype(a.dtype)]
 
 
-register(OpDef(name="Cast", params={"dtype": Param(p_dtype)}, infer_shape=same_shape,
-               infer_type=_cast_type, aliases=("cast",),
-               lower=lambda a, ins, aux, ctx: [
-                   ins[0].astype(jax.dtypes.canonicalize_dtype(np_dtype(a.dtype)))]))
+register(
+    OpDef(
+        name="Cast",
+        params={"dtype": Param(p_dtype)},
+        infer_shape=same_shape,
+        infer_type=_cast_type,
+        aliases=("cast",),
+        lower=lambda a, ins, aux, ctx: [
+            ins[0].astype(jax.dtypes.canonicalize_dtype(np_dtype(a.dtype)))
+        ],
+    )
+)

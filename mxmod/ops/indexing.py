@@ -5,6 +5,7 @@ Indices are truncated to integers as MXNet does; ``clip`` clamps them to the axi
 ``wrap`` takes them modulo its size. Index outputs (argsort, topk) are floats by default,
 in the ``dtype`` attribute, like MXNet's; sorts are stable (ties keep input order).
 """
+
 from __future__ import annotations
 
 import jax
@@ -34,14 +35,22 @@ def _slices(a, s):
 
 def _slice_shape(a, s):
     sl = _slices(a, s)
-    return tuple(len(range(*x.indices(d))) for x, d in zip(sl, s)) + tuple(s[len(sl):])
+    return tuple(len(range(*x.indices(d))) for x, d in zip(sl, s)) + tuple(s[len(sl) :])
 
 
-register(OpDef(
-    name="slice", aliases=("crop",),
-    params={"begin": Param(p_opt_ints), "end": Param(p_opt_ints), "step": Param(p_opt_ints, ())},
-    infer_shape=_unary(_slice_shape), lower=_lower1(lambda a, x: x[_slices(a, x.shape)]),
-))
+register(
+    OpDef(
+        name="slice",
+        aliases=("crop",),
+        params={
+            "begin": Param(p_opt_ints),
+            "end": Param(p_opt_ints),
+            "step": Param(p_opt_ints, ()),
+        },
+        infer_shape=_unary(_slice_shape),
+        lower=_lower1(lambda a, x: x[_slices(a, x.shape)]),
+    )
+)
 
 
 def _slice_axis_range(a, s):
@@ -50,14 +59,16 @@ def _slice_axis_range(a, s):
     b = a.begin + n if a.begin < 0 else a.begin
     e = n if a.end is None else (a.end + n if a.end < 0 else a.end)
     if not (0 <= b < e <= n):
-        fail(f"slice_axis: begin={a.begin}, end={a.end} is not a valid range of axis {a.axis} "
-             f"with size {n}")
+        fail(
+            f"slice_axis: begin={a.begin}, end={a.end} is not a valid range of axis {a.axis} "
+            f"with size {n}"
+        )
     return ax, b, e
 
 
 def _slice_axis_shape(a, s):
     ax, b, e = _slice_axis_range(a, s)
-    return s[:ax] + (e - b,) + s[ax + 1:]
+    return s[:ax] + (e - b,) + s[ax + 1 :]
 
 
 def _slice_axis_lower(a, x):
@@ -65,11 +76,14 @@ def _slice_axis_lower(a, x):
     return jax.lax.slice_in_dim(x, b, e, axis=ax)
 
 
-register(OpDef(
-    name="slice_axis",
-    params={"axis": Param(p_int), "begin": Param(p_int), "end": Param(optional(p_int))},
-    infer_shape=_unary(_slice_axis_shape), lower=_lower1(_slice_axis_lower),
-))
+register(
+    OpDef(
+        name="slice_axis",
+        params={"axis": Param(p_int), "begin": Param(p_int), "end": Param(optional(p_int))},
+        infer_shape=_unary(_slice_axis_shape),
+        lower=_lower1(_slice_axis_lower),
+    )
+)
 
 
 def _slice_like_shape(a, s, like):
@@ -89,13 +103,18 @@ def _slice_like_shape(a, s, like):
     return tuple(out)
 
 
-register(OpDef(
-    name="slice_like", params={"axes": Param(p_shape, ())}, inputs=("data", "shape_like"),
-    infer_shape=lambda a, s: (s, [None if None in s else _slice_like_shape(a, s[0], s[1])]),
-    infer_type=first_type,
-    lower=lambda a, ins, aux, ctx: [ins[0][tuple(
-        slice(0, d) for d in _slice_like_shape(a, ins[0].shape, ins[1].shape))]],
-))
+register(
+    OpDef(
+        name="slice_like",
+        params={"axes": Param(p_shape, ())},
+        inputs=("data", "shape_like"),
+        infer_shape=lambda a, s: (s, [None if None in s else _slice_like_shape(a, s[0], s[1])]),
+        infer_type=first_type,
+        lower=lambda a, ins, aux, ctx: [
+            ins[0][tuple(slice(0, d) for d in _slice_like_shape(a, ins[0].shape, ins[1].shape))]
+        ],
+    )
+)
 
 
 # --------------------------------------------------------------- take, pick
@@ -109,7 +128,7 @@ def _take_shape(a, s):
     if data is None or idx is None:
         return s, [None]
     ax = norm_axis(a.axis, len(data))
-    return s, [tuple(data[:ax]) + tuple(idx) + tuple(data[ax + 1:])]
+    return s, [tuple(data[:ax]) + tuple(idx) + tuple(data[ax + 1 :])]
 
 
 def _take_lower(a, ins, aux, ctx):
@@ -121,15 +140,23 @@ def _take_lower(a, ins, aux, ctx):
 def _p_take_mode(v):
     mode = choice("clip", "wrap", "raise")(v)
     if mode == "raise":
-        raise NotImplementedError("take: mode='raise' is not supported by mxmod (compiled code "
-                                  "cannot raise on bad indices); use mode='clip' or 'wrap'")
+        raise NotImplementedError(
+            "take: mode='raise' is not supported by mxmod (compiled code "
+            "cannot raise on bad indices); use mode='clip' or 'wrap'"
+        )
     return mode
 
 
-register(OpDef(
-    name="take", params={"axis": Param(p_int, 0), "mode": Param(_p_take_mode, "clip")},
-    inputs=("a", "indices"), infer_shape=_take_shape, infer_type=first_type, lower=_take_lower,
-))
+register(
+    OpDef(
+        name="take",
+        params={"axis": Param(p_int, 0), "mode": Param(_p_take_mode, "clip")},
+        inputs=("a", "indices"),
+        infer_shape=_take_shape,
+        infer_type=first_type,
+        lower=_take_lower,
+    )
+)
 
 
 def _pick_axis(a, nd):
@@ -143,11 +170,13 @@ def _pick_shape(a, s):
     if data is None:
         return s, [None]
     ax = _pick_axis(a, len(data))
-    out = tuple(data[:ax]) + ((1,) if a.keepdims else ()) + tuple(data[ax + 1:])
-    want = tuple(data[:ax]) + tuple(data[ax + 1:])
+    out = tuple(data[:ax]) + ((1,) if a.keepdims else ()) + tuple(data[ax + 1 :])
+    want = tuple(data[:ax]) + tuple(data[ax + 1 :])
     if idx is not None and tuple(idx) not in (want, out):
-        fail(f"pick: index shape {tuple(idx)} does not fit data {tuple(data)} with axis={a.axis}; "
-             f"expected {want}")
+        fail(
+            f"pick: index shape {tuple(idx)} does not fit data {tuple(data)} with axis={a.axis}; "
+            f"expected {want}"
+        )
     return [data, want if idx is None else idx], [out]
 
 
@@ -155,17 +184,25 @@ def _pick_lower(a, ins, aux, ctx):
     x, idx = ins
     ax = _pick_axis(a, x.ndim)
     i = _fix_index(idx, x.shape[ax], a.mode)
-    i = i.reshape(x.shape[:ax] + (1,) + x.shape[ax + 1:])
+    i = i.reshape(x.shape[:ax] + (1,) + x.shape[ax + 1 :])
     out = jnp.take_along_axis(x, i, axis=ax)
     return [out if a.keepdims else out.squeeze(ax)]
 
 
-register(OpDef(
-    name="pick", inputs=("data", "index"),
-    params={"axis": Param(optional(p_int), -1), "keepdims": Param(p_bool, False),
-            "mode": Param(choice("clip", "wrap"), "clip")},
-    infer_shape=_pick_shape, infer_type=first_type, lower=_pick_lower,
-))
+register(
+    OpDef(
+        name="pick",
+        inputs=("data", "index"),
+        params={
+            "axis": Param(optional(p_int), -1),
+            "keepdims": Param(p_bool, False),
+            "mode": Param(choice("clip", "wrap"), "clip"),
+        },
+        infer_shape=_pick_shape,
+        infer_type=first_type,
+        lower=_pick_lower,
+    )
+)
 
 
 # ------------------------------------------------------------ one_hot, where
@@ -176,13 +213,21 @@ def _one_hot_lower(a, ins, aux, ctx):
     return [jnp.where(hit, jnp.asarray(a.on_value, dt), jnp.asarray(a.off_value, dt))]
 
 
-register(OpDef(
-    name="one_hot", inputs=("indices",),
-    params={"depth": Param(p_int), "on_value": Param(p_float, 1.0),
-            "off_value": Param(p_float, 0.0), "dtype": Param(p_dtype, "float32")},
-    infer_shape=_unary(lambda a, s: tuple(s) + (a.depth,)),
-    infer_type=lambda a, t: (t, [np_dtype(a.dtype)]), lower=_one_hot_lower,
-))
+register(
+    OpDef(
+        name="one_hot",
+        inputs=("indices",),
+        params={
+            "depth": Param(p_int),
+            "on_value": Param(p_float, 1.0),
+            "off_value": Param(p_float, 0.0),
+            "dtype": Param(p_dtype, "float32"),
+        },
+        infer_shape=_unary(lambda a, s: tuple(s) + (a.depth,)),
+        infer_type=lambda a, t: (t, [np_dtype(a.dtype)]),
+        lower=_one_hot_lower,
+    )
+)
 
 
 def _where_shape(a, s):
@@ -193,8 +238,10 @@ def _where_shape(a, s):
     if x is not None and y is not None and tuple(x) != tuple(y):
         fail(f"where: x {tuple(x)} and y {tuple(y)} must have the same shape")
     if cond is not None and tuple(cond) not in (tuple(shape), tuple(shape[:1])):
-        fail(f"where: condition {tuple(cond)} must have the shape of x {tuple(shape)} or be "
-             f"1-D of length {shape[0]}")
+        fail(
+            f"where: condition {tuple(cond)} must have the shape of x {tuple(shape)} or be "
+            f"1-D of length {shape[0]}"
+        )
     return [cond, shape, shape], [shape]
 
 
@@ -210,8 +257,16 @@ def _where_lower(a, ins, aux, ctx):
     return [jnp.where(cond != 0, x, y)]
 
 
-register(OpDef(name="where", params={}, inputs=("condition", "x", "y"),
-               infer_shape=_where_shape, infer_type=_where_type, lower=_where_lower))
+register(
+    OpDef(
+        name="where",
+        params={},
+        inputs=("condition", "x", "y"),
+        infer_shape=_where_shape,
+        infer_type=_where_type,
+        lower=_where_lower,
+    )
+)
 
 
 # ------------------------------------------------------------ sort, topk
@@ -240,18 +295,29 @@ def _sort_lower(a, ins, aux, ctx):
 
 
 _SORT_PARAMS = {"axis": Param(optional(p_int), -1), "is_ascend": Param(p_bool, True)}
-register(OpDef(
-    name="sort", params=_SORT_PARAMS, outputs=("output0",), num_outputs_total=lambda a: 2,
-    infer_shape=lambda a, s: (s, [None if s[0] is None else _sorted_shape(a, s[0])] * 2),
-    infer_type=lambda a, t: (t, [t[0], t[0]]), lower=_sort_lower,
-))
+register(
+    OpDef(
+        name="sort",
+        params=_SORT_PARAMS,
+        outputs=("output0",),
+        num_outputs_total=lambda a: 2,
+        infer_shape=lambda a, s: (s, [None if s[0] is None else _sorted_shape(a, s[0])] * 2),
+        infer_type=lambda a, t: (t, [t[0], t[0]]),
+        lower=_sort_lower,
+    )
+)
 
-register(OpDef(
-    name="argsort", params={**_SORT_PARAMS, "dtype": Param(p_dtype, "float32")},
-    infer_shape=_unary(_sorted_shape), infer_type=lambda a, t: (t, [np_dtype(a.dtype)]),
-    lower=lambda a, ins, aux, ctx: [
-        _argsort(*_flat_axis(a, ins[0]), a.is_ascend).astype(np_dtype(a.dtype))],
-))
+register(
+    OpDef(
+        name="argsort",
+        params={**_SORT_PARAMS, "dtype": Param(p_dtype, "float32")},
+        infer_shape=_unary(_sorted_shape),
+        infer_type=lambda a, t: (t, [np_dtype(a.dtype)]),
+        lower=lambda a, ins, aux, ctx: [
+            _argsort(*_flat_axis(a, ins[0]), a.is_ascend).astype(np_dtype(a.dtype))
+        ],
+    )
+)
 
 
 def _topk_k(a, n):
@@ -266,7 +332,7 @@ def _topk_shapes(a, s):
         return s, [None] * _topk_total(a)
     flat = _sorted_shape(a, s[0])
     ax = 0 if a.axis is None else norm_axis(a.axis, len(flat))
-    out = tuple(flat[:ax]) + (_topk_k(a, flat[ax]),) + tuple(flat[ax + 1:])
+    out = tuple(flat[:ax]) + (_topk_k(a, flat[ax]),) + tuple(flat[ax + 1 :])
     if a.ret_typ == "mask":
         return s, [tuple(s[0])]
     return s, [out] * _topk_total(a)
@@ -278,7 +344,9 @@ def _topk_total(a):
 
 def _topk_types(a, t):
     idx = np_dtype(a.dtype)
-    return t, {"indices": [idx], "mask": [t[0]], "value": [t[0], idx], "both": [t[0], idx]}[a.ret_typ]
+    return t, {"indices": [idx], "mask": [t[0]], "value": [t[0], idx], "both": [t[0], idx]}[
+        a.ret_typ
+    ]
 
 
 def _topk_lower(a, ins, aux, ctx):
@@ -296,12 +364,22 @@ def _topk_lower(a, ins, aux, ctx):
     return [vals, idx_out]
 
 
-register(OpDef(
-    name="topk",
-    params={"axis": Param(optional(p_int), -1), "k": Param(p_int, 1),
+register(
+    OpDef(
+        name="topk",
+        params={
+            "axis": Param(optional(p_int), -1),
+            "k": Param(p_int, 1),
             "ret_typ": Param(choice("both", "indices", "mask", "value"), "indices"),
-            "is_ascend": Param(p_bool, False), "dtype": Param(p_dtype, "float32")},
-    outputs=lambda a: {"both": ["output0", "output1"], "value": ["output0"]}.get(a.ret_typ, ["output"]),
-    num_outputs_total=_topk_total, infer_shape=_topk_shapes, infer_type=_topk_types,
-    lower=_topk_lower,
-))
+            "is_ascend": Param(p_bool, False),
+            "dtype": Param(p_dtype, "float32"),
+        },
+        outputs=lambda a: {"both": ["output0", "output1"], "value": ["output0"]}.get(
+            a.ret_typ, ["output"]
+        ),
+        num_outputs_total=_topk_total,
+        infer_shape=_topk_shapes,
+        infer_type=_topk_types,
+        lower=_topk_lower,
+    )
+)

@@ -1,5 +1,6 @@
 """Loss heads (spec 11.3): their backward ignores the incoming head gradient and
 produces MXNet's loss gradient directly, by construction (``jax.custom_vjp``)."""
+
 from __future__ import annotations
 
 import math
@@ -97,14 +98,18 @@ def _softmax_shape(a, s):
             return [data, label], [data]
         if a.multi_output:
             n, spatial = data[0], tuple(data[2:])
-            ok = (tuple(label) in ((n, math.prod(spatial)), (n,) + spatial, (n, 1) + spatial))
+            ok = tuple(label) in ((n, math.prod(spatial)), (n,) + spatial, (n, 1) + spatial)
             if not ok:
-                fail(f"label shape {tuple(label)} does not fit data {data}: expected "
-                     f"{(n, math.prod(spatial))} (or {(n,) + spatial}) for multi_output")
+                fail(
+                    f"label shape {tuple(label)} does not fit data {data}: expected "
+                    f"{(n, math.prod(spatial))} (or {(n,) + spatial}) for multi_output"
+                )
             return [data, label], [data]
         if math.prod(label) == 0 or math.prod(data) % math.prod(label) != 0:
-            fail(f"label shape {tuple(label)} does not fit data {data}: expected "
-                 f"{_softmax_label_shape(a, data)} (class labels) or {data} (probabilities)")
+            fail(
+                f"label shape {tuple(label)} does not fit data {data}: expected "
+                f"{_softmax_label_shape(a, data)} (class labels) or {data} (probabilities)"
+            )
         return [data, label], [data]
     return [data, _softmax_label_shape(a, data)], [data]
 
@@ -115,17 +120,27 @@ def _softmax_lower(a, ins, aux, ctx):
 
 
 _SOFTMAX_PARAMS = {
-    "grad_scale": Param(p_float, 1.0), "ignore_label": Param(p_float, -1.0),
-    "multi_output": Param(p_bool, False), "use_ignore": Param(p_bool, False),
+    "grad_scale": Param(p_float, 1.0),
+    "ignore_label": Param(p_float, -1.0),
+    "multi_output": Param(p_bool, False),
+    "use_ignore": Param(p_bool, False),
     "preserve_shape": Param(p_bool, False),
     "normalization": Param(choice("null", "batch", "valid"), "null"),
-    "out_grad": Param(p_bool, False), "smooth_alpha": Param(p_float, 0.0),
+    "out_grad": Param(p_bool, False),
+    "smooth_alpha": Param(p_float, 0.0),
 }
 
-register(OpDef(
-    name="SoftmaxOutput", params=_SOFTMAX_PARAMS, inputs=("data", "label"),
-    infer_shape=_softmax_shape, lower=_softmax_lower, is_loss=True, aliases=("Softmax",),
-))
+register(
+    OpDef(
+        name="SoftmaxOutput",
+        params=_SOFTMAX_PARAMS,
+        inputs=("data", "label"),
+        infer_shape=_softmax_shape,
+        lower=_softmax_lower,
+        is_loss=True,
+        aliases=("Softmax",),
+    )
+)
 
 
 # ------------------------------------------------------------ regression heads
@@ -141,8 +156,10 @@ def _regression_shape(a, s):
         label = (data[0],) if len(data) == 2 and data[1] == 1 else data
     elif not label or label[0] != data[0] or math.prod(label) != math.prod(data):
         want = f"{(data[0],)} or {data}" if len(data) == 2 and data[1] == 1 else f"{data}"
-        fail(f"label shape {tuple(label)} does not fit data {data}: the label needs the "
-             f"data's batch size {data[0]} and {math.prod(data)} elements, e.g. {want}")
+        fail(
+            f"label shape {tuple(label)} does not fit data {data}: the label needs the "
+            f"data's batch size {data[0]} and {math.prod(data)} elements, e.g. {want}"
+        )
     return [data, tuple(label)], [data]
 
 
@@ -154,9 +171,16 @@ def _regression(name, forward, diff):
 
         return [head(lambda d, l: forward(d), grad)(ins[0], ins[1])]
 
-    register(OpDef(name=name, params={"grad_scale": Param(p_float, 1.0)},
-                   inputs=("data", "label"), infer_shape=_regression_shape, lower=lower,
-                   is_loss=True))
+    register(
+        OpDef(
+            name=name,
+            params={"grad_scale": Param(p_float, 1.0)},
+            inputs=("data", "label"),
+            infer_shape=_regression_shape,
+            lower=lower,
+            is_loss=True,
+        )
+    )
 
 
 _regression("LinearRegressionOutput", lambda x: x, lambda d: d)
@@ -184,20 +208,41 @@ def _makeloss_lower(a, ins, aux, ctx):
     return [f(ins[0], jnp.zeros((), ins[0].dtype))]
 
 
-register(OpDef(
-    name="MakeLoss",
-    params={"grad_scale": Param(p_float, 1.0), "valid_thresh": Param(p_float, 0.0),
-            "normalization": Param(choice("null", "batch", "valid"), "null")},
-    infer_shape=_identity_shape, lower=_makeloss_lower, is_loss=True,
-))
+register(
+    OpDef(
+        name="MakeLoss",
+        params={
+            "grad_scale": Param(p_float, 1.0),
+            "valid_thresh": Param(p_float, 0.0),
+            "normalization": Param(choice("null", "batch", "valid"), "null"),
+        },
+        infer_shape=_identity_shape,
+        lower=_makeloss_lower,
+        is_loss=True,
+    )
+)
 
-register(OpDef(
-    name="make_loss", params={}, outputs=("loss",), infer_shape=_identity_shape, is_loss=True,
-    lower=lambda a, ins, aux, ctx: [
-        head(lambda d, l: d, lambda o, d, l: jnp.ones_like(d))(ins[0], jnp.zeros((), ins[0].dtype))],
-))
+register(
+    OpDef(
+        name="make_loss",
+        params={},
+        outputs=("loss",),
+        infer_shape=_identity_shape,
+        is_loss=True,
+        lower=lambda a, ins, aux, ctx: [
+            head(lambda d, l: d, lambda o, d, l: jnp.ones_like(d))(
+                ins[0], jnp.zeros((), ins[0].dtype)
+            )
+        ],
+    )
+)
 
-register(OpDef(
-    name="BlockGrad", params={}, infer_shape=_identity_shape, aliases=("stop_gradient",),
-    lower=lambda a, ins, aux, ctx: [jax.lax.stop_gradient(ins[0])],
-))
+register(
+    OpDef(
+        name="BlockGrad",
+        params={},
+        infer_shape=_identity_shape,
+        aliases=("stop_gradient",),
+        lower=lambda a, ins, aux, ctx: [jax.lax.stop_gradient(ins[0])],
+    )
+)

@@ -11,6 +11,7 @@ Two attributes are accepted and, exactly as in MXNet 1.9.1's kernels, have no ef
 MultiBoxTarget's ``minimum_negative_samples`` and MultiBoxDetection's ``background_id``
 (class 0 is always the background). ``tests/ops/test_detection_ops.py`` pins that down.
 """
+
 from __future__ import annotations
 
 import jax
@@ -69,13 +70,20 @@ def _prior_lower(a, ins, aux, ctx):
     return [anchors + 0 * sg(x).reshape(-1)[0]]  # zero gradient to data, as in MXNet
 
 
-register(OpDef(
-    name="_contrib_MultiBoxPrior",
-    params={"sizes": Param(p_float_tuple, (1.0,)), "ratios": Param(p_float_tuple, (1.0,)),
-            "clip": Param(p_bool, False), "steps": Param(p_float_tuple, (-1.0, -1.0)),
-            "offsets": Param(p_float_tuple, (0.5, 0.5))},
-    infer_shape=_prior_shape, lower=_prior_lower,
-))
+register(
+    OpDef(
+        name="_contrib_MultiBoxPrior",
+        params={
+            "sizes": Param(p_float_tuple, (1.0,)),
+            "ratios": Param(p_float_tuple, (1.0,)),
+            "clip": Param(p_bool, False),
+            "steps": Param(p_float_tuple, (-1.0, -1.0)),
+            "offsets": Param(p_float_tuple, (0.5, 0.5)),
+        },
+        infer_shape=_prior_shape,
+        lower=_prior_lower,
+    )
+)
 
 
 # ------------------------------------------------------------------ shared box math
@@ -86,8 +94,11 @@ def _corner_iou(a, b):
     w = jnp.maximum(0, jnp.minimum(a[..., 2], b[..., 2]) - jnp.maximum(a[..., 0], b[..., 0]))
     h = jnp.maximum(0, jnp.minimum(a[..., 3], b[..., 3]) - jnp.maximum(a[..., 1], b[..., 1]))
     i = w * h
-    u = ((a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
-         + (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1]) - i)
+    u = (
+        (a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
+        + (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])
+        - i
+    )
     return jnp.where(u <= 0, 0.0, i / jnp.where(u <= 0, 1.0, u))
 
 
@@ -126,9 +137,11 @@ def _target_one(a, anchors, label, pred):
         best = jnp.argmax(m.reshape(-1))
         j, k = best // n_l, best % n_l
         ok = m.reshape(-1)[best] > f32(1e-6)
-        return (jnp.where(ok, a_gt.at[j].set(k), a_gt), jnp.where(ok, a_iou.at[j].set(iou[j, k]),
-                                                                   a_iou),
-                jnp.where(ok, gt_used.at[k].set(True), gt_used))
+        return (
+            jnp.where(ok, a_gt.at[j].set(k), a_gt),
+            jnp.where(ok, a_iou.at[j].set(iou[j, k]), a_iou),
+            jnp.where(ok, gt_used.at[k].set(True), gt_used),
+        )
 
     init = (jnp.full((n_a,), -1), jnp.full((n_a,), -1.0, iou.dtype), jnp.zeros((n_l,), bool))
     a_gt, a_iou, _ = jax.lax.fori_loop(0, n_l, bipartite, init)
@@ -158,11 +171,21 @@ def _target_one(a, anchors, label, pred):
     gx, gy = (gt[:, 1] + gt[:, 3]) * 0.5, (gt[:, 2] + gt[:, 4]) * 0.5
     v = a.variances
     safe = lambda t: jnp.where(positive, t, 1.0)  # noqa: E731  (no log/div of garbage rows)
-    loc = jnp.stack([(gx - ax) / safe(aw) / v[0], (gy - ay) / safe(ah) / v[1],
-                     jnp.log(safe(gw) / safe(aw)) / v[2], jnp.log(safe(gh) / safe(ah)) / v[3]], -1)
+    loc = jnp.stack(
+        [
+            (gx - ax) / safe(aw) / v[0],
+            (gy - ay) / safe(ah) / v[1],
+            jnp.log(safe(gw) / safe(aw)) / v[2],
+            jnp.log(safe(gh) / safe(ah)) / v[3],
+        ],
+        -1,
+    )
     mask = jnp.broadcast_to(positive[:, None], loc.shape)
-    return (jnp.where(mask, loc, 0.0).reshape(-1), mask.astype(loc.dtype).reshape(-1),
-            cls.astype(loc.dtype))
+    return (
+        jnp.where(mask, loc, 0.0).reshape(-1),
+        mask.astype(loc.dtype).reshape(-1),
+        cls.astype(loc.dtype),
+    )
 
 
 def _target_lower(a, ins, aux, ctx):
@@ -171,16 +194,24 @@ def _target_lower(a, ins, aux, ctx):
     return [o.astype(anchor.dtype) for o in outs]
 
 
-register(OpDef(
-    name="_contrib_MultiBoxTarget",
-    params={"overlap_threshold": Param(p_float, 0.5), "ignore_label": Param(p_float, -1.0),
+register(
+    OpDef(
+        name="_contrib_MultiBoxTarget",
+        params={
+            "overlap_threshold": Param(p_float, 0.5),
+            "ignore_label": Param(p_float, -1.0),
             "negative_mining_ratio": Param(p_float, -1.0),
             "negative_mining_thresh": Param(p_float, 0.5),
             "minimum_negative_samples": Param(p_int, 0),
-            "variances": Param(p_float_tuple, (0.1, 0.1, 0.2, 0.2))},
-    inputs=("anchor", "label", "cls_pred"), outputs=("loc_target", "loc_mask", "cls_target"),
-    infer_shape=_target_shape, infer_type=lambda a, t: (t, [t[0]] * 3), lower=_target_lower,
-))
+            "variances": Param(p_float_tuple, (0.1, 0.1, 0.2, 0.2)),
+        },
+        inputs=("anchor", "label", "cls_pred"),
+        outputs=("loc_target", "loc_mask", "cls_target"),
+        infer_shape=_target_shape,
+        infer_type=lambda a, t: (t, [t[0]] * 3),
+        lower=_target_lower,
+    )
+)
 
 
 # ------------------------------------------------------------------ MultiBoxDetection
@@ -194,8 +225,7 @@ def _det_shape(a, s):
     if prob is not None and an is not None and prob[2] != an[1]:
         fail(f"cls_prob {tuple(prob)} has {prob[2]} anchors but anchor {tuple(an)} has {an[1]}")
     if prob is not None and loc is not None and tuple(loc) != (prob[0], prob[2] * 4):
-        fail(f"loc_pred {tuple(loc)} must be (batch, num_anchors * 4) = "
-             f"{(prob[0], prob[2] * 4)}")
+        fail(f"loc_pred {tuple(loc)} must be (batch, num_anchors * 4) = {(prob[0], prob[2] * 4)}")
     if prob is None:
         return s, [None]
     return s, [(prob[0], prob[2], 6)]
@@ -218,8 +248,14 @@ def _det_one(a, prob, loc, anchors):
     score = jnp.max(fg, axis=0)
     cid = jnp.argmax(fg, axis=0) + 1
     valid = (score > -1) & (score >= a.threshold)
-    rows = jnp.concatenate([(cid - 1).astype(prob.dtype)[:, None], score[:, None],
-                            _decode(a, anchors, loc.reshape(n, 4))], -1)
+    rows = jnp.concatenate(
+        [
+            (cid - 1).astype(prob.dtype)[:, None],
+            score[:, None],
+            _decode(a, anchors, loc.reshape(n, 4)),
+        ],
+        -1,
+    )
     pos, count = compact(valid)
     idx = jnp.arange(n)
     comp = jnp.where((idx < count)[:, None], rows[pos], -1.0)
@@ -229,8 +265,9 @@ def _det_one(a, prob, loc, anchors):
     nkeep = count if a.nms_topk <= 0 else jnp.minimum(count, a.nms_topk)
     ranked = comp[order]
     same = None if a.force_suppress else ranked[:, 0]
-    keep = greedy_nms(ranked[:, 2:], idx < nkeep, _corner_iou, a.nms_threshold, same,
-                      inclusive=True)
+    keep = greedy_nms(
+        ranked[:, 2:], idx < nkeep, _corner_iou, a.nms_threshold, same, inclusive=True
+    )
     head = ranked.at[:, 0].set(jnp.where(keep, ranked[:, 0], -1.0))
     tail = comp.at[:, 0].set(jnp.where(idx < count, -1.0, comp[:, 0]))  # past nms_topk
     return jnp.where((idx < nkeep)[:, None], head, tail)
@@ -241,12 +278,20 @@ def _det_lower(a, ins, aux, ctx):
     return [jax.vmap(lambda p, l: _det_one(a, p, l, anchor[0]))(prob, loc)]
 
 
-register(OpDef(
-    name="_contrib_MultiBoxDetection",
-    params={"clip": Param(p_bool, True), "threshold": Param(p_float, 0.01),
-            "background_id": Param(p_int, 0), "nms_threshold": Param(p_float, 0.5),
+register(
+    OpDef(
+        name="_contrib_MultiBoxDetection",
+        params={
+            "clip": Param(p_bool, True),
+            "threshold": Param(p_float, 0.01),
+            "background_id": Param(p_int, 0),
+            "nms_threshold": Param(p_float, 0.5),
             "force_suppress": Param(p_bool, False),
             "variances": Param(p_float_tuple, (0.1, 0.1, 0.2, 0.2)),
-            "nms_topk": Param(p_int, -1)},
-    inputs=("cls_prob", "loc_pred", "anchor"), infer_shape=_det_shape, lower=_det_lower,
-))
+            "nms_topk": Param(p_int, -1),
+        },
+        inputs=("cls_prob", "loc_pred", "anchor"),
+        infer_shape=_det_shape,
+        lower=_det_lower,
+    )
+)

@@ -4,6 +4,7 @@ Crop, Pad and IdentityAttachKLSparseReg, each matching its MXNet namesake.
 Random ops (Dropout, rrelu) draw from ``ctx.key()``, so results are reproducible under
 ``mx.random.seed`` but not bit-identical to MXNet's generator.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,6 @@ _sg = jax.lax.stop_gradient
 
 def _bad(msg: str) -> None:
     raise MXNetError(msg)
-
 
 
 # ---------------------------------------------------------------------- Dropout
@@ -52,13 +52,22 @@ def _dropout_lower(a, ins, aux, ctx):
     return [x * mask, jnp.broadcast_to(mask, x.shape)]
 
 
-register(OpDef(
-    name="Dropout",
-    params={"p": Param(p_float, 0.5), "mode": Param(choice("always", "training"), "training"),
-            "axes": Param(p_shape, ()), "cudnn_off": Param(optional(p_bool), False)},
-    num_outputs_total=lambda a: 2, random=True,
-    infer_shape=_dropout_shape, infer_type=lambda a, t: (t, [t[0], t[0]]), lower=_dropout_lower,
-))
+register(
+    OpDef(
+        name="Dropout",
+        params={
+            "p": Param(p_float, 0.5),
+            "mode": Param(choice("always", "training"), "training"),
+            "axes": Param(p_shape, ()),
+            "cudnn_off": Param(optional(p_bool), False),
+        },
+        num_outputs_total=lambda a: 2,
+        random=True,
+        infer_shape=_dropout_shape,
+        infer_type=lambda a, t: (t, [t[0], t[0]]),
+        lower=_dropout_lower,
+    )
+)
 
 
 # -------------------------------------------------------------------- LeakyReLU
@@ -128,16 +137,24 @@ def _lrelu_type(a, t):
     return [d if x is None else x for x in t], [d] * n
 
 
-register(OpDef(
-    name="LeakyReLU",
-    params={"act_type": Param(choice("elu", "gelu", "leaky", "prelu", "rrelu", "selu"), "leaky"),
-            "slope": Param(p_float, 0.25), "lower_bound": Param(p_float, 0.125),
-            "upper_bound": Param(p_float, 0.334)},
-    inputs=lambda a: ["data", "gamma"] if a.act_type == "prelu" else ["data"],
-    outputs=lambda a: ["output", "mask"] if a.act_type == "rrelu" else ["output"],
-    random=True, infer_shape=_lrelu_shape, infer_type=_lrelu_type, lower=_lrelu_lower,
-    input_attrs={"gamma": {"__init__": '["Constant", {"value": 0.25}]'}},
-))
+register(
+    OpDef(
+        name="LeakyReLU",
+        params={
+            "act_type": Param(choice("elu", "gelu", "leaky", "prelu", "rrelu", "selu"), "leaky"),
+            "slope": Param(p_float, 0.25),
+            "lower_bound": Param(p_float, 0.125),
+            "upper_bound": Param(p_float, 0.334),
+        },
+        inputs=lambda a: ["data", "gamma"] if a.act_type == "prelu" else ["data"],
+        outputs=lambda a: ["output", "mask"] if a.act_type == "rrelu" else ["output"],
+        random=True,
+        infer_shape=_lrelu_shape,
+        infer_type=_lrelu_type,
+        lower=_lrelu_lower,
+        input_attrs={"gamma": {"__init__": '["Constant", {"value": 0.25}]'}},
+    )
+)
 
 
 # -------------------------------------------------------------------- Embedding
@@ -159,14 +176,21 @@ def _emb_lower(a, ins, aux, ctx):
     return [jnp.take(ins[1], idx, axis=0)]
 
 
-register(OpDef(
-    name="Embedding",
-    params={"input_dim": Param(p_int), "output_dim": Param(p_int),
+register(
+    OpDef(
+        name="Embedding",
+        params={
+            "input_dim": Param(p_int),
+            "output_dim": Param(p_int),
             "dtype": Param(choice(*_EMB_DTYPES), "float32"),
-            "sparse_grad": Param(p_bool, False)},
-    inputs=("data", "weight"), infer_shape=_emb_shape, lower=_emb_lower,
-    infer_type=lambda a, t: ([t[0], t[1] or a.dtype], [a.dtype]),
-))
+            "sparse_grad": Param(p_bool, False),
+        },
+        inputs=("data", "weight"),
+        infer_shape=_emb_shape,
+        lower=_emb_lower,
+        infer_type=lambda a, t: ([t[0], t[1] or a.dtype], [a.dtype]),
+    )
+)
 
 
 # ------------------------------------------------------------ SoftmaxActivation
@@ -197,11 +221,14 @@ def _softmax_act(a, ins, aux, ctx):
     return [jax.nn.softmax(x, axis=-1) if x.ndim <= 2 else _softmax_last(x)]
 
 
-register(OpDef(
-    name="SoftmaxActivation",
-    params={"mode": Param(choice("channel", "instance"), "instance")},
-    infer_shape=lambda a, s: ([s[0]], [s[0]]), lower=_softmax_act,
-))
+register(
+    OpDef(
+        name="SoftmaxActivation",
+        params={"mode": Param(choice("channel", "instance"), "instance")},
+        infer_shape=lambda a, s: ([s[0]], [s[0]]),
+        lower=_softmax_act,
+    )
+)
 
 
 # -------------------------------------------------------------------- SVMOutput
@@ -233,12 +260,20 @@ def _svm_lower(a, ins, aux, ctx):
     return [f(ins[0], ins[1])]
 
 
-register(OpDef(
-    name="SVMOutput",
-    params={"margin": Param(p_float, 1.0), "regularization_coefficient": Param(p_float, 1.0),
-            "use_linear": Param(p_bool, False)},
-    inputs=("data", "label"), infer_shape=_svm_shape, lower=_svm_lower, is_loss=True,
-))
+register(
+    OpDef(
+        name="SVMOutput",
+        params={
+            "margin": Param(p_float, 1.0),
+            "regularization_coefficient": Param(p_float, 1.0),
+            "use_linear": Param(p_bool, False),
+        },
+        inputs=("data", "label"),
+        infer_shape=_svm_shape,
+        lower=_svm_lower,
+        is_loss=True,
+    )
+)
 
 
 # ------------------------------------------------------------------------- Crop
@@ -261,8 +296,10 @@ def _crop_geom(a, data, like):
     H, W = data[2], data[3]
     oy, ox = ((H - h) // 2, (W - w) // 2) if a.center_crop else a.offset
     if h <= 0 or w <= 0 or oy < 0 or ox < 0 or oy + h > H or ox + w > W:
-        _bad(f"cannot crop {(h, w)} at offset {(oy, ox)} from data {tuple(data)}; "
-             f"pass h_w (and offset) that fit inside the data")
+        _bad(
+            f"cannot crop {(h, w)} at offset {(oy, ox)} from data {tuple(data)}; "
+            f"pass h_w (and offset) that fit inside the data"
+        )
     return oy, ox, h, w
 
 
@@ -281,16 +318,23 @@ def _crop_lower(a, ins, aux, ctx):
     x = ins[0]
     like = ins[1].shape if len(ins) > 1 else None
     oy, ox, h, w = _crop_geom(a, x.shape, like)
-    return [x[:, :, oy:oy + h, ox:ox + w]]
+    return [x[:, :, oy : oy + h, ox : ox + w]]
 
 
-register(OpDef(
-    name="Crop",
-    params={"offset": Param(p_shape, (0, 0)), "h_w": Param(p_shape, (0, 0)),
-            "center_crop": Param(p_bool, False)},
-    variadic="num_args", inputs=lambda a: [f"arg{i}" for i in range(_n_args(a))],
-    infer_shape=_crop_shape, lower=_crop_lower,
-))
+register(
+    OpDef(
+        name="Crop",
+        params={
+            "offset": Param(p_shape, (0, 0)),
+            "h_w": Param(p_shape, (0, 0)),
+            "center_crop": Param(p_bool, False),
+        },
+        variadic="num_args",
+        inputs=lambda a: [f"arg{i}" for i in range(_n_args(a))],
+        infer_shape=_crop_shape,
+        lower=_crop_lower,
+    )
+)
 
 
 # -------------------------------------------------------------------------- Pad
@@ -325,12 +369,19 @@ def _pad_lower(a, ins, aux, ctx):
     return [jnp.pad(x, pairs, mode=a.mode)]
 
 
-register(OpDef(
-    name="Pad",
-    params={"mode": Param(choice("constant", "edge", "reflect")), "pad_width": Param(p_shape),
-            "constant_value": Param(p_float, 0.0)},
-    infer_shape=_pad_shape, lower=_pad_lower, aliases=("pad",),
-))
+register(
+    OpDef(
+        name="Pad",
+        params={
+            "mode": Param(choice("constant", "edge", "reflect")),
+            "pad_width": Param(p_shape),
+            "constant_value": Param(p_float, 0.0),
+        },
+        infer_shape=_pad_shape,
+        lower=_pad_lower,
+        aliases=("pad",),
+    )
+)
 
 
 # ---------------------------------------------------- IdentityAttachKLSparseReg
@@ -369,10 +420,17 @@ def _kl_lower(a, ins, aux, ctx):
     return [reg(x, new)], [new]
 
 
-register(OpDef(
-    name="IdentityAttachKLSparseReg",
-    params={"sparseness_target": Param(p_float, 0.1), "penalty": Param(p_float, 0.001),
-            "momentum": Param(p_float, 0.9)},
-    aux=("moving_avg",), infer_shape=_kl_shape, lower=_kl_lower,
-    input_attrs={"moving_avg": {"__init__": '["zero", {}]'}},
-))
+register(
+    OpDef(
+        name="IdentityAttachKLSparseReg",
+        params={
+            "sparseness_target": Param(p_float, 0.1),
+            "penalty": Param(p_float, 0.001),
+            "momentum": Param(p_float, 0.9),
+        },
+        aux=("moving_avg",),
+        infer_shape=_kl_shape,
+        lower=_kl_lower,
+        input_attrs={"moving_avg": {"__init__": '["zero", {}]'}},
+    )
+)

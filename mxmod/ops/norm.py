@@ -6,6 +6,7 @@ std; ...), so JSON graphs that reference them work. BatchNorm updates its moving
 statistics in the forward pass of a training step (MXNet's CPU build writes them in the
 backward pass; under ``forward_backward``/``fit`` the result is the same).
 """
+
 from __future__ import annotations
 
 import jax
@@ -78,10 +79,16 @@ def _bn_infer(red: tuple, shp: tuple):
     def bwd(res, dy):
         xf, g, mean, invstd = res
         xhat = (xf - mean.reshape(shp)) * invstd.reshape(shp)
-        dx = (g * invstd).reshape(shp) * (dy - jnp.mean(dy, red, keepdims=True)
-                                          - xhat * jnp.mean(dy * xhat, red, keepdims=True))
-        return (dx, jnp.sum(dy * xhat, red), jnp.sum(dy, red), jnp.zeros_like(mean),
-                jnp.zeros_like(invstd))
+        dx = (g * invstd).reshape(shp) * (
+            dy - jnp.mean(dy, red, keepdims=True) - xhat * jnp.mean(dy * xhat, red, keepdims=True)
+        )
+        return (
+            dx,
+            jnp.sum(dy * xhat, red),
+            jnp.sum(dy, red),
+            jnp.zeros_like(mean),
+            jnp.zeros_like(invstd),
+        )
 
     f.defvjp(fwd, bwd)
     return f
@@ -115,23 +122,33 @@ def _bn_lower(a, ins, aux, ctx):
     return [y, _sg(mean).astype(pdt), _sg(invstd).astype(pdt)], [new_mm, new_mv]
 
 
-register(OpDef(
-    name="BatchNorm",
-    params={
-        "eps": Param(p_float, 1e-3), "momentum": Param(p_float, 0.9),
-        "fix_gamma": Param(p_bool, True), "use_global_stats": Param(p_bool, False),
-        "output_mean_var": Param(p_bool, False), "axis": Param(p_int, 1),
-        "cudnn_off": Param(p_bool, False),
-        "min_calib_range": Param(optional(p_float), None),
-        "max_calib_range": Param(optional(p_float), None),
-    },
-    inputs=("data", "gamma", "beta"), aux=("moving_mean", "moving_var"),
-    outputs=lambda a: ["output", "mean", "var"] if a.output_mean_var else ["output"],
-    num_outputs_total=lambda a: 3,
-    infer_shape=_bn_shape, infer_type=_bn_type, lower=_bn_lower,
-    input_attrs={"moving_mean": {"__init__": '["zero", {}]'},
-                 "moving_var": {"__init__": '["one", {}]'}},
-))
+register(
+    OpDef(
+        name="BatchNorm",
+        params={
+            "eps": Param(p_float, 1e-3),
+            "momentum": Param(p_float, 0.9),
+            "fix_gamma": Param(p_bool, True),
+            "use_global_stats": Param(p_bool, False),
+            "output_mean_var": Param(p_bool, False),
+            "axis": Param(p_int, 1),
+            "cudnn_off": Param(p_bool, False),
+            "min_calib_range": Param(optional(p_float), None),
+            "max_calib_range": Param(optional(p_float), None),
+        },
+        inputs=("data", "gamma", "beta"),
+        aux=("moving_mean", "moving_var"),
+        outputs=lambda a: ["output", "mean", "var"] if a.output_mean_var else ["output"],
+        num_outputs_total=lambda a: 3,
+        infer_shape=_bn_shape,
+        infer_type=_bn_type,
+        lower=_bn_lower,
+        input_attrs={
+            "moving_mean": {"__init__": '["zero", {}]'},
+            "moving_var": {"__init__": '["one", {}]'},
+        },
+    )
+)
 
 
 # -------------------------------------------------------------------- LayerNorm
@@ -163,15 +180,22 @@ def _three_same(a, t):
     return [d if x is None else x for x in t], [d] * 3
 
 
-register(OpDef(
-    name="LayerNorm",
-    params={"axis": Param(p_int, -1), "eps": Param(p_float, 1e-5),
-            "output_mean_var": Param(p_bool, False)},
-    inputs=("data", "gamma", "beta"),
-    outputs=lambda a: ["output", "mean", "std"] if a.output_mean_var else ["output"],
-    num_outputs_total=lambda a: 3,
-    infer_shape=_ln_shape, infer_type=_three_same, lower=_ln_lower,
-))
+register(
+    OpDef(
+        name="LayerNorm",
+        params={
+            "axis": Param(p_int, -1),
+            "eps": Param(p_float, 1e-5),
+            "output_mean_var": Param(p_bool, False),
+        },
+        inputs=("data", "gamma", "beta"),
+        outputs=lambda a: ["output", "mean", "std"] if a.output_mean_var else ["output"],
+        num_outputs_total=lambda a: 3,
+        infer_shape=_ln_shape,
+        infer_type=_three_same,
+        lower=_ln_lower,
+    )
+)
 
 
 # ----------------------------------------------------------------- InstanceNorm
@@ -192,18 +216,28 @@ def _in_lower(a, ins, aux, ctx):
     mean = jnp.mean(xf, axis=red, keepdims=True)
     var = jnp.mean(jnp.square(xf - mean), axis=red, keepdims=True)
     shp = _bshape(x.ndim, 1, x.shape[1])
-    y = (xf - mean) * jax.lax.rsqrt(var + a.eps) * _f32(gamma).reshape(shp) \
-        + _f32(beta).reshape(shp)
+    y = (xf - mean) * jax.lax.rsqrt(var + a.eps) * _f32(gamma).reshape(shp) + _f32(beta).reshape(
+        shp
+    )
     n, c = x.shape[:2]
-    return [y.astype(x.dtype), _sg(mean).reshape(n, c).astype(x.dtype),
-            _sg(var).reshape(n, c).astype(x.dtype)]
+    return [
+        y.astype(x.dtype),
+        _sg(mean).reshape(n, c).astype(x.dtype),
+        _sg(var).reshape(n, c).astype(x.dtype),
+    ]
 
 
-register(OpDef(
-    name="InstanceNorm", params={"eps": Param(p_float, 1e-3)},
-    inputs=("data", "gamma", "beta"), num_outputs_total=lambda a: 3,
-    infer_shape=_in_shape, infer_type=_three_same, lower=_in_lower,
-))
+register(
+    OpDef(
+        name="InstanceNorm",
+        params={"eps": Param(p_float, 1e-3)},
+        inputs=("data", "gamma", "beta"),
+        num_outputs_total=lambda a: 3,
+        infer_shape=_in_shape,
+        infer_type=_three_same,
+        lower=_in_lower,
+    )
+)
 
 
 # -------------------------------------------------------------- L2Normalization
@@ -234,13 +268,19 @@ def _l2_lower(a, ins, aux, ctx):
     return [(xf / norm).astype(x.dtype), _sg(jnp.squeeze(norm, axis=axes)).astype(x.dtype)]
 
 
-register(OpDef(
-    name="L2Normalization",
-    params={"eps": Param(p_float, 1e-10),
-            "mode": Param(choice("channel", "instance", "spatial"), "instance")},
-    num_outputs_total=lambda a: 2,
-    infer_shape=_l2_shape, infer_type=lambda a, t: (t, [t[0], t[0]]), lower=_l2_lower,
-))
+register(
+    OpDef(
+        name="L2Normalization",
+        params={
+            "eps": Param(p_float, 1e-10),
+            "mode": Param(choice("channel", "instance", "spatial"), "instance"),
+        },
+        num_outputs_total=lambda a: 2,
+        infer_shape=_l2_shape,
+        infer_type=lambda a, t: (t, [t[0], t[0]]),
+        lower=_l2_lower,
+    )
+)
 
 
 # ---------------------------------------------------------------------------- LRN
@@ -259,19 +299,31 @@ def _lrn_lower(a, ins, aux, ctx):
     x = ins[0]
     xf = _f32(x)
     half = a.nsize // 2
-    sq = jax.lax.reduce_window(jnp.square(xf), np.array(0, xf.dtype), jax.lax.add,
-                               (1, a.nsize, 1, 1), (1, 1, 1, 1),
-                               ((0, 0), (half, half), (0, 0), (0, 0)))
+    sq = jax.lax.reduce_window(
+        jnp.square(xf),
+        np.array(0, xf.dtype),
+        jax.lax.add,
+        (1, a.nsize, 1, 1),
+        (1, 1, 1, 1),
+        ((0, 0), (half, half), (0, 0), (0, 0)),
+    )
     norm = a.knorm + (a.alpha / a.nsize) * sq
     y = xf * norm ** (-a.beta)
     return [y.astype(x.dtype), _sg(norm).astype(x.dtype)]
 
 
-register(OpDef(
-    name="LRN",
-    params={"alpha": Param(p_float, 1e-4), "beta": Param(p_float, 0.75),
-            "knorm": Param(p_float, 2.0), "nsize": Param(p_uint32)},
-    num_outputs_total=lambda a: 2,
-    infer_shape=_lrn_shape, infer_type=lambda a, t: (t, [t[0], t[0]]), lower=_lrn_lower,
-))
-
+register(
+    OpDef(
+        name="LRN",
+        params={
+            "alpha": Param(p_float, 1e-4),
+            "beta": Param(p_float, 0.75),
+            "knorm": Param(p_float, 2.0),
+            "nsize": Param(p_uint32),
+        },
+        num_outputs_total=lambda a: 2,
+        infer_shape=_lrn_shape,
+        infer_type=lambda a, t: (t, [t[0], t[0]]),
+        lower=_lrn_lower,
+    )
+)

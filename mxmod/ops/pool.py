@@ -5,6 +5,7 @@ pooling divides by a divisor table computed once from the static shapes, followi
 ``count_include_pad`` rule. UpSampling ``nearest`` repeats pixels; ``bilinear`` is MXNet's
 fixed depthwise Deconvolution with a learnable ``weight`` (initialised by ``Bilinear``).
 """
+
 from __future__ import annotations
 
 import math
@@ -41,8 +42,10 @@ def _geometry(a, shape: tuple):
         _bad(f"kernel {a.kernel} must have 1, 2 or 3 dimensions")
     layout = layout_of(a.layout, nd)
     if len(shape) != nd + 2:
-        _bad(f"data {shape} must be {nd + 2}-D for kernel {a.kernel} "
-             f"(batch, channel and {nd} spatial dims in layout {layout})")
+        _bad(
+            f"data {shape} must be {nd + 2}-D for kernel {a.kernel} "
+            f"(batch, channel and {nd} spatial dims in layout {layout})"
+        )
     stride = tuple(a.stride) or (1,) * nd
     pad = tuple(a.pad) or (0,) * nd
     for name, v in (("stride", stride), ("pad", pad)):
@@ -59,8 +62,10 @@ def _geometry(a, shape: tuple):
             out.append(-(-x // s) if x else 0)
             continue
         if x and k > x + 2 * p:
-            _bad(f"kernel {a.kernel} does not fit input {sp} padded by {pad}: each kernel dim "
-                 f"must be <= input dim + 2*pad")
+            _bad(
+                f"kernel {a.kernel} does not fit input {sp} padded by {pad}: each kernel dim "
+                f"must be <= input dim + 2*pad"
+            )
         if not x:
             out.append(0)
         elif a.pooling_convention == "valid":
@@ -140,7 +145,7 @@ def _pool_lower(a, ins, aux, ctx):
         pv = a.p_value
         if pv not in (1, 2, 3):
             _bad(f"Pooling {ctx.node_name!r}: p_value {pv} is not supported; use 1, 2 or 3")
-        y = window(x ** pv if pv > 1 else x, 0, jax.lax.add)
+        y = window(x**pv if pv > 1 else x, 0, jax.lax.add)
         y = {1: lambda v: v, 2: jnp.sqrt, 3: jnp.cbrt}[pv](y)
     if _n_pool_outputs(a) == 2:
         return [y, jax.lax.stop_gradient(y)]  # stands in for MXNet's hidden workspace
@@ -156,21 +161,28 @@ def _pool_check(a) -> str | None:
     return None
 
 
-register(OpDef(
-    name="Pooling",
-    params={
-        "kernel": Param(p_shape_nonzero, ()),
-        "pool_type": Param(choice("avg", "lp", "max", "sum"), "max"),
-        "global_pool": Param(p_bool, False), "cudnn_off": Param(p_bool, False),
-        "pooling_convention": Param(choice("full", "same", "valid"), "valid"),
-        "stride": Param(p_shape_nonzero, ()), "pad": Param(p_shape, ()),
-        "p_value": Param(optional(p_int), None),
-        "count_include_pad": Param(optional(p_bool), None),
-        "layout": Param(optional(choice(*_POOL_LAYOUTS)), None),
-    },
-    num_outputs_total=_n_pool_outputs, infer_shape=_pool_shape, lower=_pool_lower,
-    infer_type=lambda a, t: (t, [t[0]] * _n_pool_outputs(a)), check=_pool_check,
-))
+register(
+    OpDef(
+        name="Pooling",
+        params={
+            "kernel": Param(p_shape_nonzero, ()),
+            "pool_type": Param(choice("avg", "lp", "max", "sum"), "max"),
+            "global_pool": Param(p_bool, False),
+            "cudnn_off": Param(p_bool, False),
+            "pooling_convention": Param(choice("full", "same", "valid"), "valid"),
+            "stride": Param(p_shape_nonzero, ()),
+            "pad": Param(p_shape, ()),
+            "p_value": Param(optional(p_int), None),
+            "count_include_pad": Param(optional(p_bool), None),
+            "layout": Param(optional(choice(*_POOL_LAYOUTS)), None),
+        },
+        num_outputs_total=_n_pool_outputs,
+        infer_shape=_pool_shape,
+        lower=_pool_lower,
+        infer_type=lambda a, t: (t, [t[0]] * _n_pool_outputs(a)),
+        check=_pool_check,
+    )
+)
 
 
 # ------------------------------------------------------------------- UpSampling
@@ -208,8 +220,10 @@ def _up_shape(a, s):
         if sh is None:
             return s, [None]
         if len(sh) != 4 or oh % sh[2] or ow % sh[3] or sh[2] == 0 or sh[3] == 0:
-            _bad(f"input arg{i} {tuple(sh)} must be 4-D with height/width dividing the output "
-                 f"size {(oh, ow)}")
+            _bad(
+                f"input arg{i} {tuple(sh)} must be 4-D with height/width dividing the output "
+                f"size {(oh, ow)}"
+            )
         if a.multi_input_mode == "sum" and sh[1] != c:
             _bad(f"multi_input_mode='sum' needs equal channels; arg0 has {c}, arg{i} has {sh[1]}")
         if a.multi_input_mode == "concat":
@@ -225,8 +239,9 @@ def _up_lower(a, ins, aux, ctx):
         c = x0.shape[1]
         return [deconv(x0, ins[1], "NCHW", (k, k), (st, st), (1, 1), (p, p), (0, 0), c)]
     oh, ow = x0.shape[2] * a.scale, x0.shape[3] * a.scale
-    ups = [jnp.repeat(jnp.repeat(x, oh // x.shape[2], axis=2), ow // x.shape[3], axis=3)
-           for x in ins]
+    ups = [
+        jnp.repeat(jnp.repeat(x, oh // x.shape[2], axis=2), ow // x.shape[3], axis=3) for x in ins
+    ]
     if a.multi_input_mode == "sum":
         y = ups[0]
         for u in ups[1:]:
@@ -235,14 +250,20 @@ def _up_lower(a, ins, aux, ctx):
     return [jnp.concatenate(ups, axis=1) if len(ups) > 1 else ups[0]]
 
 
-register(OpDef(
-    name="UpSampling",
-    params={
-        "scale": Param(p_int), "num_filter": Param(p_int, 0),
-        "sample_type": Param(choice("bilinear", "nearest")),
-        "multi_input_mode": Param(choice("concat", "sum"), "concat"),
-        "workspace": Param(p_uint64, 512),
-    },
-    variadic="num_args", inputs=_up_inputs, infer_shape=_up_shape, lower=_up_lower,
-    input_attrs={"weight": {"__init__": '["bilinear", {}]'}},
-))
+register(
+    OpDef(
+        name="UpSampling",
+        params={
+            "scale": Param(p_int),
+            "num_filter": Param(p_int, 0),
+            "sample_type": Param(choice("bilinear", "nearest")),
+            "multi_input_mode": Param(choice("concat", "sum"), "concat"),
+            "workspace": Param(p_uint64, 512),
+        },
+        variadic="num_args",
+        inputs=_up_inputs,
+        infer_shape=_up_shape,
+        lower=_up_lower,
+        input_attrs={"weight": {"__init__": '["bilinear", {}]'}},
+    )
+)

@@ -9,6 +9,7 @@ equal to the result (MXNet), not JAX's even split. argmax/argmin return indices 
 input's dtype. ``dot`` contracts the last axis of lhs (first with ``transpose_a``) with
 the first axis of rhs (last with ``transpose_b``), keeping the other axes in order.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,16 +71,30 @@ def _reducer(fn):
     return lower
 
 
-_REDUCE_PARAMS = {"axis": Param(optional(p_shape), None), "keepdims": Param(p_bool, False),
-                  "exclude": Param(p_bool, False)}
+_REDUCE_PARAMS = {
+    "axis": Param(optional(p_shape), None),
+    "keepdims": Param(p_bool, False),
+    "exclude": Param(p_bool, False),
+}
 _REDUCERS = {
-    "sum": (jnp.sum, ("sum_axis",)), "mean": (_mean, ()), "prod": (jnp.prod, ()),
-    "nansum": (jnp.nansum, ()), "nanprod": (jnp.nanprod, ()),
-    "max": (_chooser(jnp.max), ("max_axis",)), "min": (_chooser(jnp.min), ("min_axis",)),
+    "sum": (jnp.sum, ("sum_axis",)),
+    "mean": (_mean, ()),
+    "prod": (jnp.prod, ()),
+    "nansum": (jnp.nansum, ()),
+    "nanprod": (jnp.nanprod, ()),
+    "max": (_chooser(jnp.max), ("max_axis",)),
+    "min": (_chooser(jnp.min), ("min_axis",)),
 }
 for _name, (_fn, _aliases) in _REDUCERS.items():
-    register(OpDef(name=_name, params=dict(_REDUCE_PARAMS), infer_shape=_unary(reduce_shape),
-                   lower=_reducer(_fn), aliases=_aliases))
+    register(
+        OpDef(
+            name=_name,
+            params=dict(_REDUCE_PARAMS),
+            infer_shape=_unary(reduce_shape),
+            lower=_reducer(_fn),
+            aliases=_aliases,
+        )
+    )
 
 
 def _norm_lower(a, ins, aux, ctx):
@@ -100,13 +115,20 @@ def _p_ord(v):
     return o
 
 
-register(OpDef(
-    name="norm",
-    params={"ord": Param(_p_ord, 2), "axis": Param(optional(p_shape), None),
-            "out_dtype": Param(optional(p_dtype), None), "keepdims": Param(p_bool, False)},
-    infer_shape=_unary(reduce_shape), lower=_norm_lower,
-    infer_type=lambda a, t: (t, [t[0] if a.out_dtype is None else np_dtype(a.out_dtype)]),
-))
+register(
+    OpDef(
+        name="norm",
+        params={
+            "ord": Param(_p_ord, 2),
+            "axis": Param(optional(p_shape), None),
+            "out_dtype": Param(optional(p_dtype), None),
+            "keepdims": Param(p_bool, False),
+        },
+        infer_shape=_unary(reduce_shape),
+        lower=_norm_lower,
+        infer_type=lambda a, t: (t, [t[0] if a.out_dtype is None else np_dtype(a.out_dtype)]),
+    )
+)
 
 
 # ----------------------------------------------------------------- argmax/min
@@ -114,7 +136,7 @@ def _arg_shape(a, s):
     if a.axis is None:
         return (1,) * len(s) if a.keepdims else (1,)
     ax = norm_axis(a.axis, len(s))
-    return s[:ax] + ((1,) if a.keepdims else ()) + s[ax + 1:]
+    return s[:ax] + ((1,) if a.keepdims else ()) + s[ax + 1 :]
 
 
 def _arg_lower(fn):
@@ -130,14 +152,25 @@ def _arg_lower(fn):
 
 
 for _name, _fn in (("argmax", jnp.argmax), ("argmin", jnp.argmin)):
-    register(OpDef(name=_name,
-                   params={"axis": Param(optional(p_int), None), "keepdims": Param(p_bool, False)},
-                   infer_shape=_unary(_arg_shape), lower=_arg_lower(_fn)))
+    register(
+        OpDef(
+            name=_name,
+            params={"axis": Param(optional(p_int), None), "keepdims": Param(p_bool, False)},
+            infer_shape=_unary(_arg_shape),
+            lower=_arg_lower(_fn),
+        )
+    )
 
-register(OpDef(
-    name="argmax_channel", params={}, infer_shape=_unary(lambda a, s: s[:-1] or (1,)),
-    lower=_lower1(lambda a, x: jnp.argmax(x, axis=-1).astype(x.dtype).reshape(x.shape[:-1] or (1,))),
-))
+register(
+    OpDef(
+        name="argmax_channel",
+        params={},
+        infer_shape=_unary(lambda a, s: s[:-1] or (1,)),
+        lower=_lower1(
+            lambda a, x: jnp.argmax(x, axis=-1).astype(x.dtype).reshape(x.shape[:-1] or (1,))
+        ),
+    )
+)
 
 
 # -------------------------------------------------------------------- softmax
@@ -145,8 +178,10 @@ def _p_use_length(v):
     if v is None or (isinstance(v, str) and v.strip() == "None"):
         return False
     if p_bool(v):
-        raise NotImplementedError("softmax: use_length=True (masking by a length input) is not "
-                                  "supported by mxmod; mask the data before the softmax instead")
+        raise NotImplementedError(
+            "softmax: use_length=True (masking by a length input) is not "
+            "supported by mxmod; mask the data before the softmax instead"
+        )
     return False
 
 
@@ -172,13 +207,20 @@ def _softmax_shape(a, s):
 
 
 for _name in ("softmax", "log_softmax", "softmin"):
-    register(OpDef(
-        name=_name, infer_shape=_softmax_shape, lower=_softmax(_name),
-        params={"axis": Param(p_int, -1), "temperature": Param(optional(p_float), None),
+    register(
+        OpDef(
+            name=_name,
+            infer_shape=_softmax_shape,
+            lower=_softmax(_name),
+            params={
+                "axis": Param(p_int, -1),
+                "temperature": Param(optional(p_float), None),
                 "dtype": Param(optional(choice("float16", "float32", "float64")), None),
-                "use_length": Param(_p_use_length, False)},
-        infer_type=lambda a, t: (t, [t[0] if a.dtype is None else np_dtype(a.dtype)]),
-    ))
+                "use_length": Param(_p_use_length, False),
+            },
+            infer_type=lambda a, t: (t, [t[0] if a.dtype is None else np_dtype(a.dtype)]),
+        )
+    )
 
 
 def _sce_shape(a, s):
@@ -197,8 +239,15 @@ def _sce_lower(a, ins, aux, ctx):
     return [-jnp.sum(picked).reshape(1)]
 
 
-register(OpDef(name="softmax_cross_entropy", params={}, inputs=("data", "label"),
-               infer_shape=_sce_shape, lower=_sce_lower))
+register(
+    OpDef(
+        name="softmax_cross_entropy",
+        params={},
+        inputs=("data", "label"),
+        infer_shape=_sce_shape,
+        lower=_sce_lower,
+    )
+)
 
 
 # ------------------------------------------------------------------------ dot
@@ -210,8 +259,10 @@ def _dot_shape(a, l, r):
     kl, lrest = (l[0], l[1:]) if a.transpose_a else (l[-1], l[:-1])
     kr, rrest = (r[-1], r[:-1]) if a.transpose_b else (r[0], r[1:])
     if kl != kr:
-        fail(f"dot: lhs {tuple(l)} (transpose_a={a.transpose_a}) and rhs {tuple(r)} "
-             f"(transpose_b={a.transpose_b}) contract axes of sizes {kl} and {kr}")
+        fail(
+            f"dot: lhs {tuple(l)} (transpose_a={a.transpose_a}) and rhs {tuple(r)} "
+            f"(transpose_b={a.transpose_b}) contract axes of sizes {kl} and {kr}"
+        )
     return tuple(lrest) + tuple(rrest)
 
 
@@ -228,16 +279,26 @@ def _p_stype(v):
     return s
 
 
-_DOT_PARAMS = {"transpose_a": Param(p_bool, False), "transpose_b": Param(p_bool, False),
-               "forward_stype": Param(_p_stype, None)}
+_DOT_PARAMS = {
+    "transpose_a": Param(p_bool, False),
+    "transpose_b": Param(p_bool, False),
+    "forward_stype": Param(_p_stype, None),
+}
 
 
 def _binary_infer(fn):
     return lambda a, s: (s, [None if None in s else fn(a, tuple(s[0]), tuple(s[1]))])
 
 
-register(OpDef(name="dot", params=dict(_DOT_PARAMS), inputs=("lhs", "rhs"),
-               infer_shape=_binary_infer(_dot_shape), lower=_dot_lower))
+register(
+    OpDef(
+        name="dot",
+        params=dict(_DOT_PARAMS),
+        inputs=("lhs", "rhs"),
+        infer_shape=_binary_infer(_dot_shape),
+        lower=_dot_lower,
+    )
+)
 
 
 def _bdot_shape(a, l, r):
@@ -254,11 +315,15 @@ def _matmul(l, r, ta, tb):
     return jnp.matmul(jnp.swapaxes(l, -1, -2) if ta else l, jnp.swapaxes(r, -1, -2) if tb else r)
 
 
-register(OpDef(
-    name="batch_dot", params=dict(_DOT_PARAMS), inputs=("lhs", "rhs"),
-    infer_shape=_binary_infer(_bdot_shape),
-    lower=lambda a, ins, aux, ctx: [_matmul(ins[0], ins[1], a.transpose_a, a.transpose_b)],
-))
+register(
+    OpDef(
+        name="batch_dot",
+        params=dict(_DOT_PARAMS),
+        inputs=("lhs", "rhs"),
+        infer_shape=_binary_infer(_bdot_shape),
+        lower=lambda a, ins, aux, ctx: [_matmul(ins[0], ins[1], a.transpose_a, a.transpose_b)],
+    )
+)
 
 
 def _p_gemm_axis(v):
@@ -274,14 +339,24 @@ def _gemm2_shape(a, l, r):
     return _bdot_shape(a, (1,) + l, (1,) + r)[1:]
 
 
-register(OpDef(
-    name="_linalg_gemm2", aliases=("linalg_gemm2",), inputs=("A", "B"),
-    params={"transpose_a": Param(p_bool, False), "transpose_b": Param(p_bool, False),
-            "alpha": Param(p_float, 1.0), "axis": Param(_p_gemm_axis, -2)},
-    infer_shape=_binary_infer(_gemm2_shape),
-    lower=lambda a, ins, aux, ctx: [
-        _matmul(ins[0], ins[1], a.transpose_a, a.transpose_b) * jnp.asarray(a.alpha, ins[0].dtype)],
-))
+register(
+    OpDef(
+        name="_linalg_gemm2",
+        aliases=("linalg_gemm2",),
+        inputs=("A", "B"),
+        params={
+            "transpose_a": Param(p_bool, False),
+            "transpose_b": Param(p_bool, False),
+            "alpha": Param(p_float, 1.0),
+            "axis": Param(_p_gemm_axis, -2),
+        },
+        infer_shape=_binary_infer(_gemm2_shape),
+        lower=lambda a, ins, aux, ctx: [
+            _matmul(ins[0], ins[1], a.transpose_a, a.transpose_b)
+            * jnp.asarray(a.alpha, ins[0].dtype)
+        ],
+    )
+)
 
 
 # ------------------------------------------------------------------ broadcast
@@ -298,10 +373,14 @@ def _broadcast_to_shape(a, s):
     return _check_broadcast(s, tuple(d if t == 0 else t for d, t in zip(s, a.shape)))
 
 
-register(OpDef(
-    name="broadcast_to", params={"shape": Param(p_shape, ())}, infer_shape=_unary(_broadcast_to_shape),
-    lower=_lower1(lambda a, x: jnp.broadcast_to(x, _broadcast_to_shape(a, x.shape))),
-))
+register(
+    OpDef(
+        name="broadcast_to",
+        params={"shape": Param(p_shape, ())},
+        infer_shape=_unary(_broadcast_to_shape),
+        lower=_lower1(lambda a, x: jnp.broadcast_to(x, _broadcast_to_shape(a, x.shape))),
+    )
+)
 
 
 def _broadcast_axis_shape(a, s):
@@ -316,12 +395,15 @@ def _broadcast_axis_shape(a, s):
     return tuple(out)
 
 
-register(OpDef(
-    name="broadcast_axis", aliases=("broadcast_axes",),
-    params={"axis": Param(p_shape, ()), "size": Param(p_shape, ())},
-    infer_shape=_unary(_broadcast_axis_shape),
-    lower=_lower1(lambda a, x: jnp.broadcast_to(x, _broadcast_axis_shape(a, x.shape))),
-))
+register(
+    OpDef(
+        name="broadcast_axis",
+        aliases=("broadcast_axes",),
+        params={"axis": Param(p_shape, ()), "size": Param(p_shape, ())},
+        infer_shape=_unary(_broadcast_axis_shape),
+        lower=_lower1(lambda a, x: jnp.broadcast_to(x, _broadcast_axis_shape(a, x.shape))),
+    )
+)
 
 
 def _broadcast_like_shape(a, s, like):
@@ -337,11 +419,18 @@ def _broadcast_like_shape(a, s, like):
     return _check_broadcast(s, out)
 
 
-register(OpDef(
-    name="broadcast_like", inputs=("lhs", "rhs"),
-    params={"lhs_axes": Param(optional(p_shape), None), "rhs_axes": Param(optional(p_shape), None)},
-    infer_shape=lambda a, s: (s, [None if None in s else _broadcast_like_shape(a, s[0], s[1])]),
-    infer_type=first_type,
-    lower=lambda a, ins, aux, ctx: [jnp.broadcast_to(
-        ins[0], _broadcast_like_shape(a, ins[0].shape, ins[1].shape))],
-))
+register(
+    OpDef(
+        name="broadcast_like",
+        inputs=("lhs", "rhs"),
+        params={
+            "lhs_axes": Param(optional(p_shape), None),
+            "rhs_axes": Param(optional(p_shape), None),
+        },
+        infer_shape=lambda a, s: (s, [None if None in s else _broadcast_like_shape(a, s[0], s[1])]),
+        infer_type=first_type,
+        lower=lambda a, ins, aux, ctx: [
+            jnp.broadcast_to(ins[0], _broadcast_like_shape(a, ins[0].shape, ins[1].shape))
+        ],
+    )
+)

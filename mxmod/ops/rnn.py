@@ -7,6 +7,7 @@ LSTM ``[i, f, g, o]``, GRU ``[r, z, n]`` with ``n = tanh(W_in x + b_in + r * (W_
 The input projections of a layer are one matmul over all time steps; only the recurrent
 matmul runs inside ``jax.lax.scan``.
 """
+
 from __future__ import annotations
 
 import jax
@@ -36,14 +37,18 @@ def _rnn_inputs(a):
 def _rnn_outputs(a):
     if not a.state_outputs:
         return ["output"]
-    return ["output", "state_output", "statecell_output"] if a.mode == "lstm" \
+    return (
+        ["output", "state_output", "statecell_output"]
+        if a.mode == "lstm"
         else ["output", "state_output"]
+    )
 
 
 def _check(a):
     if a.projection_size is not None:
-        raise NotImplementedError("RNN: projection_size (LSTMP) is not supported by mxmod; "
-                                  "remove projection_size")
+        raise NotImplementedError(
+            "RNN: projection_size (LSTMP) is not supported by mxmod; remove projection_size"
+        )
     if a.state_size <= 0 or a.num_layers <= 0:
         _bad(f"state_size {a.state_size} and num_layers {a.num_layers} must be positive")
     if not 0.0 <= a.p < 1.0:
@@ -96,15 +101,15 @@ def _unpack(a, flat, input_size: int):
     for layer in range(a.num_layers):
         i = input_size if layer == 0 else h * d
         for _ in range(d):
-            wx = flat[pos:pos + g * h * i].reshape(g * h, i)
+            wx = flat[pos : pos + g * h * i].reshape(g * h, i)
             pos += g * h * i
-            wh = flat[pos:pos + g * h * h].reshape(g * h, h)
+            wh = flat[pos : pos + g * h * h].reshape(g * h, h)
             pos += g * h * h
             weights.append((wx, wh))
     biases = []
     for _ in range(a.num_layers * d):
-        bx = flat[pos:pos + g * h]
-        bh = flat[pos + g * h:pos + 2 * g * h]
+        bx = flat[pos : pos + g * h]
+        bh = flat[pos + g * h : pos + 2 * g * h]
         pos += 2 * g * h
         biases.append((bx, bh))
     return [w + b for w, b in zip(weights, biases)]
@@ -162,8 +167,9 @@ def _run_dir(a, x, h0, c0, wx, wh, bx, bh, reverse: bool, lengths):
     elif reverse:
         x = jnp.flip(x, axis=0)
     xp = jnp.einsum("tni,gi->tng", x, wx.astype(x.dtype)) + bx.astype(x.dtype)
-    (h, c), ys = jax.lax.scan(lambda cr, inp: step(wh.astype(x.dtype), bh.astype(x.dtype), cr, inp),
-                              (h0, c0), (xp, valid))
+    (h, c), ys = jax.lax.scan(
+        lambda cr, inp: step(wh.astype(x.dtype), bh.astype(x.dtype), cr, inp), (h0, c0), (xp, valid)
+    )
     if reverse:
         ys = _reverse_within(ys, lengths) if lengths is not None else jnp.flip(ys, axis=0)
     return ys, h, c
@@ -202,22 +208,30 @@ def _rnn_lower(a, ins, aux, ctx):
     return res
 
 
-register(OpDef(
-    name="RNN",
-    params={
-        "state_size": Param(p_uint32), "num_layers": Param(p_uint32),
-        "bidirectional": Param(p_bool, False),
-        "mode": Param(choice("gru", "lstm", "rnn_relu", "rnn_tanh")),
-        "p": Param(p_float, 0.0), "state_outputs": Param(p_bool, False),
-        "projection_size": Param(optional(p_int), None),
-        "lstm_state_clip_min": Param(optional(p_float), None),
-        "lstm_state_clip_max": Param(optional(p_float), None),
-        "lstm_state_clip_nan": Param(p_bool, False),
-        "use_sequence_length": Param(p_bool, False),
-    },
-    inputs=_rnn_inputs, outputs=_rnn_outputs, random=True,
-    infer_shape=_rnn_shape, infer_type=_rnn_type, lower=_rnn_lower,
-))
+register(
+    OpDef(
+        name="RNN",
+        params={
+            "state_size": Param(p_uint32),
+            "num_layers": Param(p_uint32),
+            "bidirectional": Param(p_bool, False),
+            "mode": Param(choice("gru", "lstm", "rnn_relu", "rnn_tanh")),
+            "p": Param(p_float, 0.0),
+            "state_outputs": Param(p_bool, False),
+            "projection_size": Param(optional(p_int), None),
+            "lstm_state_clip_min": Param(optional(p_float), None),
+            "lstm_state_clip_max": Param(optional(p_float), None),
+            "lstm_state_clip_nan": Param(p_bool, False),
+            "use_sequence_length": Param(p_bool, False),
+        },
+        inputs=_rnn_inputs,
+        outputs=_rnn_outputs,
+        random=True,
+        infer_shape=_rnn_shape,
+        infer_type=_rnn_type,
+        lower=_rnn_lower,
+    )
+)
 
 
 # ---------------------------------------------------------------- Sequence ops
@@ -242,8 +256,11 @@ def _seq_shape(name):
             return s, [None]
         t_ax, b_ax = _seq_axes(a, len(data), name)
         shapes = [tuple(data)] + ([(data[b_ax],)] if a.use_sequence_length else [])
-        out = tuple(d for i, d in enumerate(data) if i != t_ax) if name == "SequenceLast" \
+        out = (
+            tuple(d for i, d in enumerate(data) if i != t_ax)
+            if name == "SequenceLast"
             else tuple(data)
+        )
         return shapes, [out]
 
     return infer
@@ -295,12 +312,33 @@ def _reverse_lower(a, ins, aux, ctx):
 
 _SEQ_PARAMS = {"use_sequence_length": Param(p_bool, False), "axis": Param(p_int, 0)}
 
-register(OpDef(name="SequenceMask", params={**_SEQ_PARAMS, "value": Param(p_float, 0.0)},
-               inputs=_seq_inputs, infer_shape=_seq_shape("SequenceMask"),
-               infer_type=_seq_type, lower=_mask_lower))
-register(OpDef(name="SequenceLast", params=dict(_SEQ_PARAMS), inputs=_seq_inputs,
-               infer_shape=_seq_shape("SequenceLast"), infer_type=_seq_type,
-               lower=_last_lower))
-register(OpDef(name="SequenceReverse", params=dict(_SEQ_PARAMS), inputs=_seq_inputs,
-               infer_shape=_seq_shape("SequenceReverse"), infer_type=_seq_type,
-               lower=_reverse_lower))
+register(
+    OpDef(
+        name="SequenceMask",
+        params={**_SEQ_PARAMS, "value": Param(p_float, 0.0)},
+        inputs=_seq_inputs,
+        infer_shape=_seq_shape("SequenceMask"),
+        infer_type=_seq_type,
+        lower=_mask_lower,
+    )
+)
+register(
+    OpDef(
+        name="SequenceLast",
+        params=dict(_SEQ_PARAMS),
+        inputs=_seq_inputs,
+        infer_shape=_seq_shape("SequenceLast"),
+        infer_type=_seq_type,
+        lower=_last_lower,
+    )
+)
+register(
+    OpDef(
+        name="SequenceReverse",
+        params=dict(_SEQ_PARAMS),
+        inputs=_seq_inputs,
+        infer_shape=_seq_shape("SequenceReverse"),
+        infer_type=_seq_type,
+        lower=_reverse_lower,
+    )
+)

@@ -13,6 +13,7 @@ count) is evaluated on a static grid of ``ceil((H + 2) / pooled_h)`` points, mas
 exact for every ROI up to two feature cells larger than the map (all clipped proposals).
 ROIPooling takes a masked two-stage max. As in MXNet, ROIs get no gradient.
 """
+
 from __future__ import annotations
 
 import math
@@ -78,8 +79,10 @@ def _align_shape(a, s):
     c = data[1]
     if a.position_sensitive:
         if c % (ph * pw):
-            fail(f"position_sensitive: data channels {c} must be a multiple of pooled "
-                 f"height * width = {ph * pw}")
+            fail(
+                f"position_sensitive: data channels {c} must be a multiple of pooled "
+                f"height * width = {ph * pw}"
+            )
         c //= ph * pw
     return s, [(rois[0], c, ph, pw)]
 
@@ -92,8 +95,11 @@ def _align_taps(start, size, n_bins: int, n_in: int, grid, g_max: int):
     i = jnp.arange(g_max, dtype=start.dtype)
     p = jnp.arange(n_bins, dtype=start.dtype)
     g = grid.astype(start.dtype)[:, None, None]
-    y = start[:, None, None] + p[None, :, None] * binsz[:, None, None] + (
-        (i[None, None, :] + 0.5) * binsz[:, None, None] / g)
+    y = (
+        start[:, None, None]
+        + p[None, :, None] * binsz[:, None, None]
+        + ((i[None, None, :] + 0.5) * binsz[:, None, None] / g)
+    )
     used = (i[None, None, :] < g) & ~((y < -1.0) | (y > n_in))
     y = jnp.maximum(y, 0.0)
     low = jnp.floor(y).astype(jnp.int32)
@@ -103,8 +109,7 @@ def _align_taps(start, size, n_bins: int, n_in: int, grid, g_max: int):
     y = jnp.where(edge, low.astype(y.dtype), y)
     ly = y - low
     scale = used / g
-    return (jnp.concatenate([low, high], -1),
-            jnp.concatenate([(1 - ly) * scale, ly * scale], -1))
+    return (jnp.concatenate([low, high], -1), jnp.concatenate([(1 - ly) * scale, ly * scale], -1))
 
 
 def _dense(idx, wts, n_in: int):
@@ -161,17 +166,26 @@ def _align_lower(a, ins, aux, ctx):
     if not a.position_sensitive:
         return [_align_rows(data, rois[:, 0].astype(jnp.int32), yi, yw, ax)]
     groups = (jnp.arange(ph), jnp.arange(pw), (ph, pw))
-    return [apply_separable(data, roi_batch(rois, b), _dense(yi, yw, h).astype(data.dtype), ax,
-                            groups)]
+    return [
+        apply_separable(data, roi_batch(rois, b), _dense(yi, yw, h).astype(data.dtype), ax, groups)
+    ]
 
 
-register(OpDef(
-    name="_contrib_ROIAlign", inputs=("data", "rois"),
-    params={"pooled_size": Param(p_shape), "spatial_scale": Param(p_float),
-            "sample_ratio": Param(p_int, -1), "position_sensitive": Param(p_bool, False),
-            "aligned": Param(p_bool, False)},
-    infer_shape=_align_shape, lower=_align_lower,
-))
+register(
+    OpDef(
+        name="_contrib_ROIAlign",
+        inputs=("data", "rois"),
+        params={
+            "pooled_size": Param(p_shape),
+            "spatial_scale": Param(p_float),
+            "sample_ratio": Param(p_int, -1),
+            "position_sensitive": Param(p_bool, False),
+            "aligned": Param(p_bool, False),
+        },
+        infer_shape=_align_shape,
+        lower=_align_lower,
+    )
+)
 
 
 # ------------------------------------------------------------------ ROIPooling
@@ -202,8 +216,12 @@ def _pool_lower(a, ins, aux, ctx):
     x1, y1, x2, y2 = (cround(rois[:, i] * a.spatial_scale).astype(jnp.int32) for i in range(1, 5))
     hs, he = _bins(y1, jnp.maximum(y2 - y1 + 1, 1), ph, h)
     ws, we = _bins(x1, jnp.maximum(x2 - x1 + 1, 1), pw, w)
-    rows = (jnp.arange(h)[None, None] >= hs[..., None]) & (jnp.arange(h)[None, None] < he[..., None])
-    cols = (jnp.arange(w)[None, None] >= ws[..., None]) & (jnp.arange(w)[None, None] < we[..., None])
+    rows = (jnp.arange(h)[None, None] >= hs[..., None]) & (
+        jnp.arange(h)[None, None] < he[..., None]
+    )
+    cols = (jnp.arange(w)[None, None] >= ws[..., None]) & (
+        jnp.arange(w)[None, None] < we[..., None]
+    )
     x = data[rois[:, 0].astype(jnp.int32)]  # (N, C, H, W)
     low = jnp.asarray(-jnp.inf, data.dtype)
     m1 = jnp.max(jnp.where(cols[:, None, None], x[:, :, :, None, :], low), axis=-1)  # N,C,H,PW
@@ -213,11 +231,16 @@ def _pool_lower(a, ins, aux, ctx):
     return [out, sg(out)]  # the second stands in for MXNet's hidden argmax output
 
 
-register(OpDef(
-    name="ROIPooling", inputs=("data", "rois"),
-    params={"pooled_size": Param(p_shape), "spatial_scale": Param(p_float)},
-    num_outputs_total=lambda a: 2, infer_shape=_pool_shape, lower=_pool_lower,
-))
+register(
+    OpDef(
+        name="ROIPooling",
+        inputs=("data", "rois"),
+        params={"pooled_size": Param(p_shape), "spatial_scale": Param(p_float)},
+        num_outputs_total=lambda a: 2,
+        infer_shape=_pool_shape,
+        lower=_pool_lower,
+    )
+)
 
 
 # ------------------------------------------------------------------ PSROIPooling
@@ -233,8 +256,10 @@ def _ps_shape(a, s):
         fail(f"pooled_size {a.pooled_size} and output_dim {a.output_dim} must be positive")
     g = _group(a)
     if data is not None and data[1] != a.output_dim * g * g:
-        fail(f"data has {data[1]} channels but output_dim * group_size^2 = "
-             f"{a.output_dim} * {g}^2 = {a.output_dim * g * g}")
+        fail(
+            f"data has {data[1]} channels but output_dim * group_size^2 = "
+            f"{a.output_dim} * {g}^2 = {a.output_dim * g * g}"
+        )
     if data is None or rois is None:
         return s, [None]
     return s, [(rois[0], a.output_dim, a.pooled_size, a.pooled_size)]
@@ -266,9 +291,17 @@ def _ps_lower(a, ins, aux, ctx):
     return [apply_separable(data, roi_batch(rois, b), ay, ax, (gidx, gidx, (g, g)))]
 
 
-register(OpDef(
-    name="_contrib_PSROIPooling", inputs=("data", "rois"),
-    params={"spatial_scale": Param(p_float), "output_dim": Param(p_int),
-            "pooled_size": Param(p_int), "group_size": Param(p_int, 0)},
-    infer_shape=_ps_shape, lower=_ps_lower,
-))
+register(
+    OpDef(
+        name="_contrib_PSROIPooling",
+        inputs=("data", "rois"),
+        params={
+            "spatial_scale": Param(p_float),
+            "output_dim": Param(p_int),
+            "pooled_size": Param(p_int),
+            "group_size": Param(p_int, 0),
+        },
+        infer_shape=_ps_shape,
+        lower=_ps_lower,
+    )
+)

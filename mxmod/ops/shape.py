@@ -6,6 +6,7 @@ live in ``indexing.py``; broadcast_to/_like/_axis in ``reduce.py``.)
 Attribute names, defaults and shape rules are MXNet 1.9.1's (legacy shape mode: a dim
 of 0 in an input shape means "not known yet"; reductions to nothing give ``(1,)``).
 """
+
 from __future__ import annotations
 
 import math
@@ -14,7 +15,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._attrs import REQUIRED, AttrError, Param, _literal, optional, p_bool, p_dtype, p_float, p_int, p_shape, p_str
+from ._attrs import (
+    REQUIRED,
+    AttrError,
+    Param,
+    _literal,
+    optional,
+    p_bool,
+    p_dtype,
+    p_float,
+    p_int,
+    p_shape,
+    p_str,
+)
 from ._def import OpDef, fail, np_dtype, register
 from .elemwise import _arg_names, merge_shapes
 
@@ -67,8 +80,10 @@ def reshape_shape(shape, dshape, reverse=False):
         d = prm[i]
         if d == 0:
             if k >= len(src):
-                fail(f"shape {tuple(shape)}: code 0 at position {i} has no input dim to copy "
-                     f"from {tuple(dshape)}")
+                fail(
+                    f"shape {tuple(shape)}: code 0 at position {i} has no input dim to copy "
+                    f"from {tuple(dshape)}"
+                )
             out.append(src[k])
             k += 1
         elif d == -1:
@@ -82,14 +97,18 @@ def reshape_shape(shape, dshape, reverse=False):
             k = len(src)
         elif d == -3:
             if k + 1 >= len(src):
-                fail(f"shape {tuple(shape)}: code -3 needs two input dims, {tuple(dshape)} has "
-                     f"too few left")
+                fail(
+                    f"shape {tuple(shape)}: code -3 needs two input dims, {tuple(dshape)} has "
+                    f"too few left"
+                )
             out.append(src[k] * src[k + 1])
             k += 2
         elif d == -4:
             if i + 2 >= len(prm) or k >= len(src):
-                fail(f"shape {tuple(shape)}: code -4 must be followed by two dims and have an "
-                     f"input dim to split")
+                fail(
+                    f"shape {tuple(shape)}: code -4 must be followed by two dims and have an "
+                    f"input dim to split"
+                )
             d0, d1, d2 = src[k], prm[i + 1], prm[i + 2]
             k, i = k + 1, i + 2
             if d1 == -1 and d2 == -1:
@@ -114,8 +133,10 @@ def reshape_shape(shape, dshape, reverse=False):
     if reverse:
         out = out[::-1]
     if all(dshape) and all(out) and math.prod(out) != math.prod(dshape):
-        fail(f"cannot reshape {tuple(dshape)} ({math.prod(dshape)} elements) to shape "
-             f"{tuple(shape)} -> {tuple(out)} ({math.prod(out)} elements)")
+        fail(
+            f"cannot reshape {tuple(dshape)} ({math.prod(dshape)} elements) to shape "
+            f"{tuple(shape)} -> {tuple(out)} ({math.prod(out)} elements)"
+        )
     return tuple(out)
 
 
@@ -126,11 +147,17 @@ def _p_legacy(name):
         if name == "keep_highest":
             value = p_bool(v)
         else:
-            value = () if v is None or (isinstance(v, str) and v.strip() in ("", "None")) else p_shape(v)
+            value = (
+                ()
+                if v is None or (isinstance(v, str) and v.strip() in ("", "None"))
+                else p_shape(v)
+            )
         if value:
-            raise NotImplementedError(f"Reshape: the deprecated attribute {name}={v!r} is not "
-                                      f"supported by mxmod; use shape= with MXNet's codes "
-                                      f"(0, -1, -2, -3, -4)")
+            raise NotImplementedError(
+                f"Reshape: the deprecated attribute {name}={v!r} is not "
+                f"supported by mxmod; use shape= with MXNet's codes "
+                f"(0, -1, -2, -3, -4)"
+            )
         return value
 
     return parse
@@ -145,20 +172,32 @@ def _reshape_infer(a, s):
     return s, [reshape_shape(a.shape, s[0], a.reverse)]
 
 
-register(OpDef(
-    name="Reshape", aliases=("reshape",),
-    params={"shape": Param(p_shape, ()), "reverse": Param(p_bool, False),
+register(
+    OpDef(
+        name="Reshape",
+        aliases=("reshape",),
+        params={
+            "shape": Param(p_shape, ()),
+            "reverse": Param(p_bool, False),
             "target_shape": Param(_p_legacy("target_shape"), ()),
-            "keep_highest": Param(_p_legacy("keep_highest"), False)},
-    infer_shape=_reshape_infer,
-    lower=_lower1(lambda a, x: x.reshape(reshape_shape(a.shape, x.shape, a.reverse))),
-))
+            "keep_highest": Param(_p_legacy("keep_highest"), False),
+        },
+        infer_shape=_reshape_infer,
+        lower=_lower1(lambda a, x: x.reshape(reshape_shape(a.shape, x.shape, a.reverse))),
+    )
+)
 
-register(OpDef(
-    name="Flatten", aliases=("flatten",), params={},
-    infer_shape=_unary(lambda a, s: (s[0], math.prod(s[1:])) if s else fail("Flatten needs ndim >= 1")),
-    lower=_lower1(lambda a, x: x.reshape(x.shape[0], -1)),
-))
+register(
+    OpDef(
+        name="Flatten",
+        aliases=("flatten",),
+        params={},
+        infer_shape=_unary(
+            lambda a, s: (s[0], math.prod(s[1:])) if s else fail("Flatten needs ndim >= 1")
+        ),
+        lower=_lower1(lambda a, x: x.reshape(x.shape[0], -1)),
+    )
+)
 
 
 # ------------------------------------------------------------------- Concat
@@ -168,7 +207,7 @@ def _concat_infer(a, s):
         return s, [None]
     nd = len(known[0])
     ax = norm_axis(a.dim, nd, "dim")
-    rest = merge_shapes([x[:ax] + x[ax + 1:] for x in known], "Concat inputs (except along dim)")
+    rest = merge_shapes([x[:ax] + x[ax + 1 :] for x in known], "Concat inputs (except along dim)")
     if len(known) < len(s):
         return s, [None]
     total = 0 if any(x[ax] == 0 for x in s) else sum(x[ax] for x in s)
@@ -176,11 +215,17 @@ def _concat_infer(a, s):
     return filled, [rest[:ax] + (total,) + rest[ax:]]
 
 
-register(OpDef(
-    name="Concat", aliases=("concat",), params={"dim": Param(p_int, 1)},
-    inputs=_arg_names, variadic="num_args", infer_shape=_concat_infer,
-    lower=lambda a, ins, aux, ctx: [jnp.concatenate(ins, axis=a.dim)],
-))
+register(
+    OpDef(
+        name="Concat",
+        aliases=("concat",),
+        params={"dim": Param(p_int, 1)},
+        inputs=_arg_names,
+        variadic="num_args",
+        infer_shape=_concat_infer,
+        lower=lambda a, ins, aux, ctx: [jnp.concatenate(ins, axis=a.dim)],
+    )
+)
 
 
 def _stack_infer(a, s):
@@ -191,10 +236,16 @@ def _stack_infer(a, s):
     return [shape] * len(s), [shape[:ax] + (len(s),) + shape[ax:]]
 
 
-register(OpDef(
-    name="stack", params={"axis": Param(p_int, 0)}, inputs=_arg_names, variadic="num_args",
-    infer_shape=_stack_infer, lower=lambda a, ins, aux, ctx: [jnp.stack(ins, axis=a.axis)],
-))
+register(
+    OpDef(
+        name="stack",
+        params={"axis": Param(p_int, 0)},
+        inputs=_arg_names,
+        variadic="num_args",
+        infer_shape=_stack_infer,
+        lower=lambda a, ins, aux, ctx: [jnp.stack(ins, axis=a.axis)],
+    )
+)
 
 
 # ------------------------------------------------------------- SliceChannel
@@ -207,10 +258,12 @@ def _split_shape(a, s):
         fail(f"cannot split axis {a.axis} of shape {s} into num_outputs={n} equal parts")
     if a.squeeze_axis:
         if s[ax] != n:
-            fail(f"squeeze_axis=True needs the split axis size to equal num_outputs; "
-                 f"shape {s}, axis={a.axis}, num_outputs={n}")
-        return s[:ax] + s[ax + 1:]
-    return s[:ax] + (s[ax] // n,) + s[ax + 1:]
+            fail(
+                f"squeeze_axis=True needs the split axis size to equal num_outputs; "
+                f"shape {s}, axis={a.axis}, num_outputs={n}"
+            )
+        return s[:ax] + s[ax + 1 :]
+    return s[:ax] + (s[ax] // n,) + s[ax + 1 :]
 
 
 def _split_lower(a, ins, aux, ctx):
@@ -220,14 +273,23 @@ def _split_lower(a, ins, aux, ctx):
     return [p.squeeze(ax) if a.squeeze_axis else p for p in parts]
 
 
-register(OpDef(
-    name="SliceChannel", aliases=("split",),
-    params={"num_outputs": Param(p_int), "axis": Param(p_int, 1),
-            "squeeze_axis": Param(p_bool, False)},
-    outputs=lambda a: [f"output{i}" for i in range(a.num_outputs)],
-    infer_shape=lambda a, s: (s, [None if s[0] is None else _split_shape(a, tuple(s[0]))] * a.num_outputs),
-    lower=_split_lower,
-))
+register(
+    OpDef(
+        name="SliceChannel",
+        aliases=("split",),
+        params={
+            "num_outputs": Param(p_int),
+            "axis": Param(p_int, 1),
+            "squeeze_axis": Param(p_bool, False),
+        },
+        outputs=lambda a: [f"output{i}" for i in range(a.num_outputs)],
+        infer_shape=lambda a, s: (
+            s,
+            [None if s[0] is None else _split_shape(a, tuple(s[0]))] * a.num_outputs,
+        ),
+        lower=_split_lower,
+    )
+)
 
 
 # ------------------------------------------------------- axes permutations
@@ -240,11 +302,14 @@ def _transpose_axes(a, nd):
     return axes
 
 
-register(OpDef(
-    name="transpose", params={"axes": Param(p_shape, ())},
-    infer_shape=_unary(lambda a, s: tuple(s[i] for i in _transpose_axes(a, len(s)))),
-    lower=_lower1(lambda a, x: jnp.transpose(x, _transpose_axes(a, x.ndim))),
-))
+register(
+    OpDef(
+        name="transpose",
+        params={"axes": Param(p_shape, ())},
+        infer_shape=_unary(lambda a, s: tuple(s[i] for i in _transpose_axes(a, len(s)))),
+        lower=_lower1(lambda a, x: jnp.transpose(x, _transpose_axes(a, x.ndim))),
+    )
+)
 
 
 def _swap(a, nd):
@@ -254,11 +319,15 @@ def _swap(a, nd):
     return perm
 
 
-register(OpDef(
-    name="SwapAxis", aliases=("swapaxes",), params={"dim1": Param(p_int, 0), "dim2": Param(p_int, 0)},
-    infer_shape=_unary(lambda a, s: tuple(s[i] for i in _swap(a, len(s)))),
-    lower=_lower1(lambda a, x: jnp.transpose(x, _swap(a, x.ndim))),
-))
+register(
+    OpDef(
+        name="SwapAxis",
+        aliases=("swapaxes",),
+        params={"dim1": Param(p_int, 0), "dim2": Param(p_int, 0)},
+        infer_shape=_unary(lambda a, s: tuple(s[i] for i in _swap(a, len(s)))),
+        lower=_lower1(lambda a, x: jnp.transpose(x, _swap(a, x.ndim))),
+    )
+)
 
 
 def _expand(a, s):
@@ -266,10 +335,14 @@ def _expand(a, s):
     return s[:ax] + (1,) + s[ax:]
 
 
-register(OpDef(
-    name="expand_dims", params={"axis": Param(p_int)}, infer_shape=_unary(_expand),
-    lower=_lower1(lambda a, x: x.reshape(_expand(a, x.shape))),
-))
+register(
+    OpDef(
+        name="expand_dims",
+        params={"axis": Param(p_int)},
+        infer_shape=_unary(_expand),
+        lower=_lower1(lambda a, x: x.reshape(_expand(a, x.shape))),
+    )
+)
 
 
 def _squeeze(a, s):
@@ -284,21 +357,29 @@ def _squeeze(a, s):
     return out or (1,)
 
 
-register(OpDef(
-    name="squeeze", params={"axis": Param(optional(p_shape), None)}, infer_shape=_unary(_squeeze),
-    lower=_lower1(lambda a, x: x.reshape(_squeeze(a, x.shape))),
-))
+register(
+    OpDef(
+        name="squeeze",
+        params={"axis": Param(optional(p_shape), None)},
+        infer_shape=_unary(_squeeze),
+        lower=_lower1(lambda a, x: x.reshape(_squeeze(a, x.shape))),
+    )
+)
 
 
 def _reverse_axes(a, nd):
     return tuple(norm_axis(x, nd) for x in a.axis)
 
 
-register(OpDef(
-    name="reverse", aliases=("flip",), params={"axis": Param(p_shape)},
-    infer_shape=_unary(lambda a, s: (_reverse_axes(a, len(s)), s)[1]),
-    lower=_lower1(lambda a, x: jnp.flip(x, _reverse_axes(a, x.ndim))),
-))
+register(
+    OpDef(
+        name="reverse",
+        aliases=("flip",),
+        params={"axis": Param(p_shape)},
+        infer_shape=_unary(lambda a, s: (_reverse_axes(a, len(s)), s)[1]),
+        lower=_lower1(lambda a, x: jnp.flip(x, _reverse_axes(a, x.ndim))),
+    )
+)
 
 
 # --------------------------------------------------------------- tile/repeat
@@ -310,24 +391,31 @@ def _tile_shape(a, s):
     return tuple(d * r for d, r in zip(s, reps))
 
 
-register(OpDef(
-    name="tile", params={"reps": Param(p_shape)}, infer_shape=_unary(_tile_shape),
-    lower=_lower1(lambda a, x: jnp.tile(x, a.reps)),
-))
+register(
+    OpDef(
+        name="tile",
+        params={"reps": Param(p_shape)},
+        infer_shape=_unary(_tile_shape),
+        lower=_lower1(lambda a, x: jnp.tile(x, a.reps)),
+    )
+)
 
 
 def _repeat_shape(a, s):
     if a.axis is None:
         return (math.prod(s) * a.repeats,)
     ax = norm_axis(a.axis, len(s))
-    return s[:ax] + (s[ax] * a.repeats,) + s[ax + 1:]
+    return s[:ax] + (s[ax] * a.repeats,) + s[ax + 1 :]
 
 
-register(OpDef(
-    name="repeat", params={"repeats": Param(p_int), "axis": Param(optional(p_int), None)},
-    infer_shape=_unary(_repeat_shape),
-    lower=_lower1(lambda a, x: jnp.repeat(x, a.repeats, axis=a.axis)),
-))
+register(
+    OpDef(
+        name="repeat",
+        params={"repeats": Param(p_int), "axis": Param(optional(p_int), None)},
+        infer_shape=_unary(_repeat_shape),
+        lower=_lower1(lambda a, x: jnp.repeat(x, a.repeats, axis=a.axis)),
+    )
+)
 
 
 # ---------------------------------------------------------------- reshape_like
@@ -347,13 +435,21 @@ def _reshape_like_shape(a, s, like):
     return out
 
 
-register(OpDef(
-    name="reshape_like", inputs=("lhs", "rhs"),
-    params={k: Param(optional(p_int), None) for k in ("lhs_begin", "lhs_end", "rhs_begin", "rhs_end")},
-    infer_shape=lambda a, s: (s, [None if None in s else _reshape_like_shape(a, s[0], s[1])]),
-    infer_type=first_type,
-    lower=lambda a, ins, aux, ctx: [ins[0].reshape(_reshape_like_shape(a, ins[0].shape, ins[1].shape))],
-))
+register(
+    OpDef(
+        name="reshape_like",
+        inputs=("lhs", "rhs"),
+        params={
+            k: Param(optional(p_int), None)
+            for k in ("lhs_begin", "lhs_end", "rhs_begin", "rhs_end")
+        },
+        infer_shape=lambda a, s: (s, [None if None in s else _reshape_like_shape(a, s[0], s[1])]),
+        infer_type=first_type,
+        lower=lambda a, ins, aux, ctx: [
+            ins[0].reshape(_reshape_like_shape(a, ins[0].shape, ins[1].shape))
+        ],
+    )
+)
 
 
 # ----------------------------------------------------------- zero-input inits
@@ -363,23 +459,36 @@ def _init_lower(fill):
         if not all(shape):
             known = getattr(ctx, "out_shapes", None)
             if not known or not known[0] or not all(known[0]):
-                raise ValueError(f"{ctx.node_name!r}: shape {shape} has unknown (0) dims that shape "
-                                 f"inference did not resolve; give the full shape")
+                raise ValueError(
+                    f"{ctx.node_name!r}: shape {shape} has unknown (0) dims that shape "
+                    f"inference did not resolve; give the full shape"
+                )
             shape = tuple(known[0])
         return [jnp.full(shape, fill(a), np_dtype(a.dtype))]
 
     return lower
 
 
-_INIT_PARAMS = {"shape": Param(p_shape, ()), "ctx": Param(p_str, ""), "dtype": Param(p_dtype, "float32")}
-for _name, _fill, _extra in (("_zeros", lambda a: 0, {}), ("_ones", lambda a: 1, {}),
-                             ("_full", lambda a: a.value, {"value": Param(p_float, REQUIRED)})):
-    register(OpDef(
-        name=_name, params={**_INIT_PARAMS, **_extra}, inputs=(),
-        infer_shape=lambda a, s: (s, [tuple(a.shape) if all(a.shape) else None]),
-        infer_type=lambda a, t: (t, [np_dtype(a.dtype)]),
-        lower=_init_lower(_fill),
-    ))
+_INIT_PARAMS = {
+    "shape": Param(p_shape, ()),
+    "ctx": Param(p_str, ""),
+    "dtype": Param(p_dtype, "float32"),
+}
+for _name, _fill, _extra in (
+    ("_zeros", lambda a: 0, {}),
+    ("_ones", lambda a: 1, {}),
+    ("_full", lambda a: a.value, {"value": Param(p_float, REQUIRED)}),
+):
+    register(
+        OpDef(
+            name=_name,
+            params={**_INIT_PARAMS, **_extra},
+            inputs=(),
+            infer_shape=lambda a, s: (s, [tuple(a.shape) if all(a.shape) else None]),
+            infer_type=lambda a, t: (t, [np_dtype(a.dtype)]),
+            lower=_init_lower(_fill),
+        )
+    )
 
 
 # --------------------------------------------------------- shape_array/size
@@ -387,13 +496,21 @@ def _int64():
     return jax.dtypes.canonicalize_dtype(np.int64)  # int32 unless x64 is enabled
 
 
-register(OpDef(
-    name="shape_array", params={}, infer_shape=_unary(lambda a, s: (len(s),)),
-    infer_type=lambda a, t: (t, [np.dtype(_int64())]),
-    lower=_lower1(lambda a, x: jnp.asarray(x.shape, dtype=_int64())),
-))
-register(OpDef(
-    name="size_array", params={}, infer_shape=_unary(lambda a, s: (1,)),
-    infer_type=lambda a, t: (t, [np.dtype(_int64())]),
-    lower=_lower1(lambda a, x: jnp.asarray([x.size], dtype=_int64())),
-))
+register(
+    OpDef(
+        name="shape_array",
+        params={},
+        infer_shape=_unary(lambda a, s: (len(s),)),
+        infer_type=lambda a, t: (t, [np.dtype(_int64())]),
+        lower=_lower1(lambda a, x: jnp.asarray(x.shape, dtype=_int64())),
+    )
+)
+register(
+    OpDef(
+        name="size_array",
+        params={},
+        infer_shape=_unary(lambda a, s: (1,)),
+        infer_type=lambda a, t: (t, [np.dtype(_int64())]),
+        lower=_lower1(lambda a, x: jnp.asarray([x.size], dtype=_int64())),
+    )
+)

@@ -9,6 +9,7 @@ each source point with zero padding outside the image (MXNet's ``between`` check
 data and grid gradients are those of that expression, as in MXNet's CPU backward. The
 hidden outputs MXNet keeps (the grids) are returned too, so JSON graphs index them alike.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -103,19 +104,33 @@ def _resize_lower(a, ins, aux, ctx):
     return [_separable(x, mh, mw)]
 
 
-register(OpDef(
-    name="_contrib_BilinearResize2D",
-    params={
-        "height": Param(p_int, 1), "width": Param(p_int, 1),
-        "scale_height": Param(optional(p_float), None),
-        "scale_width": Param(optional(p_float), None),
-        "mode": Param(choice("size", "odd_scale", "like", "to_even_down", "to_even_up",
-                             "to_odd_down", "to_odd_up"), "size"),
-        "align_corners": Param(p_bool, True),
-    },
-    inputs=lambda a: ["data", "like"] if a.mode == "like" else ["data"],
-    infer_shape=_resize_shape, lower=_resize_lower,
-))
+register(
+    OpDef(
+        name="_contrib_BilinearResize2D",
+        params={
+            "height": Param(p_int, 1),
+            "width": Param(p_int, 1),
+            "scale_height": Param(optional(p_float), None),
+            "scale_width": Param(optional(p_float), None),
+            "mode": Param(
+                choice(
+                    "size",
+                    "odd_scale",
+                    "like",
+                    "to_even_down",
+                    "to_even_up",
+                    "to_odd_down",
+                    "to_odd_up",
+                ),
+                "size",
+            ),
+            "align_corners": Param(p_bool, True),
+        },
+        inputs=lambda a: ["data", "like"] if a.mode == "like" else ["data"],
+        infer_shape=_resize_shape,
+        lower=_resize_lower,
+    )
+)
 
 
 # ------------------------------------------------------------- AdaptiveAvgPooling2D
@@ -157,19 +172,21 @@ def _adaptive_lower(a, ins, aux, ctx):
     return [_separable(x, _adaptive_matrix(x.shape[2], oh), _adaptive_matrix(x.shape[3], ow))]
 
 
-register(OpDef(
-    name="_contrib_AdaptiveAvgPooling2D",
-    params={"output_size": Param(p_shape, ())},
-    infer_shape=_adaptive_shape, lower=_adaptive_lower,
-))
+register(
+    OpDef(
+        name="_contrib_AdaptiveAvgPooling2D",
+        params={"output_size": Param(p_shape, ())},
+        infer_shape=_adaptive_shape,
+        lower=_adaptive_lower,
+    )
+)
 
 
 # ------------------------------------------------------------------- GridGenerator
 def _target(a, what: str) -> tuple:
     h, w = a.target_shape
     if h <= 0 or w <= 0:
-        _bad(f"{what} needs target_shape=(height, width) with positive sizes, got "
-             f"{a.target_shape}")
+        _bad(f"{what} needs target_shape=(height, width) with positive sizes, got {a.target_shape}")
     return h, w
 
 
@@ -216,13 +233,19 @@ def _gridgen_lower(a, ins, aux, ctx):
     return [jnp.stack([gx, gy], axis=1).astype(x.dtype), x]
 
 
-register(OpDef(
-    name="GridGenerator",
-    params={"transform_type": Param(choice("affine", "warp")),
-            "target_shape": Param(p_shape, (0, 0))},
-    num_outputs_total=lambda a: 2, infer_shape=_gridgen_shape,
-    infer_type=lambda a, t: (t, [t[0], t[0]]), lower=_gridgen_lower,
-))
+register(
+    OpDef(
+        name="GridGenerator",
+        params={
+            "transform_type": Param(choice("affine", "warp")),
+            "target_shape": Param(p_shape, (0, 0)),
+        },
+        num_outputs_total=lambda a: 2,
+        infer_shape=_gridgen_shape,
+        infer_type=lambda a, t: (t, [t[0], t[0]]),
+        lower=_gridgen_lower,
+    )
+)
 
 
 # ----------------------------------------------------------------- BilinearSampler
@@ -240,12 +263,15 @@ def bilinear_sample(x, grid):
     def corner(yi, xi, wgt):
         ok = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
         idx = jnp.clip(yi, 0, h - 1) * w + jnp.clip(xi, 0, w - 1)  # (N, Ho, Wo)
-        v = jnp.take_along_axis(flat, idx.reshape(n, 1, -1), axis=2).reshape(
-            (n, c) + idx.shape[1:])
+        v = jnp.take_along_axis(flat, idx.reshape(n, 1, -1), axis=2).reshape((n, c) + idx.shape[1:])
         return jnp.where(ok[:, None], v, 0) * wgt[:, None]
 
-    out = (corner(y0, x0, (1 - wy1) * (1 - wx1)) + corner(y0, x0 + 1, (1 - wy1) * wx1)
-           + corner(y0 + 1, x0, wy1 * (1 - wx1)) + corner(y0 + 1, x0 + 1, wy1 * wx1))
+    out = (
+        corner(y0, x0, (1 - wy1) * (1 - wx1))
+        + corner(y0, x0 + 1, (1 - wy1) * wx1)
+        + corner(y0 + 1, x0, wy1 * (1 - wx1))
+        + corner(y0 + 1, x0 + 1, wy1 * wx1)
+    )
     return out.astype(x.dtype)
 
 
@@ -262,13 +288,17 @@ def _sampler_shape(a, s):
     return s, [(data[0], data[1], grid[2], grid[3]), tuple(grid)]
 
 
-register(OpDef(
-    name="BilinearSampler",
-    params={"cudnn_off": Param(optional(p_bool), None)},
-    inputs=("data", "grid"), num_outputs_total=lambda a: 2, infer_shape=_sampler_shape,
-    infer_type=lambda a, t: (t, [t[0], t[0]]),
-    lower=lambda a, ins, aux, ctx: [bilinear_sample(ins[0], ins[1]), ins[1]],
-))
+register(
+    OpDef(
+        name="BilinearSampler",
+        params={"cudnn_off": Param(optional(p_bool), None)},
+        inputs=("data", "grid"),
+        num_outputs_total=lambda a: 2,
+        infer_shape=_sampler_shape,
+        infer_type=lambda a, t: (t, [t[0], t[0]]),
+        lower=lambda a, ins, aux, ctx: [bilinear_sample(ins[0], ins[1]), ins[1]],
+    )
+)
 
 
 # -------------------------------------------------------------- SpatialTransformer
@@ -279,8 +309,7 @@ def _st_shape(a, s):
         return s, [None, (3, h * w), None]
     _need_4d("data", data)
     if loc is not None and (len(loc) != 2 or loc[1] != 6 or loc[0] != data[0]):
-        _bad(f"loc {tuple(loc)} must be (batch, 6) = {(data[0], 6)}: one affine matrix per "
-             "sample")
+        _bad(f"loc {tuple(loc)} must be (batch, 6) = {(data[0], 6)}: one affine matrix per sample")
     n = data[0]
     return [tuple(data), (n, 6)], [(n, data[1], h, w), (3, h * w), (n, 2, h, w)]
 
@@ -292,12 +321,19 @@ def _st_lower(a, ins, aux, ctx):
     return [bilinear_sample(x, grid), dst, grid]
 
 
-register(OpDef(
-    name="SpatialTransformer",
-    params={"target_shape": Param(p_shape, (0, 0)),
+register(
+    OpDef(
+        name="SpatialTransformer",
+        params={
+            "target_shape": Param(p_shape, (0, 0)),
             "transform_type": Param(choice("affine")),
             "sampler_type": Param(choice("bilinear")),
-            "cudnn_off": Param(optional(p_bool), None)},
-    inputs=("data", "loc"), num_outputs_total=lambda a: 3, infer_shape=_st_shape,
-    infer_type=lambda a, t: (t, [t[0]] * 3), lower=_st_lower,
-))
+            "cudnn_off": Param(optional(p_bool), None),
+        },
+        inputs=("data", "loc"),
+        num_outputs_total=lambda a: 3,
+        infer_shape=_st_shape,
+        infer_type=lambda a, t: (t, [t[0]] * 3),
+        lower=_st_lower,
+    )
+)

@@ -11,6 +11,7 @@ terms of BatchNorm's backward. With ``axis_name=None`` (one device, or a program
 over a mesh) the statistics are the local batch's, which is MXNet's one-device result.
 ``ndev`` and ``key`` are accepted and only identify the layer, as in MXNet.
 """
+
 from __future__ import annotations
 
 import math
@@ -86,17 +87,28 @@ def _lower(a, ins, aux, ctx):
     return [y.astype(x.dtype), _sg(mean).astype(pdt), _sg(var).astype(pdt)], [new_mm, new_mv]
 
 
-register(OpDef(
-    name="_contrib_SyncBatchNorm",
-    params={
-        "eps": Param(p_float, 1e-3), "momentum": Param(p_float, 0.9),
-        "fix_gamma": Param(p_bool, True), "use_global_stats": Param(p_bool, False),
-        "output_mean_var": Param(p_bool, False), "ndev": Param(p_int, 1),
-        "key": Param(p_str),
-    },
-    inputs=("data", "gamma", "beta"), aux=("moving_mean", "moving_var"),
-    outputs=lambda a: ["output", "mean", "var"] if a.output_mean_var else ["output"],
-    num_outputs_total=lambda a: 3, infer_shape=_shape, infer_type=_type, lower=_lower,
-    input_attrs={"moving_mean": {"__init__": '["zero", {}]'},
-                 "moving_var": {"__init__": '["one", {}]'}},
-))
+register(
+    OpDef(
+        name="_contrib_SyncBatchNorm",
+        params={
+            "eps": Param(p_float, 1e-3),
+            "momentum": Param(p_float, 0.9),
+            "fix_gamma": Param(p_bool, True),
+            "use_global_stats": Param(p_bool, False),
+            "output_mean_var": Param(p_bool, False),
+            "ndev": Param(p_int, 1),
+            "key": Param(p_str),
+        },
+        inputs=("data", "gamma", "beta"),
+        aux=("moving_mean", "moving_var"),
+        outputs=lambda a: ["output", "mean", "var"] if a.output_mean_var else ["output"],
+        num_outputs_total=lambda a: 3,
+        infer_shape=_shape,
+        infer_type=_type,
+        lower=_lower,
+        input_attrs={
+            "moving_mean": {"__init__": '["zero", {}]'},
+            "moving_var": {"__init__": '["one", {}]'},
+        },
+    )
+)

@@ -16,6 +16,7 @@ the output unknown); mxmod reports the same limit: shape inference leaves the ou
 unknown and a compiled (jitted) lowering raises an MXNetError naming the fix, while
 ``mx.nd.contrib.boolean_mask`` runs it eagerly on concrete arrays.
 """
+
 from __future__ import annotations
 
 import math
@@ -96,8 +97,10 @@ def _encdec_qk_shape(a, s):
     dq = _check_heads(a, q[2], 1, "queries")
     dk = _check_heads(a, kv[2], 2, "keys_values")
     if dq != dk or q[1] != kv[1]:
-        _bad(f"queries {tuple(q)} and keys_values {tuple(kv)} do not fit: need the same batch "
-             f"and keys_values last dim = 2 * queries last dim")
+        _bad(
+            f"queries {tuple(q)} and keys_values {tuple(kv)} do not fit: need the same batch "
+            f"and keys_values last dim = 2 * queries last dim"
+        )
     return s, [(q[1] * a.heads, q[0], kv[0])]
 
 
@@ -109,8 +112,10 @@ def _encdec_valatt_shape(a, s):
     _need(att, 3, "attention", "(batch * heads, query seq, key seq)")
     d = _check_heads(a, kv[2], 2, "keys_values")
     if att[0] != kv[1] * a.heads or att[2] != kv[0]:
-        _bad(f"attention {tuple(att)} must be (batch * heads, query seq, key seq) = "
-             f"({kv[1] * a.heads}, ?, {kv[0]})")
+        _bad(
+            f"attention {tuple(att)} must be (batch * heads, query seq, key seq) = "
+            f"({kv[1] * a.heads}, ?, {kv[0]})"
+        )
     return s, [(att[1], kv[1], a.heads * d)]
 
 
@@ -123,30 +128,51 @@ def _heads_param():
     return {"heads": Param(p_int)}
 
 
-register(OpDef(
-    name="_contrib_interleaved_matmul_selfatt_qk", params=_heads_param(),
-    inputs=("queries_keys_values",), infer_shape=_selfatt_qk_shape,
-    lower=lambda a, ins, aux, ctx: [_selfatt_scores(ins[0], a.heads)],
-))
-register(OpDef(
-    name="_contrib_interleaved_matmul_selfatt_valatt", params=_heads_param(),
-    inputs=("queries_keys_values", "attention"), infer_shape=_selfatt_valatt_shape,
-    lower=lambda a, ins, aux, ctx: [
-        _apply(ins[1], _split_heads(ins[0], a.heads, 3, "qkv")[:, :, :, 2])],
-))
-register(OpDef(
-    name="_contrib_interleaved_matmul_encdec_qk", params=_heads_param(),
-    inputs=("queries", "keys_values"), infer_shape=_encdec_qk_shape,
-    lower=lambda a, ins, aux, ctx: [_scores(
-        _split_heads(ins[0], a.heads, 1, "queries")[:, :, :, 0],
-        _split_heads(ins[1], a.heads, 2, "keys_values")[:, :, :, 0])],
-))
-register(OpDef(
-    name="_contrib_interleaved_matmul_encdec_valatt", params=_heads_param(),
-    inputs=("keys_values", "attention"), infer_shape=_encdec_valatt_shape,
-    lower=lambda a, ins, aux, ctx: [
-        _apply(ins[1], _split_heads(ins[0], a.heads, 2, "keys_values")[:, :, :, 1])],
-))
+register(
+    OpDef(
+        name="_contrib_interleaved_matmul_selfatt_qk",
+        params=_heads_param(),
+        inputs=("queries_keys_values",),
+        infer_shape=_selfatt_qk_shape,
+        lower=lambda a, ins, aux, ctx: [_selfatt_scores(ins[0], a.heads)],
+    )
+)
+register(
+    OpDef(
+        name="_contrib_interleaved_matmul_selfatt_valatt",
+        params=_heads_param(),
+        inputs=("queries_keys_values", "attention"),
+        infer_shape=_selfatt_valatt_shape,
+        lower=lambda a, ins, aux, ctx: [
+            _apply(ins[1], _split_heads(ins[0], a.heads, 3, "qkv")[:, :, :, 2])
+        ],
+    )
+)
+register(
+    OpDef(
+        name="_contrib_interleaved_matmul_encdec_qk",
+        params=_heads_param(),
+        inputs=("queries", "keys_values"),
+        infer_shape=_encdec_qk_shape,
+        lower=lambda a, ins, aux, ctx: [
+            _scores(
+                _split_heads(ins[0], a.heads, 1, "queries")[:, :, :, 0],
+                _split_heads(ins[1], a.heads, 2, "keys_values")[:, :, :, 0],
+            )
+        ],
+    )
+)
+register(
+    OpDef(
+        name="_contrib_interleaved_matmul_encdec_valatt",
+        params=_heads_param(),
+        inputs=("keys_values", "attention"),
+        infer_shape=_encdec_valatt_shape,
+        lower=lambda a, ins, aux, ctx: [
+            _apply(ins[1], _split_heads(ins[0], a.heads, 2, "keys_values")[:, :, :, 1])
+        ],
+    )
+)
 
 
 def _same_shape(a, s):
@@ -154,21 +180,29 @@ def _same_shape(a, s):
 
 
 # -------------------------------------------------------------------- div_sqrt_dim
-register(OpDef(
-    name="_contrib_div_sqrt_dim", params={}, infer_shape=_same_shape,
-    lower=lambda a, ins, aux, ctx: [
-        ins[0] / jnp.asarray(math.sqrt(ins[0].shape[-1]), ins[0].dtype)],
-))
+register(
+    OpDef(
+        name="_contrib_div_sqrt_dim",
+        params={},
+        infer_shape=_same_shape,
+        lower=lambda a, ins, aux, ctx: [
+            ins[0] / jnp.asarray(math.sqrt(ins[0].shape[-1]), ins[0].dtype)
+        ],
+    )
+)
 
 
 # ---------------------------------------------------------------------- quadratic
-register(OpDef(
-    name="_contrib_quadratic",
-    params={"a": Param(p_float, 0.0), "b": Param(p_float, 0.0), "c": Param(p_float, 0.0)},
-    infer_shape=_same_shape,
-    lower=lambda a, ins, aux, ctx: [(a.a * ins[0] * ins[0] + a.b * ins[0] + a.c)
-                                    .astype(ins[0].dtype)],
-))
+register(
+    OpDef(
+        name="_contrib_quadratic",
+        params={"a": Param(p_float, 0.0), "b": Param(p_float, 0.0), "c": Param(p_float, 0.0)},
+        infer_shape=_same_shape,
+        lower=lambda a, ins, aux, ctx: [
+            (a.a * ins[0] * ins[0] + a.b * ins[0] + a.c).astype(ins[0].dtype)
+        ],
+    )
+)
 
 
 # -------------------------------------------------------------------- arange_like
@@ -199,13 +233,20 @@ def _arange_lower(a, ins, aux, ctx):
     return [jnp.asarray(vals.reshape(shape), x.dtype)]
 
 
-register(OpDef(
-    name="_contrib_arange_like",
-    params={"start": Param(p_float, 0.0), "step": Param(p_float, 1.0),
-            "repeat": Param(p_int, 1), "ctx": Param(p_str, ""),
-            "axis": Param(optional(p_int), None)},
-    infer_shape=_arange_shape, lower=_arange_lower,
-))
+register(
+    OpDef(
+        name="_contrib_arange_like",
+        params={
+            "start": Param(p_float, 0.0),
+            "step": Param(p_float, 1.0),
+            "repeat": Param(p_int, 1),
+            "ctx": Param(p_str, ""),
+            "axis": Param(optional(p_int), None),
+        },
+        infer_shape=_arange_shape,
+        lower=_arange_lower,
+    )
+)
 
 
 # --------------------------------------------------------------------- index_copy
@@ -218,27 +259,37 @@ def _index_copy_shape(a, s):
     if idx is not None:
         want = (idx[0],) + tuple(old[1:])
         if new is not None and tuple(new) != want:
-            _bad(f"new_tensor {tuple(new)} must be (len(index_vector),) + old_tensor.shape[1:] "
-                 f"= {want}")
+            _bad(
+                f"new_tensor {tuple(new)} must be (len(index_vector),) + old_tensor.shape[1:] "
+                f"= {want}"
+            )
         return [tuple(old), tuple(idx), want], [tuple(old)]
     return s, [tuple(old)]
 
 
-register(OpDef(
-    name="_contrib_index_copy", params={},
-    inputs=("old_tensor", "index_vector", "new_tensor"), infer_shape=_index_copy_shape,
-    infer_type=lambda a, t: ([t[0], t[1], t[2] if t[2] is not None else t[0]], [t[0]]),
-    lower=lambda a, ins, aux, ctx: [
-        ins[0].at[jax.lax.stop_gradient(ins[1]).astype(jnp.int32)].set(
-            ins[2].astype(ins[0].dtype))],
-))
+register(
+    OpDef(
+        name="_contrib_index_copy",
+        params={},
+        inputs=("old_tensor", "index_vector", "new_tensor"),
+        infer_shape=_index_copy_shape,
+        infer_type=lambda a, t: ([t[0], t[1], t[2] if t[2] is not None else t[0]], [t[0]]),
+        lower=lambda a, ins, aux, ctx: [
+            ins[0]
+            .at[jax.lax.stop_gradient(ins[1]).astype(jnp.int32)]
+            .set(ins[2].astype(ins[0].dtype))
+        ],
+    )
+)
 
 
 # ------------------------------------------------------------------- boolean_mask
 def check_boolean_mask_axis(axis: int) -> None:
     if axis != 0:
-        raise NotImplementedError(f"boolean_mask axis={axis}: MXNet 1.9.1 supports only axis=0 "
-                                  "(transpose the masked axis to the front first)")
+        raise NotImplementedError(
+            f"boolean_mask axis={axis}: MXNet 1.9.1 supports only axis=0 "
+            "(transpose the masked axis to the front first)"
+        )
 
 
 def _bm_shape(a, s):
@@ -248,8 +299,10 @@ def _bm_shape(a, s):
         _bad(f"axis {a.axis} is out of range for {len(data)}-D data")
     if data is not None and index is not None:
         if len(index) != 1 or index[0] != data[a.axis % len(data)]:
-            _bad(f"index {tuple(index)} must be 1-D with data.shape[axis] = "
-                 f"{data[a.axis % len(data)]} entries")
+            _bad(
+                f"index {tuple(index)} must be 1-D with data.shape[axis] = "
+                f"{data[a.axis % len(data)]} entries"
+            )
     return s, [None]  # the number of kept rows depends on the mask values
 
 
@@ -263,13 +316,18 @@ def boolean_mask(data, index, axis: int = 0):
             "boolean_mask: the output shape depends on the mask values, so the operator cannot "
             "be compiled into a bound symbol/Module program (MXNet's executor cannot bind it "
             "either); call mx.nd.contrib.boolean_mask on NDArrays, or multiply by the mask "
-            "instead of removing rows") from None
+            "instead of removing rows"
+        ) from None
     return jnp.take(data, jnp.asarray(keep, jnp.int32), axis=axis)
 
 
-register(OpDef(
-    name="_contrib_boolean_mask", params={"axis": Param(p_int, 0)},
-    inputs=("data", "index"), infer_shape=_bm_shape,
-    infer_type=lambda a, t: (t, [t[0]]),
-    lower=lambda a, ins, aux, ctx: [boolean_mask(ins[0], ins[1], a.axis)],
-))
+register(
+    OpDef(
+        name="_contrib_boolean_mask",
+        params={"axis": Param(p_int, 0)},
+        inputs=("data", "index"),
+        infer_shape=_bm_shape,
+        infer_type=lambda a, t: (t, [t[0]]),
+        lower=lambda a, ins, aux, ctx: [boolean_mask(ins[0], ins[1], a.axis)],
+    )
+)

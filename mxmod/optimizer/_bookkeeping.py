@@ -20,10 +20,20 @@ from __future__ import annotations
 
 from typing import Any
 
-_STEP_ATTRS = frozenset({
-    "lr", "num_update", "_cur_dev", "_fused_pending", "_fused_base_t", "_fused_dev",
-    "_sig_cache", "_jit_fn", "_settings_version", "_custom_probe",
-})
+_STEP_ATTRS = frozenset(
+    {
+        "lr",
+        "num_update",
+        "_cur_dev",
+        "_fused_pending",
+        "_fused_base_t",
+        "_fused_dev",
+        "_sig_cache",
+        "_jit_fn",
+        "_settings_version",
+        "_custom_probe",
+    }
+)
 TRACKED = ("lr_mult", "wd_mult", "idx2name")
 
 
@@ -90,11 +100,13 @@ class BookkeepingMixin:
         ``param_dict`` is used)."""
         d = self.__dict__
         key = (d.get("_settings_version", 0),) + tuple(
-            getattr(d.get(k), "_version", -1) for k in TRACKED)
+            getattr(d.get(k), "_version", -1) for k in TRACKED
+        )
         pd = d.get("param_dict")
         if pd:
-            key += tuple((k, getattr(v, "lr_mult", None), getattr(v, "wd_mult", None))
-                         for k, v in pd.items())
+            key += tuple(
+                (k, getattr(v, "lr_mult", None), getattr(v, "wd_mult", None)) for k, v in pd.items()
+            )
         return key
 
     # ------------------------------------------------------------------ counts storage

@@ -20,8 +20,16 @@ VERSION = 1
 META = "__mxmod_optimizer_states__"
 
 # Attributes never written (live objects, caches) and rebuilt on load.
-_TRANSIENT = ("param_dict", "_jit_fn", "_index_update_count", "_sig_cache", "_static_cache",
-              "_custom_probe", "_fused_base_t", "_fused_shapes")
+_TRANSIENT = (
+    "param_dict",
+    "_jit_fn",
+    "_index_update_count",
+    "_sig_cache",
+    "_static_cache",
+    "_custom_probe",
+    "_fused_base_t",
+    "_fused_shapes",
+)
 
 
 class _Encoder:
@@ -102,17 +110,26 @@ def _subclasses(cls: type) -> dict[str, type]:
 
 
 MAX_DEPTH = 64  # nesting of the JSON description (states are a few levels deep)
-_TAGS = {"__nd__": {"__nd__", "dtype", "ctx"}, "__array__": {"__array__", "dtype"},
-         "__tuple__": {"__tuple__"}, "__dict__": {"__dict__"},
-         "__optimizer__": {"__optimizer__", "attrs"},
-         "__lr_scheduler__": {"__lr_scheduler__", "attrs"}}
+_TAGS = {
+    "__nd__": {"__nd__", "dtype", "ctx"},
+    "__array__": {"__array__", "dtype"},
+    "__tuple__": {"__tuple__"},
+    "__dict__": {"__dict__"},
+    "__optimizer__": {"__optimizer__", "attrs"},
+    "__lr_scheduler__": {"__lr_scheduler__", "attrs"},
+}
 
 
 def _fail(source: str, where: str, problem: str, expected: str) -> Exception:
     from ..base import MXNetFileError
-    return MXNetFileError(f"{source}: {where}: {problem} (expected {expected}); the file is "
-                          f"damaged or not an mxmod optimizer-state file", source, where,
-                          expected)
+
+    return MXNetFileError(
+        f"{source}: {where}: {problem} (expected {expected}); the file is "
+        f"damaged or not an mxmod optimizer-state file",
+        source,
+        where,
+        expected,
+    )
 
 
 def _short(obj: Any) -> str:
@@ -134,44 +151,64 @@ class _Decoder:
 
         member = obj[key]
         if not isinstance(member, str) or member not in self.arrays:
-            raise self.fail(f"{where}.{key}", f"{_short(member)} names no array member",
-                            f"one of the members {sorted(self.arrays)[:5]}")
+            raise self.fail(
+                f"{where}.{key}",
+                f"{_short(member)} names no array member",
+                f"one of the members {sorted(self.arrays)[:5]}",
+            )
         name = obj.get("dtype")
         try:
             dtype = np.dtype(jnp.dtype(name)) if isinstance(name, str) else None
         except TypeError:
             dtype = None
         if dtype is None or dtype.hasobject:
-            raise self.fail(f"{where}.dtype", f"{_short(name)} is not a dtype",
-                            "a numeric dtype name such as 'float32'")
+            raise self.fail(
+                f"{where}.dtype",
+                f"{_short(name)} is not a dtype",
+                "a numeric dtype name such as 'float32'",
+            )
         host = self.arrays[member]
         if host.dtype == dtype:
             return host
         if dtype.kind not in "biufc" and host.dtype == np.dtype(f"u{dtype.itemsize}"):
             return host.view(dtype)  # bfloat16 & co are stored as raw bits
-        raise self.fail(f"{where}.dtype", f"{name!r} but member {member!r} holds {host.dtype}",
-                        "the dtype of the stored array")
+        raise self.fail(
+            f"{where}.dtype",
+            f"{name!r} but member {member!r} holds {host.dtype}",
+            "the dtype of the stored array",
+        )
 
     def __call__(self, obj: Any, where: str = "states", depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
-            raise self.fail(where, f"nested more than {MAX_DEPTH} levels deep",
-                            f"at most {MAX_DEPTH} levels")
+            raise self.fail(
+                where, f"nested more than {MAX_DEPTH} levels deep", f"at most {MAX_DEPTH} levels"
+            )
         if isinstance(obj, list):
             return [self(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]
         if not isinstance(obj, dict):
             return obj
         tags = [t for t in _TAGS if t in obj]
         if len(tags) != 1 or set(obj) != _TAGS[tags[0]]:
-            raise self.fail(where, f"an object with keys {sorted(obj)[:4]}",
-                            "one of the tagged objects get_states writes")
+            raise self.fail(
+                where,
+                f"an object with keys {sorted(obj)[:4]}",
+                "one of the tagged objects get_states writes",
+            )
         tag = tags[0]
         if tag == "__nd__":
             ctx = obj["ctx"]
-            if ctx is not None and not (isinstance(ctx, list) and len(ctx) == 2
-                                        and isinstance(ctx[0], str)
-                                        and type(ctx[1]) is int and ctx[1] >= 0):
-                raise self.fail(f"{where}.ctx", f"{_short(ctx)} is not a context",
-                                "[device_type, device_id], e.g. ['cpu', 0]")
+            if ctx is not None and not (
+                isinstance(ctx, list)
+                and len(ctx) == 2
+                and isinstance(ctx[0], str)
+                and type(ctx[1]) is int
+                and ctx[1] >= 0
+            ):
+                raise self.fail(
+                    f"{where}.ctx",
+                    f"{_short(ctx)} is not a context",
+                    "[device_type, device_id], e.g. ['cpu', 0]",
+                )
             return _make_ndarray(self.array(obj, tag, where), ctx)
         if tag == "__array__":
             import jax.numpy as jnp
@@ -180,8 +217,11 @@ class _Decoder:
         items = obj[tag]
         if tag == "__tuple__":
             if not isinstance(items, list):
-                raise self.fail(f"{where}.{tag}", f"{_short(items)} is not a list",
-                                "a list of the tuple's items")
+                raise self.fail(
+                    f"{where}.{tag}",
+                    f"{_short(items)} is not a list",
+                    "a list of the tuple's items",
+                )
             return tuple(self(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(items))
         if tag == "__dict__":
             return self.mapping(items, where, depth)
@@ -189,17 +229,24 @@ class _Decoder:
 
     def mapping(self, items: Any, where: str, depth: int) -> dict:
         if not isinstance(items, list) or not all(
-                isinstance(kv, list) and len(kv) == 2 for kv in items):
-            raise self.fail(f"{where}.__dict__", f"{_short(items)} is not a list of pairs",
-                            "[[key, value], ...]")
+            isinstance(kv, list) and len(kv) == 2 for kv in items
+        ):
+            raise self.fail(
+                f"{where}.__dict__",
+                f"{_short(items)} is not a list of pairs",
+                "[[key, value], ...]",
+            )
         out = {}
         for i, (k, v) in enumerate(items):
             key = self(k, f"{where}.key{i}", depth + 1)
             try:
                 hash(key)
             except TypeError:
-                raise self.fail(f"{where}.key{i}", f"{_short(k)} is not hashable",
-                                "a name, number or tuple as a key") from None
+                raise self.fail(
+                    f"{where}.key{i}",
+                    f"{_short(k)} is not hashable",
+                    "a name, number or tuple as a key",
+                ) from None
             out[key] = self(v, f"{where}[{key!r}]", depth + 1)
         return out
 
@@ -210,12 +257,17 @@ class _Decoder:
 
         name, attrs = obj[tag], obj["attrs"]
         if not isinstance(name, str) or not isinstance(attrs, dict):
-            raise self.fail(where, f"{tag} {_short(name)} with attrs {_short(attrs)}",
-                            "a class name and an object of attributes")
+            raise self.fail(
+                where,
+                f"{tag} {_short(name)} with attrs {_short(attrs)}",
+                "a class name and an object of attributes",
+            )
         if tag == "__optimizer__":
             cls = Optimizer.opt_registry.get(name)
-            help_ = ("a registered optimizer; import or register it (mx.optimizer.register) "
-                     "before loading the states")
+            help_ = (
+                "a registered optimizer; import or register it (mx.optimizer.register) "
+                "before loading the states"
+            )
         else:
             cls = _subclasses(LRScheduler).get(name)
             help_ = "an mx.lr_scheduler class; define it before loading"
@@ -278,15 +330,23 @@ def loads(data: bytes, source: str = "optimizer states") -> tuple[dict, Any]:
             f"these optimizer states are a Python pickle (written by MXNet); {REFUSED_HELP}"
         )
     if data[:2] != b"PK":
-        raise _fail(source, "offset 0", f"starts with {data[:4]!r}",
-                    "an mxmod optimizer-state blob (the NPZ format of get_states, 'PK...')")
+        raise _fail(
+            source,
+            "offset 0",
+            f"starts with {data[:4]!r}",
+            "an mxmod optimizer-state blob (the NPZ format of get_states, 'PK...')",
+        )
     arrays = read_npz(data, source)
     raw = arrays.pop(META, None)
     if raw is None:
         raise _fail(source, f"member {META!r}", "missing", "the JSON description of the states")
     if raw.dtype != np.uint8 or raw.ndim != 1:
-        raise _fail(source, f"member {META!r}", f"{raw.dtype} array of shape {raw.shape}",
-                    "1-D uint8 (UTF-8 JSON)")
+        raise _fail(
+            source,
+            f"member {META!r}",
+            f"{raw.dtype} array of shape {raw.shape}",
+            "1-D uint8 (UTF-8 JSON)",
+        )
     try:
         meta = json.loads(raw.tobytes().decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -294,17 +354,28 @@ def loads(data: bytes, source: str = "optimizer states") -> tuple[dict, Any]:
     except json.JSONDecodeError as e:
         raise _fail(source, f"member {META!r} char {e.pos}", e.msg, "valid JSON") from None
     except RecursionError:
-        raise _fail(source, f"member {META!r}", "JSON nested too deeply",
-                    f"at most {MAX_DEPTH} levels") from None
+        raise _fail(
+            source, f"member {META!r}", "JSON nested too deeply", f"at most {MAX_DEPTH} levels"
+        ) from None
     if not isinstance(meta, dict) or set(meta) != {"format", "version", "states", "optimizer"}:
         keys = sorted(meta)[:6] if isinstance(meta, dict) else type(meta).__name__
-        raise _fail(source, f"member {META!r}", f"description {keys}",
-                    "an object with keys format, version, states, optimizer")
-    if meta["format"] != FORMAT or type(meta["version"]) is not int or not (
-            1 <= meta["version"] <= VERSION):
-        raise _fail(source, f"member {META!r} format",
-                    f"{_short(meta['format'])} version {_short(meta['version'])}",
-                    f"{FORMAT!r} version 1 to {VERSION} (a newer mxmod wrote it?)")
+        raise _fail(
+            source,
+            f"member {META!r}",
+            f"description {keys}",
+            "an object with keys format, version, states, optimizer",
+        )
+    if (
+        meta["format"] != FORMAT
+        or type(meta["version"]) is not int
+        or not (1 <= meta["version"] <= VERSION)
+    ):
+        raise _fail(
+            source,
+            f"member {META!r} format",
+            f"{_short(meta['format'])} version {_short(meta['version'])}",
+            f"{FORMAT!r} version 1 to {VERSION} (a newer mxmod wrote it?)",
+        )
     dec = _Decoder(arrays, source)
     states = dec(meta["states"], "states")
     opt = dec(meta["optimizer"], "optimizer") if meta["optimizer"] is not None else None

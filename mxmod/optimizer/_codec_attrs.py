@@ -8,6 +8,7 @@ built instance of the class (kind of value, finite numbers, the contents of MXNe
 bookkeeping dicts), the optimizer's hyperparameter checks run, and a scheduler is rebuilt
 through its constructor (which checks its settings) before its state is put back.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -17,8 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 # bookkeeping counters of every optimizer: ints >= 0
-_COUNTERS = ("num_update", "begin_num_update", "aggregate_num", "_cur_dev", "_fused_pending",
-             "_fused_dev", "_settings_version")
+_COUNTERS = (
+    "num_update",
+    "begin_num_update",
+    "aggregate_num",
+    "_cur_dev",
+    "_fused_pending",
+    "_fused_dev",
+    "_settings_version",
+)
 _NUMBER_DICTS = ("lr_mult", "wd_mult")
 
 
@@ -77,8 +85,11 @@ def _content_problem(name: str, value: Any) -> str | None:
             bad = [k for k, c in counts.items() if type(c) is not int or c < 0]
             if bad:
                 return f"count of index {bad[0]!r} on device {dev} is {counts[bad[0]]!r}"
-    if name == "sym_info" and value and not (
-            len(value) == 2 and isinstance(value[0], dict) and isinstance(value[1], list)):
+    if (
+        name == "sym_info"
+        and value
+        and not (len(value) == 2 and isinstance(value[0], dict) and isinstance(value[1], list))
+    ):
         return "not (attr_dict, argument names)"
     return None
 
@@ -117,31 +128,39 @@ def check_attrs(cls: type, values: dict, where: str, fail: Callable[..., Excepti
 
     try:
         ref = vars(_reference(cls, values))
-    except (TypeError, ValueError, ArithmeticError, KeyError, IndexError,
-            AttributeError) as e:
-        raise fail(where, f"settings refused by {cls.__name__} ({e})",
-                   f"the settings of a valid {cls.__name__}") from None
+    except (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError) as e:
+        raise fail(
+            where,
+            f"settings refused by {cls.__name__} ({e})",
+            f"the settings of a valid {cls.__name__}",
+        ) from None
     for name, value in values.items():
         problem = _kind_problem(name, value, ref.get(name))
         if problem is None and isinstance(value, (dict, tuple, list)):
             problem = _content_problem(name, value)
         if problem is not None:
             kind = type(ref.get(name)).__name__
-            raise fail(f"{where}.{name}", problem, f"a value like the {kind} of a fresh "
-                       f"{cls.__name__}")
+            raise fail(
+                f"{where}.{name}", problem, f"a value like the {kind} of a fresh {cls.__name__}"
+            )
     from ._codec import _TRANSIENT
-    attrs = {**{k: v for k, v in ref.items() if k not in values and k not in _TRANSIENT},
-             **values}
+
+    attrs = {**{k: v for k, v in ref.items() if k not in values and k not in _TRANSIENT}, **values}
     if attrs.get("lr", 0) is None and attrs.get("lr_scheduler") is None:
-        raise fail(f"{where}.lr", "None without an lr_scheduler",
-                   "a learning rate, or an lr_scheduler that gives it")
+        raise fail(
+            f"{where}.lr",
+            "None without an lr_scheduler",
+            "a learning rate, or an lr_scheduler that gives it",
+        )
     try:
         obj = _restore(cls, attrs)
         validate = getattr(obj, "_validate", None)
         if validate is not None:
             validate()
-    except (TypeError, ValueError, ArithmeticError, KeyError, IndexError,
-            AttributeError) as e:
-        raise fail(where, f"settings refused by {cls.__name__} ({e})",
-                   f"the settings of a valid {cls.__name__}") from None
+    except (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError) as e:
+        raise fail(
+            where,
+            f"settings refused by {cls.__name__} ({e})",
+            f"the settings of a valid {cls.__name__}",
+        ) from None
     return obj

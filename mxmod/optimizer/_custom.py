@@ -41,8 +41,13 @@ _HOST_ERRORS = (
 )
 # attributes the twin replaces or the bookkeeping owns (not user settings)
 _OWN = _STEP_ATTRS | {
-    "lr_scheduler", "_update_count", "_all_index_update_counts", "_fused_names",
-    "_fused_shapes", "_static_cache", "_fused_dev",
+    "lr_scheduler",
+    "_update_count",
+    "_all_index_update_counts",
+    "_fused_names",
+    "_fused_shapes",
+    "_static_cache",
+    "_fused_dev",
 }
 # covered by the signature's per-name multipliers
 _MULTS = {"lr_mult", "wd_mult", "idx2name", "param_dict", "sym_info"}
@@ -139,11 +144,13 @@ def _check_host_state(opt: Any, twin: Any) -> None:
             raise HostStateError(f"update() sets the attribute {k!r} on the host")
         o = orig[k]
         if isinstance(o, dict):
-            same = isinstance(v, dict) and len(v) == len(o) and all(
-                key in o and v[key] is o[key] for key in v)
+            same = (
+                isinstance(v, dict)
+                and len(v) == len(o)
+                and all(key in o and v[key] is o[key] for key in v)
+            )
         elif isinstance(o, list):
-            same = isinstance(v, list) and len(v) == len(o) and all(
-                a is b for a, b in zip(v, o))
+            same = isinstance(v, list) and len(v) == len(o) and all(a is b for a, b in zip(v, o))
         elif isinstance(o, set):
             same = v == o
         else:
@@ -158,8 +165,9 @@ def fused_init(opt: Any, params: dict) -> dict:
     for name, w in params.items():
         w = jnp.asarray(w)
         nd_state = opt.create_state_multi_precision(index_of(opt, name), _wrap(w))
-        state[name] = jax.tree_util.tree_map(lambda x, w=w: _place_like(x, w),
-                                             _unwrap(nd_state, name))
+        state[name] = jax.tree_util.tree_map(
+            lambda x, w=w: _place_like(x, w), _unwrap(nd_state, name)
+        )
     return state
 
 
@@ -195,8 +203,9 @@ def fused_update(opt: Any, params: dict, grads: dict, state: dict, hyper: dict) 
                 f"{tuple(jnp.shape(w))} to {tuple(new_w.shape)}"
             )
         new_p[name] = new_w.astype(jnp.result_type(w))
-        leaves = jax.tree_util.tree_map(lambda n, o: n.astype(jnp.result_type(o)),
-                                        _unwrap(st, name), state[name])
+        leaves = jax.tree_util.tree_map(
+            lambda n, o: n.astype(jnp.result_type(o)), _unwrap(st, name), state[name]
+        )
         new_s[name] = leaves
     _check_host_state(opt, twin)
     return new_p, new_s
@@ -210,7 +219,8 @@ def probe(opt: Any, params: Any) -> str | None:
     """
     if params is None:
         shapes = opt.__dict__.get("_fused_shapes") or {
-            "weight": jax.ShapeDtypeStruct((4,), jnp.float32)}
+            "weight": jax.ShapeDtypeStruct((4,), jnp.float32)
+        }
     else:
         shapes = {n: jax.ShapeDtypeStruct(jnp.shape(w), jnp.result_type(w))
                   for n, w in params.items()}  # fmt: skip

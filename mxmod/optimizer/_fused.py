@@ -48,8 +48,9 @@ class Signature:
         return self._hash
 
     def __eq__(self, other: Any) -> bool:
-        return self is other or (isinstance(other, Signature) and self._hash == other._hash
-                                 and self.key == other.key)
+        return self is other or (
+            isinstance(other, Signature) and self._hash == other._hash and self.key == other.key
+        )
 
     def __repr__(self) -> str:
         return f"Signature({self.key!r})"
@@ -219,8 +220,9 @@ class FusedMixin:
             lr_mult, wd = mults[name]
             leaf = LeafInfo(lr if lr_mult == 1.0 else lr * lr_mult, wd, t, name, pos[name],
                             extra, None, lr_mult, name == first)  # fmt: skip
-            new_p[name], new_s[name] = self._leaf_step(w, grads[name], state[name], leaf,
-                                                       self._use_mp(w.dtype))
+            new_p[name], new_s[name] = self._leaf_step(
+                w, grads[name], state[name], leaf, self._use_mp(w.dtype)
+            )
         return new_p, new_s
 
     def fused_signature(self, names: Any = None) -> Signature:
@@ -285,8 +287,10 @@ class FusedMixin:
             else:
                 learning_rate = float(self.lr)
         elif callable(learning_rate):
+
             def sched(n, _fn=learning_rate):
                 return _fn(n - 1 - begin)
+
         static = self._optax_static()
 
         def factory(learning_rate):

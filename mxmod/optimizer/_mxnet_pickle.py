@@ -13,6 +13,7 @@ MXNet's NDArray (to :class:`PickledNDArray`, a stand-in that decodes the record 
 :func:`to_fused` maps the loaded states, keyed by MXNet's index ``i*num_device+k`` or by
 parameter name (spec Appendix B #6), onto a Module's fused, name-keyed state.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -33,7 +34,8 @@ REFUSED_HELP = (
     "(mod.load_optimizer_states(fname, allow_pickle=True), Module.load(..., "
     "load_optimizer_states=True, allow_pickle=True) or updater.set_states(data, "
     "allow_pickle=True)); mxmod then uses a restricted unpickler that accepts only numpy "
-    "arrays, MXNet NDArrays and plain containers")
+    "arrays, MXNet NDArrays and plain containers"
+)
 
 
 def is_pickle(data: bytes) -> bool:
@@ -60,8 +62,10 @@ class PickledNDArray:
             self.array = None
             return
         if not isinstance(raw, (bytes, bytearray)):
-            raise _Refused(f"a pickled MXNet NDArray has a {type(raw).__name__} handle "
-                           f"(expected the bytes of one NDArray record)")
+            raise _Refused(
+                f"a pickled MXNet NDArray has a {type(raw).__name__} handle "
+                f"(expected the bytes of one NDArray record)"
+            )
         reader = _Reader(bytes(raw), "pickled MXNet NDArray")
         arr = _record(reader, "record")
         if not isinstance(arr, np.ndarray):
@@ -94,8 +98,10 @@ def _bytearray(*args: Any) -> bytearray:
         return bytearray(args[0])
     if len(args) == 2 and isinstance(args[0], str):
         return bytearray(_latin1_encode(*args))
-    raise _Refused(f"bytearray({', '.join(type(a).__name__ for a in args)}) is not allowed: "
-                   f"only bytearray(bytes) builds NDArray handles")
+    raise _Refused(
+        f"bytearray({', '.join(type(a).__name__ for a in args)}) is not allowed: "
+        f"only bytearray(bytes) builds NDArray handles"
+    )
 
 
 def _dtype(*args: Any) -> np.dtype:
@@ -106,8 +112,10 @@ def _dtype(*args: Any) -> np.dtype:
     if dt.hasobject:
         raise _Refused("numpy object arrays are not allowed in optimizer states")
     if dt.kind not in "biufc" or dt.fields is not None or dt.subdtype is not None:
-        raise _Refused(f"numpy arrays of dtype {dt} are not allowed in optimizer states "
-                       f"(numeric dtypes only; no object arrays)")
+        raise _Refused(
+            f"numpy arrays of dtype {dt} are not allowed in optimizer states "
+            f"(numeric dtypes only; no object arrays)"
+        )
     return dt
 
 
@@ -125,14 +133,19 @@ class _NdarrayClass:
 def _check_size(shape: Any, dtype: Any, limit: int, what: str) -> tuple:
     """``shape`` as a tuple of ints whose array of ``dtype`` fits in ``limit`` bytes."""
     shape = (shape,) if isinstance(shape, int) else shape
-    if not isinstance(shape, tuple) or len(shape) > 32 or not all(
-            type(d) is int and d >= 0 for d in shape):
+    if (
+        not isinstance(shape, tuple)
+        or len(shape) > 32
+        or not all(type(d) is int and d >= 0 for d in shape)
+    ):
         raise _Refused(f"{what}: shape {shape!r} is not up to 32 sizes >= 0")
     dt = _dtype(dtype)
     need = math.prod(shape) * dt.itemsize
     if need > limit:
-        raise _Refused(f"{what}: shape {shape} of {dt} needs {need} bytes, more than the "
-                       f"{limit}-byte pickle holds")
+        raise _Refused(
+            f"{what}: shape {shape} of {dt} needs {need} bytes, more than the "
+            f"{limit}-byte pickle holds"
+        )
     return shape
 
 
@@ -149,8 +162,12 @@ class _Globals:
         return _multiarray._reconstruct(np.ndarray, shape, _dtype(dtype))
 
     def scalar(self, dtype: Any, *args: Any) -> Any:
-        if not isinstance(dtype, np.dtype) or dtype.kind not in "biufc" or len(args) > 1 or (
-                args and not isinstance(args[0], (bytes, bytearray))):
+        if (
+            not isinstance(dtype, np.dtype)
+            or dtype.kind not in "biufc"
+            or len(args) > 1
+            or (args and not isinstance(args[0], (bytes, bytearray)))
+        ):
             raise _Refused("numpy scalars must have a numeric dtype and bytes")
         return _multiarray.scalar(dtype, *args)
 
@@ -203,11 +220,14 @@ class RestrictedUnpickler(pickle.Unpickler):
         if found is None:
             hint = ""
             if module.startswith(("mxnet.optimizer", "mxnet.lr_scheduler")):
-                hint = (" (the file holds an optimizer object: it was saved with "
-                        "dump_optimizer=True; re-save the states without it)")
+                hint = (
+                    " (the file holds an optimizer object: it was saved with "
+                    "dump_optimizer=True; re-save the states without it)"
+                )
             raise _Refused(
                 f"refusing to load global {module}.{name}: only numpy arrays, MXNet NDArrays "
-                f"and plain containers are allowed in optimizer states{hint}")
+                f"and plain containers are allowed in optimizer states{hint}"
+            )
         return found
 
 
@@ -217,8 +237,12 @@ MAX_DEPTH = 64  # nesting of the states (a dict of tuples of arrays is 3 deep)
 def _plain(obj: Any, source: str, where: str = "states", depth: int = 0) -> Any:
     """Replace stand-ins by numpy arrays; check the tree holds only what states hold."""
     if depth > MAX_DEPTH:
-        raise _fail(source, where, f"nested more than {MAX_DEPTH} levels deep",
-                    f"at most {MAX_DEPTH} levels")
+        raise _fail(
+            source,
+            where,
+            f"nested more than {MAX_DEPTH} levels deep",
+            f"at most {MAX_DEPTH} levels",
+        )
     if isinstance(obj, PickledNDArray):
         return obj.array
     if isinstance(obj, np.ndarray):
@@ -236,12 +260,20 @@ def _plain(obj: Any, source: str, where: str = "states", depth: int = 0) -> Any:
         out = {}
         for k, v in obj.items():
             if not isinstance(k, (int, str, bytes, bytearray)) or isinstance(k, bool):
-                raise _fail(source, f"{where} key {k!r}", f"a {type(k).__name__} key",
-                            "parameter indices or names")
+                raise _fail(
+                    source,
+                    f"{where} key {k!r}",
+                    f"a {type(k).__name__} key",
+                    "parameter indices or names",
+                )
             out[_key(k)] = _plain(v, source, f"{where}[{k!r}]", depth + 1)
         return out
-    raise _fail(source, where, f"a {type(obj).__name__}", "NDArrays, numpy arrays, numbers "
-                "and tuples/lists/dicts of them")
+    raise _fail(
+        source,
+        where,
+        f"a {type(obj).__name__}",
+        "NDArrays, numpy arrays, numbers and tuples/lists/dicts of them",
+    )
 
 
 def _key(k: Any) -> Any:
@@ -251,8 +283,13 @@ def _key(k: Any) -> Any:
 
 
 def _fail(source: str, where: str, problem: str, expected: str) -> MXNetFileError:
-    return MXNetFileError(f"{source}: {where}: {problem} (expected {expected}); the file is "
-                          f"damaged or not MXNet optimizer states", source, where, expected)
+    return MXNetFileError(
+        f"{source}: {where}: {problem} (expected {expected}); the file is "
+        f"damaged or not MXNet optimizer states",
+        source,
+        where,
+        expected,
+    )
 
 
 def restricted_loads(data: bytes, source: str = "optimizer states") -> dict:
@@ -273,20 +310,29 @@ def restricted_loads(data: bytes, source: str = "optimizer states") -> dict:
     try:
         obj = RestrictedUnpickler(io.BytesIO(data), len(data)).load()
     except _Refused as e:
-        raise _fail(source, "pickle", str(e), "only NDArrays, numpy arrays and containers"
-                    ) from None
+        raise _fail(
+            source, "pickle", str(e), "only NDArrays, numpy arrays and containers"
+        ) from None
     except MXNetFileError as e:  # an NDArray record inside the pickle
         raise MXNetFileError(f"{source}: {e}", source, e.where, e.expected) from None
     except NotImplementedError as e:
         raise NotImplementedError(f"{source}: {e}") from None
     except Exception as e:  # noqa: BLE001 - any failure of the C unpickler is a bad file
-        raise _fail(source, "pickle", f"not a valid MXNet optimizer-state pickle "
-                    f"({type(e).__name__}: {e})", "a pickle written by MXNet") from None
+        raise _fail(
+            source,
+            "pickle",
+            f"not a valid MXNet optimizer-state pickle ({type(e).__name__}: {e})",
+            "a pickle written by MXNet",
+        ) from None
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], dict):
         obj = obj[0]  # (states, optimizer) cannot get here: optimizers are refused above
     if not isinstance(obj, dict):
-        raise _fail(source, "pickle", f"expected a pickled dict of optimizer states, got "
-                    f"{type(obj).__name__}", "a dict index or name -> state")
+        raise _fail(
+            source,
+            "pickle",
+            f"expected a pickled dict of optimizer states, got {type(obj).__name__}",
+            "a dict index or name -> state",
+        )
     return _plain(obj, source)
 
 
@@ -294,8 +340,9 @@ def _shapes(leaf: Any) -> list:
     return [np.shape(x) for x in jax.tree_util.tree_leaves(leaf)]
 
 
-def _pick_num_device(states: dict, param_names: list, fused: dict, param_shapes: dict,
-                     first: int) -> int:
+def _pick_num_device(
+    states: dict, param_names: list, fused: dict, param_shapes: dict, first: int
+) -> int:
     """The ``num_device`` D for which index keys ``i*D+k`` fit the module's parameters
     (every trained parameter covered, every state array shaped like its parameter)."""
     keys = list(states)
@@ -320,11 +367,18 @@ def _pick_num_device(states: dict, param_names: list, fused: dict, param_shapes:
         f"module's trained parameters {[n for n in param_names if n in fused]} as "
         f"index*num_device+device for any "
         f"num_device (or their shapes differ); load them into a Module with the same symbol, "
-        f"input shapes and fixed_param_names, and the optimizer they were saved with")
+        f"input shapes and fixed_param_names, and the optimizer they were saved with"
+    )
 
 
-def to_fused(states: dict, param_names: list, fused: dict, param_shapes: dict,
-             num_device: int, source: str = "optimizer states") -> dict:
+def to_fused(
+    states: dict,
+    param_names: list,
+    fused: dict,
+    param_shapes: dict,
+    num_device: int,
+    source: str = "optimizer states",
+) -> dict:
     """Map MXNet states onto a fused state ``{name: leaf}`` shaped like ``fused``.
 
     Args:
@@ -351,15 +405,19 @@ def to_fused(states: dict, param_names: list, fused: dict, param_shapes: dict,
         for key in sorted(keys):
             by_name.setdefault(param_names[key // d], states[key])
     else:
-        raise MXNetFileError(f"{source} mixes key types ({sorted(map(repr, keys))[:6]}); expected "
-                         f"all parameter indices or all parameter names")
+        raise MXNetFileError(
+            f"{source} mixes key types ({sorted(map(repr, keys))[:6]}); expected "
+            f"all parameter indices or all parameter names"
+        )
     # MXNet's parameter order (a fused state that went through jax may be key-sorted)
     order = [n for n in param_names if n in fused] + [n for n in fused if n not in param_names]
     missing = [n for n in order if n not in by_name]
     extra = [n for n in by_name if n not in fused]
     if missing or extra:
-        raise MXNetFileError(f"{source} does not match this module's trained parameters: "
-                         f"missing {missing}, unknown {extra}")
+        raise MXNetFileError(
+            f"{source} does not match this module's trained parameters: "
+            f"missing {missing}, unknown {extra}"
+        )
     out = {}
     for name in order:
         cur, got = fused[name], by_name[name]
@@ -368,9 +426,12 @@ def to_fused(states: dict, param_names: list, fused: dict, param_shapes: dict,
                 f"{source}: the state of {name!r} is "
                 f"{jax.tree_util.tree_structure(got)} but this optimizer keeps "
                 f"{jax.tree_util.tree_structure(cur)}; use the optimizer (and momentum / "
-                f"multi_precision settings) the states were saved with")
+                f"multi_precision settings) the states were saved with"
+            )
         if _shapes(got) != _shapes(cur):
-            raise MXNetFileError(f"{source}: the state of {name!r} has shapes {_shapes(got)} but "
-                             f"this module needs {_shapes(cur)}")
+            raise MXNetFileError(
+                f"{source}: the state of {name!r} has shapes {_shapes(got)} but "
+                f"this module needs {_shapes(cur)}"
+            )
         out[name] = got
     return out

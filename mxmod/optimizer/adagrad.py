@@ -74,8 +74,16 @@ class RMSProp(Optimizer):
     _rule_attrs = ("gamma1", "gamma2", "epsilon", "centered", "clip_weights")
     _checks = (("gamma1", UNIT), ("gamma2", UNIT), ("epsilon", NONNEG))
 
-    def __init__(self, learning_rate=0.001, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
-                 centered=False, clip_weights=None, **kwargs):
+    def __init__(
+        self,
+        learning_rate=0.001,
+        gamma1=0.9,
+        gamma2=0.9,
+        epsilon=1e-8,
+        centered=False,
+        clip_weights=None,
+        **kwargs,
+    ):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.gamma1 = gamma1
         self.gamma2 = gamma2
@@ -97,8 +105,9 @@ class RMSProp(Optimizer):
         n = (1 - g1) * g * g + g1 * s[0]
         if self.centered:
             g_avg = (1 - g1) * g + g1 * s[1]
-            delta = dtype_const(self.gamma2, g) * s[2] - lr * (g / jnp.sqrt(n - g_avg * g_avg
-                                                                            + eps))
+            delta = dtype_const(self.gamma2, g) * s[2] - lr * (
+                g / jnp.sqrt(n - g_avg * g_avg + eps)
+            )
             w, s = w + delta, (n, g_avg, delta)
         else:
             w, s = w - lr * (g / jnp.sqrt(n + eps)), (n,)
@@ -150,8 +159,9 @@ class AdaDelta(Optimizer):
         super()._update_impl(index, weight, grad, state, multi_precision)
         rs = float(self.rescale_grad)
         if rs != 1.0:  # MXNet's ``grad *= self.rescale_grad``
-            rewrite_caller_grads(weight, grad, multi_precision, self,
-                                 lambda g: g * jnp.asarray(rs, g.dtype))
+            rewrite_caller_grads(
+                weight, grad, multi_precision, self, lambda g: g * jnp.asarray(rs, g.dtype)
+            )
 
 
 @register

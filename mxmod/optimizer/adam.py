@@ -15,8 +15,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from .optimizer import Optimizer, register
-from .rules import (NONNEG, UNIT, clip_kernel, clip_nd, dtype_const, ema, one_minus_pow,
-                    rewrite_caller_grads)
+from .rules import (
+    NONNEG,
+    UNIT,
+    clip_kernel,
+    clip_nd,
+    dtype_const,
+    ema,
+    one_minus_pow,
+    rewrite_caller_grads,
+)
 
 __all__ = ["Adam", "AdamW", "Adamax", "Nadam"]
 
@@ -49,8 +57,9 @@ class Adam(Optimizer):
     _rule_attrs = ("beta1", "beta2", "epsilon")
     _checks = (("beta1", UNIT), ("beta2", UNIT), ("epsilon", NONNEG))
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 lazy_update=True, **kwargs):
+    def __init__(
+        self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=True, **kwargs
+    ):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.beta1 = beta1
         self.beta2 = beta2
@@ -99,16 +108,25 @@ class AdamW(Optimizer):
     _checks = (("beta1", UNIT), ("beta2", UNIT), ("epsilon", NONNEG))
     _mp_master_first = False
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6,
-                 correct_bias=True, use_fused_step=True, **kwargs):
+    def __init__(
+        self,
+        learning_rate=0.001,
+        beta1=0.9,
+        beta2=0.999,
+        epsilon=1e-6,
+        correct_bias=True,
+        use_fused_step=True,
+        **kwargs,
+    ):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.beta1 = beta1
         self.beta2 = beta2
         self.epsilon = epsilon
         self.correct_bias = correct_bias
         self.use_fused_step = use_fused_step
-        self.aggregate_num = max(1, min(50, int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE",
-                                                          "4"))))
+        self.aggregate_num = max(
+            1, min(50, int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "4")))
+        )
         self._validate()
 
     def _init_leaf(self, w):
@@ -120,14 +138,20 @@ class AdamW(Optimizer):
         if not self.use_fused_step:  # 2.0's ``grad *= self.rescale_grad``
             rewrite_caller_grads(weight, grad, multi_precision, self, lambda g: g * rs)
         elif rs != 0.0 and math.isfinite(rs):  # adamw_update writes clip(rs * g) back
-            rewrite_caller_grads(weight, grad, multi_precision, self,
-                                 lambda g: clip_kernel(g * rs, self.clip_gradient))
+            rewrite_caller_grads(
+                weight,
+                grad,
+                multi_precision,
+                self,
+                lambda g: clip_kernel(g * rs, self.clip_gradient),
+            )
 
     def _rule(self, w, g, s, leaf):
         lr, wd, t = leaf.lr, leaf.wd, leaf.t
         if self.correct_bias:
-            lr = (lr * jnp.sqrt(one_minus_pow(self.beta2, t))
-                  / one_minus_pow(self.beta1, t)).astype(w.dtype)
+            lr = (
+                lr * jnp.sqrt(one_minus_pow(self.beta2, t)) / one_minus_pow(self.beta1, t)
+            ).astype(w.dtype)
         rs = float(self.rescale_grad)
         eps = dtype_const(self.epsilon, w)
         if self.use_fused_step:
@@ -207,11 +231,17 @@ class Nadam(Optimizer):
     _rule_attrs = ("beta1", "beta2", "epsilon", "schedule_decay")
     _extra_keys = ("coeffs",)
     _step_attrs = frozenset({"m_schedule"})
-    _checks = (("beta1", UNIT), ("beta2", UNIT), ("epsilon", NONNEG),
-               ("schedule_decay", NONNEG))
+    _checks = (("beta1", UNIT), ("beta2", UNIT), ("epsilon", NONNEG), ("schedule_decay", NONNEG))
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 schedule_decay=0.004, **kwargs):
+    def __init__(
+        self,
+        learning_rate=0.001,
+        beta1=0.9,
+        beta2=0.999,
+        epsilon=1e-8,
+        schedule_decay=0.004,
+        **kwargs,
+    ):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.beta1 = beta1
         self.beta2 = beta2
@@ -231,8 +261,7 @@ class Nadam(Optimizer):
         mu_t1 = b1 * (1.0 - 0.5 * pow(0.96, (t + 1) * sd))
         self.m_schedule = self.m_schedule * mu_t
         ms_next = self.m_schedule * mu_t1
-        return [1.0 - mu_t, mu_t1, 1.0 - self.m_schedule, 1.0 - ms_next,
-                1.0 - pow(self.beta2, t)]
+        return [1.0 - mu_t, mu_t1, 1.0 - self.m_schedule, 1.0 - ms_next, 1.0 - pow(self.beta2, t)]
 
     def _host_extras(self, indices, ts) -> dict:
         rows = [self._coeffs(int(t)) for t in ts]

@@ -30,8 +30,7 @@ class FTML(Optimizer):
     _rule_attrs = ("beta1", "beta2", "epsilon")
     _checks = (("beta1", UNIT), ("beta2", UNIT), ("epsilon", NONNEG))
 
-    def __init__(self, beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-8,
-                 **kwargs):
+    def __init__(self, beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-8, **kwargs):
         super().__init__(**kwargs)
         self.beta1 = beta1
         self.beta2 = beta2
@@ -48,7 +47,6 @@ class FTML(Optimizer):
         b1, b2 = jnp.asarray(self.beta1, dt), jnp.asarray(self.beta2, dt)
         tf = jnp.asarray(leaf.t).astype(dt)
         v = b2 * v + (1 - b2) * jnp.square(gi)
-        d_t = (1 - b1**tf) / leaf.lr * (jnp.sqrt(v / (1 - b2**tf))
-                                        + jnp.asarray(self.epsilon, dt))
+        d_t = (1 - b1**tf) / leaf.lr * (jnp.sqrt(v / (1 - b2**tf)) + jnp.asarray(self.epsilon, dt))
         z = b1 * z + (1 - b1) * gi - (d_t - b1 * d) * w
         return -z / d_t, (d_t, v, z)

@@ -58,8 +58,15 @@ class LARS(Optimizer):
     _step_attrs = frozenset({"last_lr", "cur_lr", "skip"})
     _wd_suffixes = ("_weight",)  # LARS also exempts gamma from weight decay
 
-    def __init__(self, momentum: float = 0.0, lazy_update: bool = True, eta: float = 0.001,
-                 eps: float = 0, momentum_correction: bool = True, **kwargs):
+    def __init__(
+        self,
+        momentum: float = 0.0,
+        lazy_update: bool = True,
+        eta: float = 0.001,
+        eps: float = 0,
+        momentum_correction: bool = True,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.momentum = momentum
         self.momentum_correction = momentum_correction
@@ -116,8 +123,12 @@ class LARS(Optimizer):
         if not name.endswith(_NO_LARS):
             w_norm = jnp.sqrt(sum_sq(low(w, leaf)))
             g_sq = sum_sq(low(g, leaf))
-            scaled = lr * float(self.eta) * w_norm / (
-                jnp.sqrt(g_sq) * float(self.rescale_grad) + wd * w_norm + float(self.eps))
+            scaled = (
+                lr
+                * float(self.eta)
+                * w_norm
+                / (jnp.sqrt(g_sq) * float(self.rescale_grad) + wd * w_norm + float(self.eps))
+            )
             lr = jnp.where((w_norm > 0) & (g_sq > 0), scaled, lr).astype(lr.dtype)
         if s is None or not self.momentum > 0:
             return _sgd(self, w, g, None, lr, wd, 0.0)[0], s
@@ -149,9 +160,17 @@ class LAMB(Optimizer):
     _rule_attrs = ("beta1", "beta2", "epsilon", "lower_bound", "upper_bound", "bias_correction")
     _checks = (("beta1", UNIT), ("beta2", UNIT), ("epsilon", NONNEG))
 
-    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
-                 epsilon: float = 1e-6, lower_bound: float | None = None,
-                 upper_bound: float | None = None, bias_correction: bool = True, **kwargs):
+    def __init__(
+        self,
+        learning_rate: float = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-6,
+        lower_bound: float | None = None,
+        upper_bound: float | None = None,
+        bias_correction: bool = True,
+        **kwargs,
+    ):
         if lower_bound and upper_bound and 0 <= upper_bound < lower_bound:
             raise ValueError(
                 f"LAMB: lower_bound={lower_bound!r} must not exceed upper_bound={upper_bound!r}"
@@ -234,10 +253,18 @@ class LBSGD(Optimizer):
     _checks = (("momentum", UNIT),)
     _step_attrs = frozenset({"lbmult", "cumgrads", "admult"})
 
-    def __init__(self, momentum: float = 0.0, multi_precision: bool = False,
-                 warmup_strategy: str = "linear", warmup_epochs: int = 5, batch_scale: int = 1,
-                 updates_per_epoch: int = 32, begin_epoch: int = 0, num_epochs: int = 60,
-                 **kwargs):
+    def __init__(
+        self,
+        momentum: float = 0.0,
+        multi_precision: bool = False,
+        warmup_strategy: str = "linear",
+        warmup_epochs: int = 5,
+        batch_scale: int = 1,
+        updates_per_epoch: int = 32,
+        begin_epoch: int = 0,
+        num_epochs: int = 60,
+        **kwargs,
+    ):
         check_momentum("LBSGD", momentum)
         if warmup_strategy not in _STRATEGIES:
             raise ValueError(
@@ -317,4 +344,3 @@ class LBSGD(Optimizer):
         if new_mom is not None:
             new_mom = jnp.where(apply, new_mom, mom)
         return new_w, (new_mom, jnp.where(apply, jnp.zeros_like(cum), cum))
-

@@ -308,8 +308,11 @@ class Optimizer(FusedMixin, ImperativeMixin, BookkeepingMixin):
         """One parameter's step, unwrapping the float32 master copy when ``mp``."""
         if mp:
             w32, inner = s if self._mp_master_first else (s[1], s[0])
-            leaf = leaf._replace(lr=jnp.asarray(leaf.lr, jnp.float32),
-                                 wd=jnp.asarray(leaf.wd, jnp.float32), low_dtype=w.dtype)
+            leaf = leaf._replace(
+                lr=jnp.asarray(leaf.lr, jnp.float32),
+                wd=jnp.asarray(leaf.wd, jnp.float32),
+                low_dtype=w.dtype,
+            )
             nw32, ninner = self._rule(w32, g.astype(jnp.float32), inner, leaf)
             ns = (nw32, ninner) if self._mp_master_first else (ninner, nw32)
             return nw32.astype(w.dtype), _cast_like(ns, s)

@@ -132,8 +132,9 @@ class Signum(Optimizer):
     _rule_attrs = ("momentum", "wd_lh")
     _checks = (("momentum", UNIT), ("wd_lh", NONNEG))
 
-    def __init__(self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0,
-                 **kwargs):
+    def __init__(
+        self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0, **kwargs
+    ):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.momentum = momentum
         self.wd_lh = wd_lh

@@ -115,15 +115,18 @@ class Updater:
             source = "pickled MXNet optimizer states"
             plain = _mxnet_pickle.restricted_loads(states, source)
             loaded = {
-                k: jax.tree_util.tree_map(lambda a: NDArray(a, cpu()), v)
-                for k, v in plain.items()
+                k: jax.tree_util.tree_map(lambda a: NDArray(a, cpu()), v) for k, v in plain.items()
             }
         else:
             loaded, opt = _codec.loads(states, source)
             if not isinstance(loaded, dict):
                 raise MXNetFileError(
                     f"{source}: states: a {type(loaded).__name__} (expected a dict index -> "
-                    f"state, as get_states writes)", source, "states", "a dict")
+                    f"state, as get_states writes)",
+                    source,
+                    "states",
+                    "a dict",
+                )
         for idx in loaded.keys() & self.states.keys():
             _check_state(source, idx, loaded[idx], self.states[idx], "the state held")
         if opt is not None:
@@ -140,9 +143,14 @@ class Updater:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fresh = self.optimizer.create_state_multi_precision(idx, weight)
-        _check_state("optimizer states", idx, self.states[idx], fresh,
-                     f"the state {type(self.optimizer).__name__} creates for a weight of "
-                     f"shape {tuple(weight.shape)} {np.dtype(weight.dtype)}")
+        _check_state(
+            "optimizer states",
+            idx,
+            self.states[idx],
+            fresh,
+            f"the state {type(self.optimizer).__name__} creates for a weight of "
+            f"shape {tuple(weight.shape)} {np.dtype(weight.dtype)}",
+        )
         self._unchecked.discard(idx)
 
     def get_states(self, dump_optimizer: bool = False) -> bytes:
@@ -198,8 +206,13 @@ def _check_state(source: str, idx: Any, got: Any, want: Any, what: str) -> None:
                 break
     if problem is not None:
         where = f"state of index {idx!r}"
-        raise MXNetFileError(f"{source}: {where} {problem}; the states are damaged or were "
-                             "saved for another network or optimizer", source, where, what)
+        raise MXNetFileError(
+            f"{source}: {where} {problem}; the states are damaged or were "
+            "saved for another network or optimizer",
+            source,
+            where,
+            what,
+        )
 
 
 def get_updater(optimizer: Any) -> Updater:

@@ -4,16 +4,53 @@ as MXNet 1.9.1's ``mxnet.rnn``.
 Cells build the same graphs, with the same node and parameter names, as MXNet's, so
 ``sym_gen`` functions, ``tojson()`` output and RNN checkpoints carry over unchanged.
 """
+
 from . import io, rnn, rnn_cell
 from .io import BucketSentenceIter, encode_sentences
 from .rnn import do_rnn_checkpoint, load_rnn_checkpoint, rnn_unroll, save_rnn_checkpoint
-from .rnn_cell import (BaseConvRNNCell, BaseRNNCell, BidirectionalCell, ConvGRUCell,
-                       ConvLSTMCell, ConvRNNCell, DropoutCell, FusedRNNCell, GRUCell, LSTMCell,
-                       ModifierCell, ResidualCell, RNNCell, RNNParams, SequentialRNNCell,
-                       ZoneoutCell)
+from .rnn_cell import (
+    BaseConvRNNCell,
+    BaseRNNCell,
+    BidirectionalCell,
+    ConvGRUCell,
+    ConvLSTMCell,
+    ConvRNNCell,
+    DropoutCell,
+    FusedRNNCell,
+    GRUCell,
+    LSTMCell,
+    ModifierCell,
+    ResidualCell,
+    RNNCell,
+    RNNParams,
+    SequentialRNNCell,
+    ZoneoutCell,
+)
 
-__all__ = ["RNNParams", "BaseRNNCell", "RNNCell", "LSTMCell", "GRUCell", "FusedRNNCell",
-           "SequentialRNNCell", "DropoutCell", "ModifierCell", "ZoneoutCell", "ResidualCell",
-           "BidirectionalCell", "BaseConvRNNCell", "ConvRNNCell", "ConvLSTMCell", "ConvGRUCell",
-           "encode_sentences", "BucketSentenceIter", "rnn_unroll", "save_rnn_checkpoint",
-           "load_rnn_checkpoint", "do_rnn_checkpoint", "io", "rnn", "rnn_cell"]
+__all__ = [
+    "RNNParams",
+    "BaseRNNCell",
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
+    "FusedRNNCell",
+    "SequentialRNNCell",
+    "DropoutCell",
+    "ModifierCell",
+    "ZoneoutCell",
+    "ResidualCell",
+    "BidirectionalCell",
+    "BaseConvRNNCell",
+    "ConvRNNCell",
+    "ConvLSTMCell",
+    "ConvGRUCell",
+    "encode_sentences",
+    "BucketSentenceIter",
+    "rnn_unroll",
+    "save_rnn_checkpoint",
+    "load_rnn_checkpoint",
+    "do_rnn_checkpoint",
+    "io",
+    "rnn",
+    "rnn_cell",
+]

@@ -5,6 +5,7 @@ to the graph and ``unroll`` adds ``length`` of them. Node and parameter names fo
 MXNet 1.9.1 exactly (``<prefix>i2h_weight``, ``<prefix>t<step>_i2h``,
 ``<prefix>begin_state_<n>``), so graphs and checkpoints match MXNet's.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
@@ -13,8 +14,10 @@ from .. import ndarray
 from .. import symbol
 from ..base import MXNetError
 
-_MODIFIED_MSG = ("after applying a modifier cell (DropoutCell, ZoneoutCell, ResidualCell) the "
-                 "base cell cannot be used directly; call the modifier cell instead")
+_MODIFIED_MSG = (
+    "after applying a modifier cell (DropoutCell, ZoneoutCell, ResidualCell) the "
+    "base cell cannot be used directly; call the modifier cell instead"
+)
 
 
 def check_not_modified(cell: "BaseRNNCell") -> None:
@@ -23,8 +26,9 @@ def check_not_modified(cell: "BaseRNNCell") -> None:
         raise MXNetError(f"{type(cell).__name__} {cell._prefix!r}: {_MODIFIED_MSG}")
 
 
-def normalize_sequence(length: Optional[int], inputs: Any, layout: str,
-                       merge: Optional[bool]) -> tuple[Any, int]:
+def normalize_sequence(
+    length: Optional[int], inputs: Any, layout: str, merge: Optional[bool]
+) -> tuple[Any, int]:
     """Turn ``inputs`` into a list of per-step symbols (``merge=False``), one merged symbol
     (``merge=True``) or leave it as it is (``merge=None``); return it and the time axis.
 
@@ -33,37 +37,44 @@ def normalize_sequence(length: Optional[int], inputs: Any, layout: str,
         MXNetError: a grouped (multi-output) symbol to be split.
     """
     if inputs is None:
-        raise ValueError("unroll(inputs=None) is not supported (MXNet deprecated it): create "
-                         "the input symbol first, e.g. mx.sym.Variable('data'), and pass it")
+        raise ValueError(
+            "unroll(inputs=None) is not supported (MXNet deprecated it): create "
+            "the input symbol first, e.g. mx.sym.Variable('data'), and pass it"
+        )
     axis = layout.find("T")
     if axis < 0 or "N" not in layout:
-        raise ValueError(f"layout {layout!r} must name a time axis T and a batch axis N, "
-                         "e.g. 'NTC' or 'TNC'")
+        raise ValueError(
+            f"layout {layout!r} must name a time axis T and a batch axis N, e.g. 'NTC' or 'TNC'"
+        )
     if isinstance(inputs, symbol.Symbol):
         if merge is False:
             if len(inputs.list_outputs()) != 1:
                 raise MXNetError(
                     f"unroll got a grouped symbol with outputs {inputs.list_outputs()}; pass "
                     "list(inputs) to unroll one output per step, or a single-output symbol "
-                    "to be split along the time axis")
+                    "to be split along the time axis"
+                )
             inputs = list(symbol.split(inputs, axis=axis, num_outputs=length, squeeze_axis=1))
     else:
         if not isinstance(inputs, (list, tuple)):
-            raise TypeError(f"unroll inputs must be a Symbol or a list of Symbols, got "
-                            f"{type(inputs).__name__}")
+            raise TypeError(
+                f"unroll inputs must be a Symbol or a list of Symbols, got {type(inputs).__name__}"
+            )
         if length is not None and len(inputs) != length:
-            raise ValueError(f"unroll(length={length}) got a list of {len(inputs)} input "
-                             f"symbols; pass exactly {length}, one per time step")
+            raise ValueError(
+                f"unroll(length={length}) got a list of {len(inputs)} input "
+                f"symbols; pass exactly {length}, one per time step"
+            )
         if merge is True:
-            inputs = symbol.Concat(*[symbol.expand_dims(i, axis=axis) for i in inputs],
-                                   dim=axis)
+            inputs = symbol.Concat(*[symbol.expand_dims(i, axis=axis) for i in inputs], dim=axis)
     return inputs, axis
 
 
 def check_length(length: Any) -> None:
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise TypeError(f"unroll length must be a positive int (the number of time steps), "
-                        f"got {length!r}")
+        raise TypeError(
+            f"unroll length must be a positive int (the number of time steps), got {length!r}"
+        )
 
 
 class RNNParams:
@@ -103,8 +114,7 @@ class BaseRNNCell:
             self._own_params = True
         else:
             if not isinstance(params, RNNParams):
-                raise TypeError(f"params must be an mx.rnn.RNNParams, got "
-                                f"{type(params).__name__}")
+                raise TypeError(f"params must be an mx.rnn.RNNParams, got {type(params).__name__}")
             self._own_params = False
         self._prefix = prefix
         self._params = params
@@ -170,8 +180,8 @@ class BaseRNNCell:
             weight = _pop(args, f"{self._prefix}{group}_weight", self)
             bias = _pop(args, f"{self._prefix}{group}_bias", self)
             for j, gate in enumerate(self._gate_names):
-                args[f"{self._prefix}{group}{gate}_weight"] = weight[j * h:(j + 1) * h].copy()
-                args[f"{self._prefix}{group}{gate}_bias"] = bias[j * h:(j + 1) * h].copy()
+                args[f"{self._prefix}{group}{gate}_weight"] = weight[j * h : (j + 1) * h].copy()
+                args[f"{self._prefix}{group}{gate}_bias"] = bias[j * h : (j + 1) * h].copy()
         return args
 
     def pack_weights(self, args: dict) -> dict:
@@ -188,8 +198,14 @@ class BaseRNNCell:
             args[f"{self._prefix}{group}_bias"] = ndarray.concatenate(bias)
         return args
 
-    def unroll(self, length: int, inputs: Any, begin_state: Optional[list] = None,
-               layout: str = "NTC", merge_outputs: Optional[bool] = None) -> tuple[Any, list]:
+    def unroll(
+        self,
+        length: int,
+        inputs: Any,
+        begin_state: Optional[list] = None,
+        layout: str = "NTC",
+        merge_outputs: Optional[bool] = None,
+    ) -> tuple[Any, list]:
         """Unroll the cell over ``length`` time steps.
 
         Args:
@@ -229,9 +245,11 @@ class BaseRNNCell:
 
 def _pop(args: dict, name: str, cell: BaseRNNCell) -> Any:
     if name not in args:
-        raise MXNetError(f"{type(cell).__name__} {cell._prefix!r}: parameter {name!r} is not in "
-                         f"the given dict (it has {sorted(args)}); pass the parameters of the "
-                         "network this cell built")
+        raise MXNetError(
+            f"{type(cell).__name__} {cell._prefix!r}: parameter {name!r} is not in "
+            f"the given dict (it has {sorted(args)}); pass the parameters of the "
+            "network this cell built"
+        )
     return args.pop(name)
 
 

@@ -1,4 +1,5 @@
 """The step cells ``RNNCell``, ``LSTMCell`` and ``GRUCell`` (MXNet 1.9.1's graphs and names)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -25,8 +26,13 @@ class RNNCell(BaseRNNCell):
         params: shared ``RNNParams`` or None.
     """
 
-    def __init__(self, num_hidden: int, activation: Any = "tanh", prefix: str = "rnn_",
-                 params: Optional[RNNParams] = None):
+    def __init__(
+        self,
+        num_hidden: int,
+        activation: Any = "tanh",
+        prefix: str = "rnn_",
+        params: Optional[RNNParams] = None,
+    ):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = _check_hidden(num_hidden, "RNNCell")
         self._activation = activation
@@ -46,10 +52,20 @@ class RNNCell(BaseRNNCell):
     def __call__(self, inputs, states):
         self._counter += 1
         name = f"{self._prefix}t{self._counter}_"
-        i2h = symbol.FullyConnected(data=inputs, weight=self._iW, bias=self._iB,
-                                    num_hidden=self._num_hidden, name=f"{name}i2h")
-        h2h = symbol.FullyConnected(data=states[0], weight=self._hW, bias=self._hB,
-                                    num_hidden=self._num_hidden, name=f"{name}h2h")
+        i2h = symbol.FullyConnected(
+            data=inputs,
+            weight=self._iW,
+            bias=self._iB,
+            num_hidden=self._num_hidden,
+            name=f"{name}i2h",
+        )
+        h2h = symbol.FullyConnected(
+            data=states[0],
+            weight=self._hW,
+            bias=self._hB,
+            num_hidden=self._num_hidden,
+            name=f"{name}h2h",
+        )
         output = self._get_activation(i2h + h2h, self._activation, name=f"{name}out")
         return output, [output]
 
@@ -66,8 +82,13 @@ class LSTMCell(BaseRNNCell):
             ``init_params`` unless the bias is given.
     """
 
-    def __init__(self, num_hidden: int, prefix: str = "lstm_", params: Optional[RNNParams] = None,
-                 forget_bias: float = 1.0):
+    def __init__(
+        self,
+        num_hidden: int,
+        prefix: str = "lstm_",
+        params: Optional[RNNParams] = None,
+        forget_bias: float = 1.0,
+    ):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = _check_hidden(num_hidden, "LSTMCell")
         self._iW = self.params.get("i2h_weight")
@@ -77,8 +98,10 @@ class LSTMCell(BaseRNNCell):
 
     @property
     def state_info(self) -> list:
-        return [{"shape": (0, self._num_hidden), "__layout__": "NC"},
-                {"shape": (0, self._num_hidden), "__layout__": "NC"}]
+        return [
+            {"shape": (0, self._num_hidden), "__layout__": "NC"},
+            {"shape": (0, self._num_hidden), "__layout__": "NC"},
+        ]
 
     @property
     def _gate_names(self):
@@ -88,19 +111,21 @@ class LSTMCell(BaseRNNCell):
         self._counter += 1
         name = f"{self._prefix}t{self._counter}_"
         h4 = self._num_hidden * 4
-        i2h = symbol.FullyConnected(data=inputs, weight=self._iW, bias=self._iB,
-                                    num_hidden=h4, name=f"{name}i2h")
-        h2h = symbol.FullyConnected(data=states[0], weight=self._hW, bias=self._hB,
-                                    num_hidden=h4, name=f"{name}h2h")
+        i2h = symbol.FullyConnected(
+            data=inputs, weight=self._iW, bias=self._iB, num_hidden=h4, name=f"{name}i2h"
+        )
+        h2h = symbol.FullyConnected(
+            data=states[0], weight=self._hW, bias=self._hB, num_hidden=h4, name=f"{name}h2h"
+        )
         gates = symbol.SliceChannel(i2h + h2h, num_outputs=4, name=f"{name}slice")
         in_gate = symbol.Activation(gates[0], act_type="sigmoid", name=f"{name}i")
         forget_gate = symbol.Activation(gates[1], act_type="sigmoid", name=f"{name}f")
         in_transform = symbol.Activation(gates[2], act_type="tanh", name=f"{name}c")
         out_gate = symbol.Activation(gates[3], act_type="sigmoid", name=f"{name}o")
-        next_c = symbol._plus(forget_gate * states[1], in_gate * in_transform,
-                              name=f"{name}state")
-        next_h = symbol._mul(out_gate, symbol.Activation(next_c, act_type="tanh"),
-                             name=f"{name}out")
+        next_c = symbol._plus(forget_gate * states[1], in_gate * in_transform, name=f"{name}state")
+        next_h = symbol._mul(
+            out_gate, symbol.Activation(next_c, act_type="tanh"), name=f"{name}out"
+        )
         return next_h, [next_h, next_c]
 
 
@@ -136,16 +161,20 @@ class GRUCell(BaseRNNCell):
         name = f"{self._prefix}t{self._counter}_"
         prev_h = states[0]
         h3 = self._num_hidden * 3
-        i2h = symbol.FullyConnected(data=inputs, weight=self._iW, bias=self._iB,
-                                    num_hidden=h3, name=f"{name}_i2h")
-        h2h = symbol.FullyConnected(data=prev_h, weight=self._hW, bias=self._hB,
-                                    num_hidden=h3, name=f"{name}_h2h")
+        i2h = symbol.FullyConnected(
+            data=inputs, weight=self._iW, bias=self._iB, num_hidden=h3, name=f"{name}_i2h"
+        )
+        h2h = symbol.FullyConnected(
+            data=prev_h, weight=self._hW, bias=self._hB, num_hidden=h3, name=f"{name}_h2h"
+        )
         i2h_r, i2h_z, i2h = symbol.SliceChannel(i2h, num_outputs=3, name=f"{name}_i2h_slice")
         h2h_r, h2h_z, h2h = symbol.SliceChannel(h2h, num_outputs=3, name=f"{name}_h2h_slice")
         reset_gate = symbol.Activation(i2h_r + h2h_r, act_type="sigmoid", name=f"{name}_r_act")
         update_gate = symbol.Activation(i2h_z + h2h_z, act_type="sigmoid", name=f"{name}_z_act")
-        next_h_tmp = symbol.Activation(i2h + reset_gate * h2h, act_type="tanh",
-                                       name=f"{name}_h_act")
-        next_h = symbol._plus((1.0 - update_gate) * next_h_tmp, update_gate * prev_h,
-                              name=f"{name}out")
+        next_h_tmp = symbol.Activation(
+            i2h + reset_gate * h2h, act_type="tanh", name=f"{name}_h_act"
+        )
+        next_h = symbol._plus(
+            (1.0 - update_gate) * next_h_tmp, update_gate * prev_h, name=f"{name}out"
+        )
         return next_h, [next_h]

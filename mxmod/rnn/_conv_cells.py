@@ -1,5 +1,6 @@
 """Convolutional RNN cells (``ConvRNNCell``, ``ConvLSTMCell``, ``ConvGRUCell``), as in
 MXNet 1.9.1's ``mx.rnn``: the i2h and h2h projections are convolutions."""
+
 from __future__ import annotations
 
 import functools
@@ -21,19 +22,36 @@ class BaseConvRNNCell(BaseRNNCell):
         ValueError: an even ``h2h_kernel``.
     """
 
-    def __init__(self, input_shape: tuple, num_hidden: int, h2h_kernel: tuple,
-                 h2h_dilate: tuple, i2h_kernel: tuple, i2h_stride: tuple, i2h_pad: tuple,
-                 i2h_dilate: tuple, i2h_weight_initializer: Any, h2h_weight_initializer: Any,
-                 i2h_bias_initializer: Any, h2h_bias_initializer: Any, activation: Any,
-                 prefix: str = "", params: Optional[RNNParams] = None,
-                 conv_layout: str = "NCHW"):
+    def __init__(
+        self,
+        input_shape: tuple,
+        num_hidden: int,
+        h2h_kernel: tuple,
+        h2h_dilate: tuple,
+        i2h_kernel: tuple,
+        i2h_stride: tuple,
+        i2h_pad: tuple,
+        i2h_dilate: tuple,
+        i2h_weight_initializer: Any,
+        h2h_weight_initializer: Any,
+        i2h_bias_initializer: Any,
+        h2h_bias_initializer: Any,
+        activation: Any,
+        prefix: str = "",
+        params: Optional[RNNParams] = None,
+        conv_layout: str = "NCHW",
+    ):
         super().__init__(prefix=prefix, params=params)
         if h2h_kernel[0] % 2 != 1 or h2h_kernel[1] % 2 != 1:
-            raise ValueError(f"{type(self).__name__}: h2h_kernel must be odd to keep the state "
-                             f"shape, got {h2h_kernel}")
+            raise ValueError(
+                f"{type(self).__name__}: h2h_kernel must be odd to keep the state "
+                f"shape, got {h2h_kernel}"
+            )
         self._h2h_kernel = h2h_kernel
-        self._h2h_pad = (h2h_dilate[0] * (h2h_kernel[0] - 1) // 2,
-                         h2h_dilate[1] * (h2h_kernel[1] - 1) // 2)
+        self._h2h_pad = (
+            h2h_dilate[0] * (h2h_kernel[0] - 1) // 2,
+            h2h_dilate[1] * (h2h_kernel[1] - 1) // 2,
+        )
         self._h2h_dilate = h2h_dilate
         self._i2h_kernel = i2h_kernel
         self._i2h_stride = i2h_stride
@@ -44,9 +62,15 @@ class BaseConvRNNCell(BaseRNNCell):
         self._conv_layout = conv_layout
         self._activation = activation
 
-        conv = symbol.Convolution(data=symbol.Variable("data"), num_filter=num_hidden,
-                                  kernel=i2h_kernel, stride=i2h_stride, pad=i2h_pad,
-                                  dilate=i2h_dilate, layout=conv_layout)
+        conv = symbol.Convolution(
+            data=symbol.Variable("data"),
+            num_filter=num_hidden,
+            kernel=i2h_kernel,
+            stride=i2h_stride,
+            pad=i2h_pad,
+            dilate=i2h_dilate,
+            layout=conv_layout,
+        )
         out_shape = conv.infer_shape(data=input_shape)[1][0]
         self._state_shape = (0,) + tuple(out_shape[1:])
 
@@ -65,29 +89,73 @@ class BaseConvRNNCell(BaseRNNCell):
 
     def _conv_forward(self, inputs, states, name):
         n = self._num_hidden * self._num_gates
-        i2h = symbol.Convolution(name=f"{name}i2h", data=inputs, num_filter=n,
-                                 kernel=self._i2h_kernel, stride=self._i2h_stride,
-                                 pad=self._i2h_pad, dilate=self._i2h_dilate, weight=self._iW,
-                                 bias=self._iB, layout=self._conv_layout)
-        h2h = symbol.Convolution(name=f"{name}h2h", data=states[0], num_filter=n,
-                                 kernel=self._h2h_kernel, dilate=self._h2h_dilate,
-                                 pad=self._h2h_pad, stride=(1, 1), weight=self._hW,
-                                 bias=self._hB, layout=self._conv_layout)
+        i2h = symbol.Convolution(
+            name=f"{name}i2h",
+            data=inputs,
+            num_filter=n,
+            kernel=self._i2h_kernel,
+            stride=self._i2h_stride,
+            pad=self._i2h_pad,
+            dilate=self._i2h_dilate,
+            weight=self._iW,
+            bias=self._iB,
+            layout=self._conv_layout,
+        )
+        h2h = symbol.Convolution(
+            name=f"{name}h2h",
+            data=states[0],
+            num_filter=n,
+            kernel=self._h2h_kernel,
+            dilate=self._h2h_dilate,
+            pad=self._h2h_pad,
+            stride=(1, 1),
+            weight=self._hW,
+            bias=self._hB,
+            layout=self._conv_layout,
+        )
         return i2h, h2h
 
 
 class ConvRNNCell(BaseConvRNNCell):
     """Convolutional Elman cell, as MXNet's ``mx.rnn.ConvRNNCell`` (same arguments)."""
 
-    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1),
-                 i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1),
-                 i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros",
-                 activation=_LEAKY, prefix="ConvRNN_", params=None, conv_layout="NCHW"):
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel,
-                         i2h_stride, i2h_pad, i2h_dilate, i2h_weight_initializer,
-                         h2h_weight_initializer, i2h_bias_initializer, h2h_bias_initializer,
-                         activation, prefix=prefix, params=params, conv_layout=conv_layout)
+    def __init__(
+        self,
+        input_shape,
+        num_hidden,
+        h2h_kernel=(3, 3),
+        h2h_dilate=(1, 1),
+        i2h_kernel=(3, 3),
+        i2h_stride=(1, 1),
+        i2h_pad=(1, 1),
+        i2h_dilate=(1, 1),
+        i2h_weight_initializer=None,
+        h2h_weight_initializer=None,
+        i2h_bias_initializer="zeros",
+        h2h_bias_initializer="zeros",
+        activation=_LEAKY,
+        prefix="ConvRNN_",
+        params=None,
+        conv_layout="NCHW",
+    ):
+        super().__init__(
+            input_shape,
+            num_hidden,
+            h2h_kernel,
+            h2h_dilate,
+            i2h_kernel,
+            i2h_stride,
+            i2h_pad,
+            i2h_dilate,
+            i2h_weight_initializer,
+            h2h_weight_initializer,
+            i2h_bias_initializer,
+            h2h_bias_initializer,
+            activation,
+            prefix=prefix,
+            params=params,
+            conv_layout=conv_layout,
+        )
 
     @property
     def _gate_names(self):
@@ -109,15 +177,43 @@ class ConvLSTMCell(BaseConvRNNCell):
     """Convolutional LSTM (Shi et al. 2015), as MXNet's ``mx.rnn.ConvLSTMCell``; the
     activation replaces tanh on the candidate and the cell output."""
 
-    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1),
-                 i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1),
-                 i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros",
-                 activation=_LEAKY, prefix="ConvLSTM_", params=None, conv_layout="NCHW"):
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel,
-                         i2h_stride, i2h_pad, i2h_dilate, i2h_weight_initializer,
-                         h2h_weight_initializer, i2h_bias_initializer, h2h_bias_initializer,
-                         activation, prefix=prefix, params=params, conv_layout=conv_layout)
+    def __init__(
+        self,
+        input_shape,
+        num_hidden,
+        h2h_kernel=(3, 3),
+        h2h_dilate=(1, 1),
+        i2h_kernel=(3, 3),
+        i2h_stride=(1, 1),
+        i2h_pad=(1, 1),
+        i2h_dilate=(1, 1),
+        i2h_weight_initializer=None,
+        h2h_weight_initializer=None,
+        i2h_bias_initializer="zeros",
+        h2h_bias_initializer="zeros",
+        activation=_LEAKY,
+        prefix="ConvLSTM_",
+        params=None,
+        conv_layout="NCHW",
+    ):
+        super().__init__(
+            input_shape,
+            num_hidden,
+            h2h_kernel,
+            h2h_dilate,
+            i2h_kernel,
+            i2h_stride,
+            i2h_pad,
+            i2h_dilate,
+            i2h_weight_initializer,
+            h2h_weight_initializer,
+            i2h_bias_initializer,
+            h2h_bias_initializer,
+            activation,
+            prefix=prefix,
+            params=params,
+            conv_layout=conv_layout,
+        )
 
     @property
     def _gate_names(self):
@@ -127,31 +223,60 @@ class ConvLSTMCell(BaseConvRNNCell):
         self._counter += 1
         name = f"{self._prefix}t{self._counter}_"
         i2h, h2h = self._conv_forward(inputs, states, name)
-        gates = symbol.SliceChannel(i2h + h2h, num_outputs=4,
-                                    axis=self._conv_layout.find("C"), name=f"{name}slice")
+        gates = symbol.SliceChannel(
+            i2h + h2h, num_outputs=4, axis=self._conv_layout.find("C"), name=f"{name}slice"
+        )
         in_gate = symbol.Activation(gates[0], act_type="sigmoid", name=f"{name}i")
         forget_gate = symbol.Activation(gates[1], act_type="sigmoid", name=f"{name}f")
         in_transform = self._get_activation(gates[2], self._activation, name=f"{name}c")
         out_gate = symbol.Activation(gates[3], act_type="sigmoid", name=f"{name}o")
-        next_c = symbol._plus(forget_gate * states[1], in_gate * in_transform,
-                              name=f"{name}state")
-        next_h = symbol._mul(out_gate, self._get_activation(next_c, self._activation),
-                             name=f"{name}out")
+        next_c = symbol._plus(forget_gate * states[1], in_gate * in_transform, name=f"{name}state")
+        next_h = symbol._mul(
+            out_gate, self._get_activation(next_c, self._activation), name=f"{name}out"
+        )
         return next_h, [next_h, next_c]
 
 
 class ConvGRUCell(BaseConvRNNCell):
     """Convolutional GRU, as MXNet's ``mx.rnn.ConvGRUCell``."""
 
-    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1),
-                 i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1),
-                 i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros",
-                 activation=_LEAKY, prefix="ConvGRU_", params=None, conv_layout="NCHW"):
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel,
-                         i2h_stride, i2h_pad, i2h_dilate, i2h_weight_initializer,
-                         h2h_weight_initializer, i2h_bias_initializer, h2h_bias_initializer,
-                         activation, prefix=prefix, params=params, conv_layout=conv_layout)
+    def __init__(
+        self,
+        input_shape,
+        num_hidden,
+        h2h_kernel=(3, 3),
+        h2h_dilate=(1, 1),
+        i2h_kernel=(3, 3),
+        i2h_stride=(1, 1),
+        i2h_pad=(1, 1),
+        i2h_dilate=(1, 1),
+        i2h_weight_initializer=None,
+        h2h_weight_initializer=None,
+        i2h_bias_initializer="zeros",
+        h2h_bias_initializer="zeros",
+        activation=_LEAKY,
+        prefix="ConvGRU_",
+        params=None,
+        conv_layout="NCHW",
+    ):
+        super().__init__(
+            input_shape,
+            num_hidden,
+            h2h_kernel,
+            h2h_dilate,
+            i2h_kernel,
+            i2h_stride,
+            i2h_pad,
+            i2h_dilate,
+            i2h_weight_initializer,
+            h2h_weight_initializer,
+            i2h_bias_initializer,
+            h2h_bias_initializer,
+            activation,
+            prefix=prefix,
+            params=params,
+            conv_layout=conv_layout,
+        )
 
     @property
     def _gate_names(self):
@@ -169,8 +294,10 @@ class ConvGRUCell(BaseConvRNNCell):
         h2h_r, h2h_z, h2h = symbol.SliceChannel(h2h, num_outputs=3, name=f"{name}_h2h_slice")
         reset_gate = symbol.Activation(i2h_r + h2h_r, act_type="sigmoid", name=f"{name}_r_act")
         update_gate = symbol.Activation(i2h_z + h2h_z, act_type="sigmoid", name=f"{name}_z_act")
-        next_h_tmp = self._get_activation(i2h + reset_gate * h2h, self._activation,
-                                          name=f"{name}_h_act")
-        next_h = symbol._plus((1.0 - update_gate) * next_h_tmp, update_gate * states[0],
-                              name=f"{name}out")
+        next_h_tmp = self._get_activation(
+            i2h + reset_gate * h2h, self._activation, name=f"{name}_h_act"
+        )
+        next_h = symbol._plus(
+            (1.0 - update_gate) * next_h_tmp, update_gate * states[0], name=f"{name}out"
+        )
         return next_h, [next_h]

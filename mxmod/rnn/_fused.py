@@ -6,6 +6,7 @@ In mxmod the ``RNN`` operator is one compiled ``lax.scan`` per layer on every de
 ``unpack_weights``/``pack_weights`` convert to and from the per-gate names that
 ``unfuse()``'s cells use.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -19,8 +20,12 @@ from ._cells import GRUCell, LSTMCell, RNNCell
 from ._stack import BidirectionalCell, SequentialRNNCell
 from ._modifiers import DropoutCell
 
-_GATE_NAMES = {"rnn_relu": [""], "rnn_tanh": [""], "lstm": ["_i", "_f", "_c", "_o"],
-               "gru": ["_r", "_z", "_o"]}
+_GATE_NAMES = {
+    "rnn_relu": [""],
+    "rnn_tanh": [""],
+    "lstm": ["_i", "_f", "_c", "_o"],
+    "gru": ["_r", "_z", "_o"],
+}
 
 
 class FusedRNNCell(BaseRNNCell):
@@ -41,13 +46,22 @@ class FusedRNNCell(BaseRNNCell):
         params: shared ``RNNParams`` or None.
     """
 
-    def __init__(self, num_hidden: int, num_layers: int = 1, mode: str = "lstm",
-                 bidirectional: bool = False, dropout: float = 0.0, get_next_state: bool = False,
-                 forget_bias: float = 1.0, prefix: Optional[str] = None,
-                 params: Optional[RNNParams] = None):
+    def __init__(
+        self,
+        num_hidden: int,
+        num_layers: int = 1,
+        mode: str = "lstm",
+        bidirectional: bool = False,
+        dropout: float = 0.0,
+        get_next_state: bool = False,
+        forget_bias: float = 1.0,
+        prefix: Optional[str] = None,
+        params: Optional[RNNParams] = None,
+    ):
         if mode not in _GATE_NAMES:
-            raise ValueError(f"FusedRNNCell mode must be one of {sorted(_GATE_NAMES)}, "
-                             f"got {mode!r}")
+            raise ValueError(
+                f"FusedRNNCell mode must be one of {sorted(_GATE_NAMES)}, got {mode!r}"
+            )
         for what, v in (("num_hidden", num_hidden), ("num_layers", num_layers)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise TypeError(f"FusedRNNCell: {what} must be a positive int, got {v!r}")
@@ -61,16 +75,17 @@ class FusedRNNCell(BaseRNNCell):
         self._dropout = dropout
         self._get_next_state = get_next_state
         self._directions = ["l", "r"] if bidirectional else ["l"]
-        initializer = init.FusedRNN(None, num_hidden, num_layers, mode, bidirectional,
-                                    forget_bias)
+        initializer = init.FusedRNN(None, num_hidden, num_layers, mode, bidirectional, forget_bias)
         self._parameter = self.params.get("parameters", init=initializer)
 
     @property
     def state_info(self) -> list:
         b = len(self._directions)
         n = 2 if self._mode == "lstm" else 1
-        return [{"shape": (b * self._num_layers, 0, self._num_hidden), "__layout__": "LNC"}
-                for _ in range(n)]
+        return [
+            {"shape": (b * self._num_layers, 0, self._num_hidden), "__layout__": "LNC"}
+            for _ in range(n)
+        ]
 
     @property
     def _gate_names(self):
@@ -97,21 +112,25 @@ class FusedRNNCell(BaseRNNCell):
         args = dict(args)
         name = self._parameter.name
         if name not in args:
-            raise MXNetError(f"FusedRNNCell {self._prefix!r}: {name!r} is not in the given "
-                             f"parameters (they are {sorted(args)})")
+            raise MXNetError(
+                f"FusedRNNCell {self._prefix!r}: {name!r} is not in the given "
+                f"parameters (they are {sorted(args)})"
+            )
         arr = args.pop(name)
         b, m, h = len(self._directions), len(self._gate_names), self._num_hidden
         num_input = arr.size // b // h // m - (self._num_layers - 1) * (h + b * h + 2) - h - 2
         pieces = self._pieces(num_input)
         total = sum(_size(s) for _, s in pieces)
         if num_input < 1 or total != arr.size:
-            raise MXNetError(f"FusedRNNCell {self._prefix!r}: {name!r} has {arr.size} elements, "
-                             f"which does not fit mode={self._mode!r}, num_hidden={h}, "
-                             f"num_layers={self._num_layers}, bidirectional={self._bidirectional}")
+            raise MXNetError(
+                f"FusedRNNCell {self._prefix!r}: {name!r} has {arr.size} elements, "
+                f"which does not fit mode={self._mode!r}, num_hidden={h}, "
+                f"num_layers={self._num_layers}, bidirectional={self._bidirectional}"
+            )
         pos = 0
         for piece, shape in pieces:
             n = _size(shape)
-            args[piece] = arr[pos:pos + n].reshape(shape).copy()
+            args[piece] = arr[pos : pos + n].reshape(shape).copy()
             pos += n
         return args
 
@@ -120,27 +139,40 @@ class FusedRNNCell(BaseRNNCell):
         args = dict(args)
         first = f"{self._prefix}l0_i2h{self._gate_names[0]}_weight"
         if first not in args:
-            raise MXNetError(f"FusedRNNCell {self._prefix!r}: {first!r} is not in the given "
-                             f"parameters (they are {sorted(args)}); pass unpacked weights")
+            raise MXNetError(
+                f"FusedRNNCell {self._prefix!r}: {first!r} is not in the given "
+                f"parameters (they are {sorted(args)}); pass unpacked weights"
+            )
         flat = []
         for piece, shape in self._pieces(args[first].shape[1]):
             if piece not in args:
-                raise MXNetError(f"FusedRNNCell {self._prefix!r}: parameter {piece!r} is "
-                                 "missing; pass every unpacked weight and bias")
+                raise MXNetError(
+                    f"FusedRNNCell {self._prefix!r}: parameter {piece!r} is "
+                    "missing; pass every unpacked weight and bias"
+                )
             value = args.pop(piece)
             if tuple(value.shape) != shape:
-                raise MXNetError(f"FusedRNNCell {self._prefix!r}: {piece!r} has shape "
-                                 f"{tuple(value.shape)}, expected {shape}")
+                raise MXNetError(
+                    f"FusedRNNCell {self._prefix!r}: {piece!r} has shape "
+                    f"{tuple(value.shape)}, expected {shape}"
+                )
             flat.append(value.reshape((-1,)))
         args[self._parameter.name] = ndarray.concatenate(flat)
         return args
 
     def __call__(self, inputs, states):
-        raise NotImplementedError("FusedRNNCell cannot be stepped; use unroll(), or unfuse() "
-                                  "it into cells that can")
+        raise NotImplementedError(
+            "FusedRNNCell cannot be stepped; use unroll(), or unfuse() it into cells that can"
+        )
 
-    def unroll(self, length: int, inputs: Any, begin_state: Optional[list] = None,
-               layout: str = "NTC", merge_outputs: Optional[bool] = None) -> tuple[Any, list]:
+    def unroll(
+        self,
+        length: int,
+        inputs: Any,
+        begin_state: Optional[list] = None,
+        layout: str = "NTC",
+        merge_outputs: Optional[bool] = None,
+    ) -> tuple[Any, list]:
         """Unroll as one ``RNN`` node named ``<prefix>rnn`` (see ``BaseRNNCell.unroll``)."""
         check_length(length)
         self.reset()
@@ -154,10 +186,18 @@ class FusedRNNCell(BaseRNNCell):
         states = {"state": begin_state[0]}
         if self._mode == "lstm":
             states["state_cell"] = begin_state[1]
-        rnn = symbol.RNN(data=inputs, parameters=self._parameter, state_size=self._num_hidden,
-                         num_layers=self._num_layers, bidirectional=self._bidirectional,
-                         p=self._dropout, state_outputs=self._get_next_state, mode=self._mode,
-                         name=self._prefix + "rnn", **states)
+        rnn = symbol.RNN(
+            data=inputs,
+            parameters=self._parameter,
+            state_size=self._num_hidden,
+            num_layers=self._num_layers,
+            bidirectional=self._bidirectional,
+            p=self._dropout,
+            state_outputs=self._get_next_state,
+            mode=self._mode,
+            name=self._prefix + "rnn",
+            **states,
+        )
         if not self._get_next_state:
             outputs, states = rnn, []
         else:
@@ -173,6 +213,7 @@ class FusedRNNCell(BaseRNNCell):
     def unfuse(self) -> SequentialRNNCell:
         """The same network as a ``SequentialRNNCell`` of step cells whose parameter names are
         those of ``unpack_weights`` (so ``unpack_weights`` output binds to it directly)."""
+
         def make(cell_prefix):
             if self._mode == "lstm":
                 return LSTMCell(self._num_hidden, prefix=cell_prefix)
@@ -185,8 +226,11 @@ class FusedRNNCell(BaseRNNCell):
         p = self._prefix
         for i in range(self._num_layers):
             if self._bidirectional:
-                stack.add(BidirectionalCell(make(f"{p}l{i}_"), make(f"{p}r{i}_"),
-                                            output_prefix=f"{p}bi_l{i}_"))
+                stack.add(
+                    BidirectionalCell(
+                        make(f"{p}l{i}_"), make(f"{p}r{i}_"), output_prefix=f"{p}bi_l{i}_"
+                    )
+                )
             else:
                 stack.add(make(f"{p}l{i}_"))
             if self._dropout > 0 and i != self._num_layers - 1:

@@ -1,12 +1,12 @@
 """``DropoutCell`` and the modifier cells (``ModifierCell``, ``ZoneoutCell``, ``ResidualCell``)
 of MXNet 1.9.1's ``mx.rnn``: same graphs and names."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
 from .. import symbol
-from ._base_cell import (BaseRNNCell, RNNParams, check_length, check_not_modified,
-                         normalize_sequence)
+from ._base_cell import BaseRNNCell, RNNParams, check_length, check_not_modified, normalize_sequence
 
 
 class DropoutCell(BaseRNNCell):
@@ -18,8 +18,9 @@ class DropoutCell(BaseRNNCell):
         params: shared ``RNNParams`` or None.
     """
 
-    def __init__(self, dropout: float, prefix: str = "dropout_",
-                 params: Optional[RNNParams] = None):
+    def __init__(
+        self, dropout: float, prefix: str = "dropout_", params: Optional[RNNParams] = None
+    ):
         super().__init__(prefix, params)
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
             raise TypeError(f"DropoutCell: dropout probability must be a number, got {dropout!r}")
@@ -36,16 +37,23 @@ class DropoutCell(BaseRNNCell):
             inputs = symbol.Dropout(data=inputs, p=self.dropout)
         return inputs, states
 
-    def unroll(self, length: int, inputs: Any, begin_state: Optional[list] = None,
-               layout: str = "NTC", merge_outputs: Optional[bool] = None) -> tuple[Any, list]:
+    def unroll(
+        self,
+        length: int,
+        inputs: Any,
+        begin_state: Optional[list] = None,
+        layout: str = "NTC",
+        merge_outputs: Optional[bool] = None,
+    ) -> tuple[Any, list]:
         """One Dropout over a merged input symbol, else one per step."""
         check_length(length)
         self.reset()
         inputs, _ = normalize_sequence(length, inputs, layout, merge_outputs)
         if isinstance(inputs, symbol.Symbol):
             return self(inputs, [])
-        return super().unroll(length, inputs, begin_state=begin_state, layout=layout,
-                              merge_outputs=merge_outputs)
+        return super().unroll(
+            length, inputs, begin_state=begin_state, layout=layout, merge_outputs=merge_outputs
+        )
 
 
 class ModifierCell(BaseRNNCell):
@@ -58,8 +66,9 @@ class ModifierCell(BaseRNNCell):
 
     def __init__(self, base_cell: BaseRNNCell):
         if not isinstance(base_cell, BaseRNNCell):
-            raise TypeError(f"{type(self).__name__} wraps an mx.rnn cell, got "
-                            f"{type(base_cell).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} wraps an mx.rnn cell, got {type(base_cell).__name__}"
+            )
         super().__init__()
         base_cell._modified = True
         self.base_cell = base_cell
@@ -102,8 +111,10 @@ def _steppable(cell: BaseRNNCell) -> Optional[str]:
     if isinstance(cell, FusedRNNCell):
         return "FusedRNNCell does not support zoneout; unfuse() it first"
     if isinstance(cell, BidirectionalCell):
-        return ("BidirectionalCell does not support zoneout since it cannot be stepped; wrap "
-                "the cells underneath in ZoneoutCell instead")
+        return (
+            "BidirectionalCell does not support zoneout since it cannot be stepped; wrap "
+            "the cells underneath in ZoneoutCell instead"
+        )
     for child in getattr(cell, "_cells", ()):
         reason = _steppable(child)
         if reason:
@@ -125,8 +136,9 @@ class ZoneoutCell(ModifierCell):
         TypeError: ``base_cell`` is (or holds) a FusedRNNCell or BidirectionalCell.
     """
 
-    def __init__(self, base_cell: BaseRNNCell, zoneout_outputs: float = 0.0,
-                 zoneout_states: float = 0.0):
+    def __init__(
+        self, base_cell: BaseRNNCell, zoneout_outputs: float = 0.0, zoneout_states: float = 0.0
+    ):
         if isinstance(base_cell, BaseRNNCell):
             reason = _steppable(base_cell)
             if reason:
@@ -151,11 +163,19 @@ class ZoneoutCell(ModifierCell):
             return symbol.Dropout(symbol.ones_like(like), p=p)
 
         prev_output = self.prev_output if self.prev_output is not None else symbol.zeros((0, 0))
-        output = (symbol.where(mask(p_outputs, next_output), next_output, prev_output)
-                  if p_outputs != 0.0 else next_output)
-        states = ([symbol.where(mask(p_states, new_s), new_s, old_s)
-                   for new_s, old_s in zip(next_states, states)]
-                  if p_states != 0.0 else next_states)
+        output = (
+            symbol.where(mask(p_outputs, next_output), next_output, prev_output)
+            if p_outputs != 0.0
+            else next_output
+        )
+        states = (
+            [
+                symbol.where(mask(p_states, new_s), new_s, old_s)
+                for new_s, old_s in zip(next_states, states)
+            ]
+            if p_states != 0.0
+            else next_states
+        )
         self.prev_output = output
         return output, states
 
@@ -173,26 +193,36 @@ class ResidualCell(ModifierCell):
         output = symbol.elemwise_add(output, inputs, name=f"{output.name}_plus_residual")
         return output, states
 
-    def unroll(self, length: int, inputs: Any, begin_state: Optional[list] = None,
-               layout: str = "NTC", merge_outputs: Optional[bool] = None) -> tuple[Any, list]:
+    def unroll(
+        self,
+        length: int,
+        inputs: Any,
+        begin_state: Optional[list] = None,
+        layout: str = "NTC",
+        merge_outputs: Optional[bool] = None,
+    ) -> tuple[Any, list]:
         """Unroll the wrapped cell, then add the inputs to its outputs."""
         check_length(length)
         self.reset()
         self.base_cell._modified = False
         try:
-            outputs, states = self.base_cell.unroll(length, inputs=inputs,
-                                                    begin_state=begin_state, layout=layout,
-                                                    merge_outputs=merge_outputs)
+            outputs, states = self.base_cell.unroll(
+                length,
+                inputs=inputs,
+                begin_state=begin_state,
+                layout=layout,
+                merge_outputs=merge_outputs,
+            )
         finally:
             self.base_cell._modified = True
         if merge_outputs is None:
             merge_outputs = isinstance(outputs, symbol.Symbol)
         inputs, _ = normalize_sequence(length, inputs, layout, merge_outputs)
         if merge_outputs:
-            outputs = symbol.elemwise_add(outputs, inputs,
-                                          name=f"{outputs.name}_plus_residual")
+            outputs = symbol.elemwise_add(outputs, inputs, name=f"{outputs.name}_plus_residual")
         else:
-            outputs = [symbol.elemwise_add(o, i, name=f"{o.name}_plus_residual")
-                       for o, i in zip(outputs, inputs)]
+            outputs = [
+                symbol.elemwise_add(o, i, name=f"{o.name}_plus_residual")
+                for o, i in zip(outputs, inputs)
+            ]
         return outputs, states
-

@@ -13,6 +13,7 @@ A step is accepted only when every step has the same operators, attributes and w
 anything else (aux states, ops that need inferred shapes, inputs from two steps back)
 leaves the graph as it is.
 """
+
 from __future__ import annotations
 
 import re
@@ -63,8 +64,14 @@ class Loop:
         """ids of every node the loop replaces."""
         return {id(n) for step in self.steps for n in step}
 
-    def run(self, value: Callable[[Entry], Any], key: Any, is_train: bool,
-            stacked: Optional[dict] = None, **ctx_kwargs: Any) -> dict:
+    def run(
+        self,
+        value: Callable[[Entry], Any],
+        key: Any,
+        is_train: bool,
+        stacked: Optional[dict] = None,
+        **ctx_kwargs: Any,
+    ) -> dict:
         """Evaluate the loop with ``lax.scan``.
 
         Args:
@@ -85,8 +92,7 @@ class Loop:
         xs = []
         for entries in self.seq:
             sig = tuple((id(n), o) for n, o in entries)
-            xs.append(stacked[sig] if sig in stacked
-                      else jnp.stack([value(e) for e in entries]))
+            xs.append(stacked[sig] if sig in stacked else jnp.stack([value(e) for e in entries]))
         init = [value(e) for e in self.carry_init]
 
         def body(carry, step_in):
@@ -247,9 +253,10 @@ def _canonical(nodes: list) -> list:
     """A step's nodes in an order that depends only on its structure: depth-first from the
     named nodes sorted by (prefix, suffix), inputs in slot order."""
     members = {id(n) for n in nodes}
-    roots = sorted((n for n in nodes if _STEP_NAME.match(n.name)),
-                   key=lambda n: (_STEP_NAME.match(n.name).group(1),
-                                  _STEP_NAME.match(n.name).group(3)))
+    roots = sorted(
+        (n for n in nodes if _STEP_NAME.match(n.name)),
+        key=lambda n: (_STEP_NAME.match(n.name).group(1), _STEP_NAME.match(n.name).group(3)),
+    )
     out: list = []
     seen: set = set()
     for root in roots:
@@ -276,13 +283,19 @@ def _match(order: list, heads: list, steps: list) -> Optional[Loop]:
         return None
     for i in range(n):
         node = steps[0][i]
-        if node.op.aux_names(node.parsed()) or node.op.needs_out_shapes or \
-                node.op.name in ("_zeros", "_ones", "_full"):
+        if (
+            node.op.aux_names(node.parsed())
+            or node.op.needs_out_shapes
+            or node.op.name in ("_zeros", "_ones", "_full")
+        ):
             return None
         for s in steps[1:]:
             other = s[i]
-            if other.op is not node.op or other.attrs != node.attrs or \
-                    len(other.inputs) != len(node.inputs):
+            if (
+                other.op is not node.op
+                or other.attrs != node.attrs
+                or len(other.inputs) != len(node.inputs)
+            ):
                 return None
     index = [{id(nd): i for i, nd in enumerate(s)} for s in steps]
     loop = Loop(steps=steps)
@@ -297,8 +310,7 @@ def _match(order: list, heads: list, steps: list) -> Optional[Loop]:
             node_refs.append(ref)
         loop.refs.append(node_refs)
     inside = loop.nodes()
-    read_outside = {(id(c), o) for node in order if id(node) not in inside
-                    for c, o in node.inputs}
+    read_outside = {(id(c), o) for node in order if id(node) not in inside for c, o in node.inputs}
     read_outside |= {(id(h), o) for h, o in heads}
     for i in range(n):
         for o in range(steps[0][i].num_outputs()):

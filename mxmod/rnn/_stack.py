@@ -1,14 +1,23 @@
 """Cells made of cells: ``SequentialRNNCell`` (stacked layers) and ``BidirectionalCell``
 (MXNet 1.9.1's ``mx.rnn`` containers, same graphs and names)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional
 
 from .. import symbol
 from ..base import MXNetError
-from ._base_cell import (BaseRNNCell, RNNParams, cells_begin_state, cells_pack_weights,
-                         cells_state_info, cells_unpack_weights, check_length,
-                         check_not_modified, normalize_sequence)
+from ._base_cell import (
+    BaseRNNCell,
+    RNNParams,
+    cells_begin_state,
+    cells_pack_weights,
+    cells_state_info,
+    cells_unpack_weights,
+    check_length,
+    check_not_modified,
+    normalize_sequence,
+)
 
 
 def _check_cell(cell: Any, owner: str) -> None:
@@ -20,8 +29,10 @@ def _share_params(owner: BaseRNNCell, cells: list, override: bool, what: str) ->
     if override:
         for cell in cells:
             if not cell._own_params:
-                raise ValueError(f"{what}: give params= to the {what} or to its child cells, "
-                                 "not both (this child cell already has shared params)")
+                raise ValueError(
+                    f"{what}: give params= to the {what} or to its child cells, "
+                    "not both (this child cell already has shared params)"
+                )
             cell.params._params.update(owner.params._params)
     for cell in cells:
         owner.params._params.update(cell.params._params)
@@ -69,16 +80,24 @@ class SequentialRNNCell(BaseRNNCell):
         p = 0
         for cell in self._cells:
             if isinstance(cell, BidirectionalCell):
-                raise MXNetError("a SequentialRNNCell holding a BidirectionalCell cannot be "
-                                 "stepped; use unroll()")
+                raise MXNetError(
+                    "a SequentialRNNCell holding a BidirectionalCell cannot be "
+                    "stepped; use unroll()"
+                )
             n = len(cell.state_info)
-            inputs, state = cell(inputs, states[p:p + n])
+            inputs, state = cell(inputs, states[p : p + n])
             p += n
             next_states.extend(state)
         return inputs, next_states
 
-    def unroll(self, length: int, inputs: Any, begin_state: Optional[list] = None,
-               layout: str = "NTC", merge_outputs: Optional[bool] = None) -> tuple[Any, list]:
+    def unroll(
+        self,
+        length: int,
+        inputs: Any,
+        begin_state: Optional[list] = None,
+        layout: str = "NTC",
+        merge_outputs: Optional[bool] = None,
+    ) -> tuple[Any, list]:
         """Unroll every layer in turn (inner layers with ``merge_outputs=None``)."""
         check_length(length)
         self.reset()
@@ -89,9 +108,13 @@ class SequentialRNNCell(BaseRNNCell):
         last = len(self._cells) - 1
         for i, cell in enumerate(self._cells):
             n = len(cell.state_info)
-            inputs, states = cell.unroll(length, inputs=inputs, begin_state=begin_state[p:p + n],
-                                         layout=layout,
-                                         merge_outputs=None if i < last else merge_outputs)
+            inputs, states = cell.unroll(
+                length,
+                inputs=inputs,
+                begin_state=begin_state[p : p + n],
+                layout=layout,
+                merge_outputs=None if i < last else merge_outputs,
+            )
             p += n
             next_states.extend(states)
         return inputs, next_states
@@ -108,8 +131,13 @@ class BidirectionalCell(BaseRNNCell):
         output_prefix: prefix of the ``Concat`` node names (``<prefix>out`` / ``<prefix>t<i>``).
     """
 
-    def __init__(self, l_cell: BaseRNNCell, r_cell: BaseRNNCell,
-                 params: Optional[RNNParams] = None, output_prefix: str = "bi_"):
+    def __init__(
+        self,
+        l_cell: BaseRNNCell,
+        r_cell: BaseRNNCell,
+        params: Optional[RNNParams] = None,
+        output_prefix: str = "bi_",
+    ):
         super().__init__("", params=params)
         _check_cell(l_cell, "BidirectionalCell")
         _check_cell(r_cell, "BidirectionalCell")
@@ -135,8 +163,14 @@ class BidirectionalCell(BaseRNNCell):
         check_not_modified(self)
         return cells_begin_state(self._cells, **kwargs)
 
-    def unroll(self, length: int, inputs: Any, begin_state: Optional[list] = None,
-               layout: str = "NTC", merge_outputs: Optional[bool] = None) -> tuple[Any, list]:
+    def unroll(
+        self,
+        length: int,
+        inputs: Any,
+        begin_state: Optional[list] = None,
+        layout: str = "NTC",
+        merge_outputs: Optional[bool] = None,
+    ) -> tuple[Any, list]:
         """Unroll both directions; states are ``[l_states, r_states]`` (nested, as MXNet)."""
         check_length(length)
         self.reset()
@@ -145,14 +179,24 @@ class BidirectionalCell(BaseRNNCell):
             begin_state = self.begin_state()
         l_cell, r_cell = self._cells
         n_l = len(l_cell.state_info)
-        l_outputs, l_states = l_cell.unroll(length, inputs=inputs, begin_state=begin_state[:n_l],
-                                            layout=layout, merge_outputs=merge_outputs)
-        r_outputs, r_states = r_cell.unroll(length, inputs=list(reversed(inputs)),
-                                            begin_state=begin_state[n_l:], layout=layout,
-                                            merge_outputs=merge_outputs)
+        l_outputs, l_states = l_cell.unroll(
+            length,
+            inputs=inputs,
+            begin_state=begin_state[:n_l],
+            layout=layout,
+            merge_outputs=merge_outputs,
+        )
+        r_outputs, r_states = r_cell.unroll(
+            length,
+            inputs=list(reversed(inputs)),
+            begin_state=begin_state[n_l:],
+            layout=layout,
+            merge_outputs=merge_outputs,
+        )
         if merge_outputs is None:
-            merge_outputs = (isinstance(l_outputs, symbol.Symbol)
-                             and isinstance(r_outputs, symbol.Symbol))
+            merge_outputs = isinstance(l_outputs, symbol.Symbol) and isinstance(
+                r_outputs, symbol.Symbol
+            )
             if not merge_outputs:
                 l_outputs = _as_steps(l_outputs, axis, length)
                 r_outputs = _as_steps(r_outputs, axis, length)
@@ -161,10 +205,17 @@ class BidirectionalCell(BaseRNNCell):
             r_outputs = [symbol.reverse(r_outputs, axis=axis)]
         else:
             r_outputs = list(reversed(r_outputs))
-        outputs = [symbol.Concat(l_o, r_o, dim=1 + int(merge_outputs),
-                                 name=(f"{self._output_prefix}out" if merge_outputs
-                                       else f"{self._output_prefix}t{i}"))
-                   for i, (l_o, r_o) in enumerate(zip(l_outputs, r_outputs))]
+        outputs = [
+            symbol.Concat(
+                l_o,
+                r_o,
+                dim=1 + int(merge_outputs),
+                name=(
+                    f"{self._output_prefix}out" if merge_outputs else f"{self._output_prefix}t{i}"
+                ),
+            )
+            for i, (l_o, r_o) in enumerate(zip(l_outputs, r_outputs))
+        ]
         if merge_outputs:
             outputs = outputs[0]
         return outputs, [l_states, r_states]

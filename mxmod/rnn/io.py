@@ -1,4 +1,5 @@
 """Sentence encoding and the bucketing language-model iterator of MXNet's ``mx.rnn.io``."""
+
 from __future__ import annotations
 
 import bisect
@@ -13,9 +14,14 @@ from ..io import DataBatch, DataDesc, DataIter
 __all__ = ["encode_sentences", "BucketSentenceIter"]
 
 
-def encode_sentences(sentences: list, vocab: Optional[dict] = None, invalid_label: int = -1,
-                     invalid_key: str = "\n", start_label: int = 0,
-                     unknown_token: Optional[str] = None) -> tuple[list, dict]:
+def encode_sentences(
+    sentences: list,
+    vocab: Optional[dict] = None,
+    invalid_label: int = -1,
+    invalid_key: str = "\n",
+    start_label: int = 0,
+    unknown_token: Optional[str] = None,
+) -> tuple[list, dict]:
     """Map token lists to integer lists, building the vocabulary on the way, as MXNet's
     ``mx.rnn.encode_sentences``.
 
@@ -59,8 +65,10 @@ def encode_sentences(sentences: list, vocab: Optional[dict] = None, invalid_labe
             if word not in vocab:
                 if not new_vocab:
                     if unknown_id is None:
-                        raise KeyError(f"Unknown token {word!r}: it is not in the given vocab; "
-                                       "pass unknown_token=... to map unknown words to it")
+                        raise KeyError(
+                            f"Unknown token {word!r}: it is not in the given vocab; "
+                            "pass unknown_token=... to map unknown words to it"
+                        )
                     coded.append(unknown_id)
                     continue
                 if idx == invalid_label:
@@ -101,13 +109,22 @@ class BucketSentenceIter(DataIter):
         ValueError: a bad layout, or no bucket that holds a full batch.
     """
 
-    def __init__(self, sentences: list, batch_size: int, buckets: Optional[list] = None,
-                 invalid_label: int = -1, data_name: str = "data",
-                 label_name: str = "softmax_label", dtype: Any = "float32", layout: str = "NT"):
+    def __init__(
+        self,
+        sentences: list,
+        batch_size: int,
+        buckets: Optional[list] = None,
+        invalid_label: int = -1,
+        data_name: str = "data",
+        label_name: str = "softmax_label",
+        dtype: Any = "float32",
+        layout: str = "NT",
+    ):
         super().__init__(batch_size)
         if not isinstance(layout, str) or layout.find("N") not in (0, 1):
-            raise ValueError(f"Invalid layout {layout!r}: must be 'NT' (batch major) or 'TN' "
-                             "(time major)")
+            raise ValueError(
+                f"Invalid layout {layout!r}: must be 'NT' (batch major) or 'TN' (time major)"
+            )
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise TypeError(f"batch_size must be a positive int, got {batch_size!r}")
         if not buckets:
@@ -123,15 +140,17 @@ class BucketSentenceIter(DataIter):
                 ndiscard += 1
                 continue
             buff = np.full((buckets[buck],), invalid_label, dtype=dtype)
-            buff[:len(sent)] = sent
+            buff[: len(sent)] = sent
             data[buck].append(buff)
         self.buckets = [b for b, rows in zip(buckets, data) if rows]
         self.data = [np.asarray(rows, dtype=dtype) for rows in data if rows]
         print("WARNING: discarded %d sentences longer than the largest bucket." % ndiscard)
         if not self.buckets:
-            raise ValueError(f"BucketSentenceIter: no sentence fits the buckets {buckets} "
-                             f"(of {len(sentences)} sentences); give longer buckets, or "
-                             "buckets=None to make one per common length")
+            raise ValueError(
+                f"BucketSentenceIter: no sentence fits the buckets {buckets} "
+                f"(of {len(sentences)} sentences); give longer buckets, or "
+                "buckets=None to make one per common length"
+            )
 
         self.data_name = data_name
         self.label_name = label_name
@@ -142,18 +161,26 @@ class BucketSentenceIter(DataIter):
         self.major_axis = layout.find("N")
         self.layout = layout
         self.default_bucket_key = max(self.buckets)
-        shape = ((batch_size, self.default_bucket_key) if self.major_axis == 0
-                 else (self.default_bucket_key, batch_size))
+        shape = (
+            (batch_size, self.default_bucket_key)
+            if self.major_axis == 0
+            else (self.default_bucket_key, batch_size)
+        )
         self.provide_data = [DataDesc(name=data_name, shape=shape, layout=layout)]
         self.provide_label = [DataDesc(name=label_name, shape=shape, layout=layout)]
 
-        self.idx = [(i, j) for i, buck in enumerate(self.data)
-                    for j in range(0, len(buck) - batch_size + 1, batch_size)]
+        self.idx = [
+            (i, j)
+            for i, buck in enumerate(self.data)
+            for j in range(0, len(buck) - batch_size + 1, batch_size)
+        ]
         if not self.idx:
             sizes = {b: len(rows) for b, rows in zip(self.buckets, self.data)}
-            raise ValueError(f"BucketSentenceIter: no bucket holds a full batch of "
-                             f"{batch_size} sentences (sentences per bucket: {sizes}); use a "
-                             "smaller batch_size or fewer buckets")
+            raise ValueError(
+                f"BucketSentenceIter: no bucket holds a full batch of "
+                f"{batch_size} sentences (sentences per bucket: {sizes}); use a "
+                "smaller batch_size or fewer buckets"
+            )
         self.curr_idx = 0
         self.reset()
 
@@ -183,14 +210,17 @@ class BucketSentenceIter(DataIter):
         i, j = self.idx[self.curr_idx]
         self.curr_idx += 1
         host_data, host_label = self._host[i]
-        data = host_data[j:j + self.batch_size]
-        label = host_label[j:j + self.batch_size]
+        data = host_data[j : j + self.batch_size]
+        label = host_label[j : j + self.batch_size]
         if self.major_axis == 1:
             data, label = data.T, label.T
         data = ndarray.array(np.ascontiguousarray(data), dtype=self.dtype)
         label = ndarray.array(np.ascontiguousarray(label), dtype=self.dtype)
-        return DataBatch([data], [label], pad=0, bucket_key=self.buckets[i],
-                         provide_data=[DataDesc(name=self.data_name, shape=data.shape,
-                                                layout=self.layout)],
-                         provide_label=[DataDesc(name=self.label_name, shape=label.shape,
-                                                 layout=self.layout)])
+        return DataBatch(
+            [data],
+            [label],
+            pad=0,
+            bucket_key=self.buckets[i],
+            provide_data=[DataDesc(name=self.data_name, shape=data.shape, layout=self.layout)],
+            provide_label=[DataDesc(name=self.label_name, shape=label.shape, layout=self.layout)],
+        )

@@ -4,6 +4,7 @@ Saved files hold the cells' *unpacked* (per-gate) weights, as MXNet writes them,
 checkpoints move both ways between MXNet and mxmod. Built on the public
 ``mx.model.save_checkpoint``/``load_checkpoint``.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -23,23 +24,35 @@ def _as_cells(cells: Any) -> list:
     raise TypeError(f"cells must be an mx.rnn cell or a list of them, got {cells!r}")
 
 
-def rnn_unroll(cell: BaseRNNCell, length: int, inputs: Any = None, begin_state: Any = None,
-               input_prefix: str = "", layout: str = "NTC"):
+def rnn_unroll(
+    cell: BaseRNNCell,
+    length: int,
+    inputs: Any = None,
+    begin_state: Any = None,
+    input_prefix: str = "",
+    layout: str = "NTC",
+):
     """Deprecated in MXNet: ``cell.unroll(length, inputs, begin_state, layout)``.
 
     ``input_prefix`` only named the inputs MXNet used to create for ``inputs=None``, which
     it no longer supported either; a non-empty one raises.
     """
-    warnings.warn("rnn_unroll is deprecated. Please call cell.unroll directly.",
-                  DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        "rnn_unroll is deprecated. Please call cell.unroll directly.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     if input_prefix:
-        raise NotImplementedError("rnn_unroll(input_prefix=...) is not supported; create the "
-                                  "input symbols yourself and call cell.unroll(length, inputs)")
+        raise NotImplementedError(
+            "rnn_unroll(input_prefix=...) is not supported; create the "
+            "input symbols yourself and call cell.unroll(length, inputs)"
+        )
     return cell.unroll(length=length, inputs=inputs, begin_state=begin_state, layout=layout)
 
 
-def save_rnn_checkpoint(cells: Any, prefix: str, epoch: int, symbol: Any, arg_params: dict,
-                        aux_params: dict) -> None:
+def save_rnn_checkpoint(
+    cells: Any, prefix: str, epoch: int, symbol: Any, arg_params: dict, aux_params: dict
+) -> None:
     """``mx.model.save_checkpoint`` after ``unpack_weights`` of every cell.
 
     Args:

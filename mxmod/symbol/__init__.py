@@ -1,4 +1,5 @@
 """``mx.sym`` / ``mx.symbol``: symbols, their constructors (one per operator), JSON I/O."""
+
 from ..ops import OPS
 from . import contrib
 from .creation import Group, Variable, creator, full, ones, var, zeros
@@ -10,23 +11,38 @@ for _name, _op in list(OPS.items()):
     if _name not in globals():
         globals()[_name] = creator(_name)
 
-from ..operator import symbol_custom as Custom  # noqa: E402  (names/is_loss from the user's Prop)
+from ..operator import symbol_custom as Custom  # noqa: E402,F401  (names/is_loss from the user's Prop)
 
 
 def __getattr__(name):
     if name == "sparse":
         raise NotImplementedError(
             "mx.sym.sparse: sparse storage (row_sparse/csr) is not supported by mxmod; use "
-            "dense symbols (mx.sym.*)")
+            "dense symbols (mx.sym.*)"
+        )
     if name in OPS:
         fn = creator(name)
         globals()[name] = fn
         return fn
     if name == "Correlation":
         from ..ops import get_op
+
         get_op(name)
     raise AttributeError(f"mxmod.symbol has no attribute {name!r}")
 
 
-__all__ = ["contrib", "Symbol", "Variable", "var", "Group", "load", "load_json", "zeros", "ones", "full",
-           "AttrScope", "NameManager", "Prefix"]
+__all__ = [
+    "contrib",
+    "Symbol",
+    "Variable",
+    "var",
+    "Group",
+    "load",
+    "load_json",
+    "zeros",
+    "ones",
+    "full",
+    "AttrScope",
+    "NameManager",
+    "Prefix",
+]

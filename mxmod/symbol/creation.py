@@ -1,4 +1,5 @@
 """Making symbols: ``Variable``, ``Group`` and the ``mx.sym.<Op>`` constructors."""
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,21 @@ from .naming import AttrScope, NameManager, dunder
 from .symbol import Symbol
 
 # MXNet's numeric type flags, as stored in ``__dtype__``.
-DTYPE_FLAGS = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
-               "int64": 6, "bool": 7, "int16": 8, "uint16": 9, "uint32": 10, "uint64": 11,
-               "bfloat16": 12}
+DTYPE_FLAGS = {
+    "float32": 0,
+    "float64": 1,
+    "float16": 2,
+    "uint8": 3,
+    "int32": 4,
+    "int8": 5,
+    "int64": 6,
+    "bool": 7,
+    "int16": 8,
+    "uint16": 9,
+    "uint32": 10,
+    "uint64": 11,
+    "bfloat16": 12,
+}
 FLAG_DTYPES = {v: k for k, v in DTYPE_FLAGS.items()}
 
 
@@ -29,9 +42,17 @@ def _dtype_name(dtype: Any) -> str:
         raise TypeError(f"unknown dtype {dtype!r}; use a numpy dtype such as 'float32'") from None
 
 
-def Variable(name: str, attr: Optional[dict] = None, shape: Optional[tuple] = None,
-             lr_mult: Optional[float] = None, wd_mult: Optional[float] = None, dtype: Any = None,
-             init: Any = None, stype: Optional[str] = None, **kwargs: Any) -> Symbol:
+def Variable(
+    name: str,
+    attr: Optional[dict] = None,
+    shape: Optional[tuple] = None,
+    lr_mult: Optional[float] = None,
+    wd_mult: Optional[float] = None,
+    dtype: Any = None,
+    init: Any = None,
+    stype: Optional[str] = None,
+    **kwargs: Any,
+) -> Symbol:
     """A graph input (``mx.sym.Variable`` / ``mx.sym.var``)."""
     if not isinstance(name, str):
         raise TypeError(f"Variable name must be a string, got {type(name).__name__}")
@@ -51,13 +72,17 @@ def Variable(name: str, attr: Optional[dict] = None, shape: Optional[tuple] = No
         if stype not in flags:
             raise ValueError(f"unknown stype {stype!r}; use 'default', 'row_sparse' or 'csr'")
         if stype != "default":
-            raise NotImplementedError(f"Variable stype={stype!r}: sparse storage is not supported "
-                                      "by mxmod; use dense arrays")
+            raise NotImplementedError(
+                f"Variable stype={stype!r}: sparse storage is not supported "
+                "by mxmod; use dense arrays"
+            )
         attrs["__storage_type__"] = flags[stype]  # MXNet records the default too
     for k, v in kwargs.items():
         if not (k.startswith("__") and k.endswith("__")):
-            raise ValueError(f"Variable got unexpected keyword {k!r}; extra attributes must be "
-                             f"__dunder__ names such as __{k}__")
+            raise ValueError(
+                f"Variable got unexpected keyword {k!r}; extra attributes must be "
+                f"__dunder__ names such as __{k}__"
+            )
         attrs[k] = str(v)
     return Symbol([(Node(None, name, attrs), 0)])
 
@@ -72,8 +97,14 @@ def Group(symbols: list) -> Symbol:
     return Symbol([e for s in symbols for e in s._outputs])
 
 
-def make_op(op_name: str, args: list, kwargs: dict, name: Optional[str] = None,
-            attr: Optional[dict] = None, hint: Optional[str] = None) -> Symbol:
+def make_op(
+    op_name: str,
+    args: list,
+    kwargs: dict,
+    name: Optional[str] = None,
+    attr: Optional[dict] = None,
+    hint: Optional[str] = None,
+) -> Symbol:
     """Create an operator node; ``args`` are positional input symbols, ``kwargs`` holds both
     named input symbols and attributes."""
     op = get_op(op_name)
@@ -85,9 +116,11 @@ def make_op(op_name: str, args: list, kwargs: dict, name: Optional[str] = None,
         if isinstance(value, Symbol):
             inputs_by_name[key] = value
         elif key in static_inputs or (key == "data" and key not in op.params):
-            raise TypeError(f"{op.name} {node_name!r}: input {key!r} must be a Symbol (e.g. "
-                            f"mx.sym.Variable({key!r}) or another layer's output), got "
-                            f"{type(value).__name__} {value!r}")
+            raise TypeError(
+                f"{op.name} {node_name!r}: input {key!r} must be a Symbol (e.g. "
+                f"mx.sym.Variable({key!r}) or another layer's output), got "
+                f"{type(value).__name__} {value!r}"
+            )
         elif key == "dtype" and value is not None:
             raw[key] = _dtype_name(value)
         else:
@@ -100,22 +133,30 @@ def make_op(op_name: str, args: list, kwargs: dict, name: Optional[str] = None,
             positional.append(a)
     for i, a in enumerate(positional):
         if not isinstance(a, Symbol):
-            raise TypeError(f"{op.name} {node_name!r}: positional argument {i} must be a Symbol, "
-                            f"got {type(a).__name__}; pass attributes by keyword")
+            raise TypeError(
+                f"{op.name} {node_name!r}: positional argument {i} must be a Symbol, "
+                f"got {type(a).__name__}; pass attributes by keyword"
+            )
     if op.variadic:
         if inputs_by_name:
-            raise MXNetError(f"{op.name} {node_name!r} takes its inputs positionally, "
-                             f"got keyword inputs {sorted(inputs_by_name)}")
+            raise MXNetError(
+                f"{op.name} {node_name!r} takes its inputs positionally, "
+                f"got keyword inputs {sorted(inputs_by_name)}"
+            )
         raw[op.variadic] = str(len(positional))
     parsed = op.parse(raw, node_name)
     slots = op.input_names(parsed) + op.aux_names(parsed)
     if len(positional) > len(slots):
-        raise MXNetError(f"{op.name} {node_name!r} takes at most {len(slots)} inputs "
-                         f"({', '.join(slots)}), got {len(positional)}")
+        raise MXNetError(
+            f"{op.name} {node_name!r} takes at most {len(slots)} inputs "
+            f"({', '.join(slots)}), got {len(positional)}"
+        )
     unknown = set(inputs_by_name) - set(slots)
     if unknown:
-        raise MXNetError(f"{op.name} {node_name!r}: no input named {sorted(unknown)[0]!r}; "
-                         f"its inputs are {', '.join(slots) or 'none'}")
+        raise MXNetError(
+            f"{op.name} {node_name!r}: no input named {sorted(unknown)[0]!r}; "
+            f"its inputs are {', '.join(slots) or 'none'}"
+        )
     entries = []
     for i, slot in enumerate(slots):
         if i < len(positional):
@@ -138,10 +179,14 @@ def make_op(op_name: str, args: list, kwargs: dict, name: Optional[str] = None,
 
 def _entry(s: Any, op_name: str, node: str, slot: str):
     if not isinstance(s, Symbol):
-        raise TypeError(f"{op_name} {node!r}: input {slot!r} must be a Symbol, got {type(s).__name__}")
+        raise TypeError(
+            f"{op_name} {node!r}: input {slot!r} must be a Symbol, got {type(s).__name__}"
+        )
     if len(s._outputs) != 1:
-        raise MXNetError(f"{op_name} {node!r}: input {slot!r} has {len(s._outputs)} outputs; "
-                         "pick one with sym[i]")
+        raise MXNetError(
+            f"{op_name} {node!r}: input {slot!r} has {len(s._outputs)} outputs; "
+            "pick one with sym[i]"
+        )
     return s._outputs[0]
 
 
@@ -166,8 +211,9 @@ def ones(shape, dtype="float32", name=None, attr=None, **kwargs) -> Symbol:
 
 def full(shape, val, dtype="float32", name=None, attr=None, **kwargs) -> Symbol:
     """``mx.sym.full``: a constant array of ``shape`` filled with ``val``."""
-    return make_op("_full", [], dict(shape=shape, value=val, dtype=dtype, **kwargs), name=name,
-                   attr=attr)
+    return make_op(
+        "_full", [], dict(shape=shape, value=val, dtype=dtype, **kwargs), name=name, attr=attr
+    )
 
 
 def parse_init_attr(text: str) -> Any:

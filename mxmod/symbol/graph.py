@@ -1,4 +1,5 @@
 """The symbol DAG: nodes and their traversal. Imports no JAX."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -13,8 +14,13 @@ class Node:
 
     __slots__ = ("op", "name", "attrs", "inputs", "_parsed", "versions")
 
-    def __init__(self, op: Optional[OpDef], name: str, attrs: Optional[dict] = None,
-                 inputs: Optional[list] = None):
+    def __init__(
+        self,
+        op: Optional[OpDef],
+        name: str,
+        attrs: Optional[dict] = None,
+        inputs: Optional[list] = None,
+    ):
         self.op = op
         self.name = name
         self.attrs: dict[str, str] = dict(attrs or {})
@@ -83,8 +89,10 @@ def aux_var_ids(order: list[Node]) -> set[int]:
         n = node.n_data_inputs()
         for child, _ in node.inputs[n:]:
             if not child.is_var:
-                raise MXNetError(f"{node.op.name} {node.name!r}: auxiliary state inputs must be "
-                                 f"variables, got the output of {child.name!r}")
+                raise MXNetError(
+                    f"{node.op.name} {node.name!r}: auxiliary state inputs must be "
+                    f"variables, got the output of {child.name!r}"
+                )
             aux.add(id(child))
     return aux
 

@@ -1,4 +1,5 @@
 """Shape and type inference over a symbol graph (bidirectional, to a fixed point)."""
+
 from __future__ import annotations
 
 import warnings
@@ -80,16 +81,19 @@ def _named_inputs(sym, args: tuple, kwargs: dict, what: str) -> dict:
     given: dict[str, Any] = {}
     if args:
         if len(args) > len(arg_names):
-            raise MXNetError(f"{what} got {len(args)} positional values for {len(arg_names)} "
-                             f"arguments {arg_names}")
+            raise MXNetError(
+                f"{what} got {len(args)} positional values for {len(arg_names)} "
+                f"arguments {arg_names}"
+            )
         for name, v in zip(arg_names, args):
             if v is not None:
                 given[name] = v
     inputs = set(sym.list_inputs())
     for name, v in kwargs.items():
         if name not in inputs:
-            raise MXNetError(f"{what}: {name!r} is not an input of the symbol; "
-                             f"its arguments are {arg_names}")
+            raise MXNetError(
+                f"{what}: {name!r} is not an input of the symbol; its arguments are {arg_names}"
+            )
         if v is not None:
             given[name] = v
     return given
@@ -125,8 +129,10 @@ def propagate_shapes(sym, given: dict[str, tuple]) -> tuple[list[Node], dict[Ent
                     shapes[key] = s
                     changed = True
                 elif old != s:
-                    raise MXNetError(f"{node.op.name} {node.name!r}: output {i} inferred as {s} "
-                                     f"but the graph needs {old}")
+                    raise MXNetError(
+                        f"{node.op.name} {node.name!r}: output {i} inferred as {s} "
+                        f"but the graph needs {old}"
+                    )
             changed = _batch_from_output(node, shapes) or changed
             changed = _shape_from_output(node, shapes) or changed
         if not changed:
@@ -149,8 +155,11 @@ def infer_shape(sym, args: tuple, kwargs: dict, partial: bool):
         return fill(arg_shapes), fill(out_shapes), fill(aux_shapes)
     unknown = [n.name for n, s in zip(arg_nodes + aux_nodes, arg_shapes + aux_shapes) if s is None]
     if unknown or any(s is None for s in out_shapes):
-        warnings.warn(f"infer_shape: cannot decide the shapes of {unknown or 'some outputs'}; "
-                      "give their shapes (or more input shapes) to infer_shape", stacklevel=3)
+        warnings.warn(
+            f"infer_shape: cannot decide the shapes of {unknown or 'some outputs'}; "
+            "give their shapes (or more input shapes) to infer_shape",
+            stacklevel=3,
+        )
         return None, None, None
     return arg_shapes, out_shapes, aux_shapes
 
@@ -158,12 +167,15 @@ def infer_shape(sym, args: tuple, kwargs: dict, partial: bool):
 def unknown_shape_error(sym, given: dict) -> MXNetError:
     order, shapes = propagate_shapes(sym, given)
     unknown = [n.name for n in order if n.is_var and (id(n), 0) not in shapes]
-    return MXNetError(f"cannot infer the shapes of {unknown}; pass their shapes, e.g. "
-                      f"simple_bind(ctx, {unknown[0] if unknown else 'data'}=(...))")
+    return MXNetError(
+        f"cannot infer the shapes of {unknown}; pass their shapes, e.g. "
+        f"simple_bind(ctx, {unknown[0] if unknown else 'data'}=(...))"
+    )
 
 
 def propagate_types(sym, given: dict[str, Any]) -> tuple[list[Node], dict[Entry, str]]:
     from .creation import FLAG_DTYPES
+
     order = topo_order(sym._outputs)
     types: dict[Entry, str] = {}
     for node in order:
@@ -211,5 +223,6 @@ def infer_type(sym, args: tuple, kwargs: dict):
 def _np_type(d: str):
     if d == "bfloat16":
         import jax.numpy as jnp
+
         return jnp.bfloat16
     return np.dtype(d).type

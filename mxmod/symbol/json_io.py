@@ -1,4 +1,5 @@
 """Symbol JSON in MXNet's exact text format (spec 10.2), and its checked reader."""
+
 from __future__ import annotations
 
 import os
@@ -61,13 +62,21 @@ def graph_dict(sym: Symbol, remove_amp_cast: bool = True) -> dict:
                     versions[id(child)] = versions.get(id(child), 0) + 1
                     version = versions[id(child)]
                 inputs.append((index[id(child)], idx, version))
-        nodes.append({"op": "null" if node.is_var else node.op.name, "name": node.name,
-                      "attrs": dict(node.attrs), "inputs": inputs})
+        nodes.append(
+            {
+                "op": "null" if node.is_var else node.op.name,
+                "name": node.name,
+                "attrs": dict(node.attrs),
+                "inputs": inputs,
+            }
+        )
         row_ptr.append(row_ptr[-1] + node.num_outputs())
-    return {"nodes": nodes,
-            "arg_nodes": [i for i, n in enumerate(order) if n.is_var],
-            "node_row_ptr": row_ptr,
-            "heads": [(index[id(n)], i, 0) for n, i in heads]}
+    return {
+        "nodes": nodes,
+        "arg_nodes": [i for i, n in enumerate(order) if n.is_var],
+        "node_row_ptr": row_ptr,
+        "heads": [(index[id(n)], i, 0) for n, i in heads],
+    }
 
 
 def to_json(sym: Symbol, remove_amp_cast: bool = True) -> str:
@@ -80,17 +89,21 @@ def to_json(sym: Symbol, remove_amp_cast: bool = True) -> str:
             items.append(("attrs", _obj([(k, _str(v)) for k, v in attrs], 3)))
         items.append(("inputs", _arr([_triple(t) for t in n["inputs"]], 3)))
         rendered.append(_obj_multi(items, 2))
-    top = [("nodes", _arr(rendered, 1, force_multi=True)),
-           ("arg_nodes", _arr([str(i) for i in g["arg_nodes"]], 1)),
-           ("node_row_ptr", _arr([str(i) for i in g["node_row_ptr"]], 1)),
-           ("heads", _arr([_triple(t) for t in g["heads"]], 1)),
-           ("attrs", _obj([("mxnet_version", f'["int", {MXNET_VERSION}]')], 1))]
+    top = [
+        ("nodes", _arr(rendered, 1, force_multi=True)),
+        ("arg_nodes", _arr([str(i) for i in g["arg_nodes"]], 1)),
+        ("node_row_ptr", _arr([str(i) for i in g["node_row_ptr"]], 1)),
+        ("heads", _arr([_triple(t) for t in g["heads"]], 1)),
+        ("attrs", _obj([("mxnet_version", f'["int", {MXNET_VERSION}]')], 1)),
+    ]
     return _obj_multi(top, 0)
 
 
 def _obj_multi(items, indent):
     pad = "  " * (indent + 1)
-    return "{\n" + ", \n".join(f"{pad}{_str(k)}: {v}" for k, v in items) + "\n" + "  " * indent + "}"
+    return (
+        "{\n" + ", \n".join(f"{pad}{_str(k)}: {v}" for k, v in items) + "\n" + "  " * indent + "}"
+    )
 
 
 def _strip_amp(heads):
@@ -124,6 +137,7 @@ def _strip_amp(heads):
 def save(sym: Symbol, fname: str, remove_amp_cast: bool = True) -> None:
     """Write ``tojson()`` atomically (temp file, fsync, rename)."""
     from ..fileio import atomic_write
+
     atomic_write(fname, to_json(sym, remove_amp_cast).encode("utf-8"))
 
 
@@ -152,9 +166,11 @@ def load_json(text: str, source: str = "JSON string") -> Symbol:
     raws = data["nodes"]
     for i, raw in enumerate(raws):
         if raw.get("subgraphs"):
-            raise NotImplementedError(f"{source}: nodes[{i}] ({raw['op']} {raw['name']!r}) has "
-                                      f"subgraphs (control-flow operators), which mxmod does "
-                                      f"not support")
+            raise NotImplementedError(
+                f"{source}: nodes[{i}] ({raw['op']} {raw['name']!r}) has "
+                f"subgraphs (control-flow operators), which mxmod does "
+                f"not support"
+            )
     nodes = [_node(raw, version, source, i) for i, raw in enumerate(raws)]
     json_schema.check_arg_nodes(data, [n.is_var for n in nodes], source)
     for i, (raw, node) in enumerate(zip(raws, nodes)):
@@ -187,13 +203,18 @@ def _node(raw: dict, version: int, source: str, i: int) -> Node:
             raise NotImplementedError(
                 f"{source}: nodes[{i}] ({raw['name']!r}) has __storage_type__="
                 f"{attrs['__storage_type__']} (row_sparse/csr): sparse storage is not supported "
-                f"by mxmod; remove the attribute to use dense arrays")
+                f"by mxmod; remove the attribute to use dense arrays"
+            )
         return Node(None, raw["name"], attrs)
     try:
         op = get_op(raw["op"])
     except MXNetError as e:
-        raise MXNetFileError(f"{source}: nodes[{i}].op: {e}", source, f"nodes[{i}].op",
-                             "an operator mxmod implements") from None
+        raise MXNetFileError(
+            f"{source}: nodes[{i}].op: {e}",
+            source,
+            f"nodes[{i}].op",
+            "an operator mxmod implements",
+        ) from None
     if version < 905 and op.name in ("argmax", "argmin") and attrs.get("axis") == "-1":
         attrs.pop("axis")
     node = Node(op, raw["name"], attrs)
@@ -202,11 +223,13 @@ def _node(raw: dict, version: int, source: str, i: int) -> Node:
         node.input_slot_names()
         node.num_outputs()
     except (MXNetError, ValueError, TypeError) as e:
-        raise json_schema.fail(source, f"nodes[{i}].attrs", str(e),
-                               f"attributes {op.name} accepts") from None
+        raise json_schema.fail(
+            source, f"nodes[{i}].attrs", str(e), f"attributes {op.name} accepts"
+        ) from None
     except NotImplementedError as e:
-        raise NotImplementedError(f"{source}: nodes[{i}] ({op.name} {raw['name']!r}): {e}") \
-            from None
+        raise NotImplementedError(
+            f"{source}: nodes[{i}] ({op.name} {raw['name']!r}): {e}"
+        ) from None
     return node
 
 
@@ -214,8 +237,12 @@ def _link(node: Node, raw: dict, nodes: list, version: int, source: str, where: 
     entries = raw["inputs"]
     if node.is_var:
         if entries:
-            raise json_schema.fail(source, f"{where}.inputs", f"variable {node.name!r} has "
-                                   f"{len(entries)} inputs", "[] for a 'null' node")
+            raise json_schema.fail(
+                source,
+                f"{where}.inputs",
+                f"variable {node.name!r} has {len(entries)} inputs",
+                "[] for a 'null' node",
+            )
         return
     node.inputs = [(nodes[e[0]], e[1]) for e in entries]
     node.versions = [e[2] if len(e) > 2 else 0 for e in entries]
@@ -248,9 +275,11 @@ def _check_acyclic(heads: list, nodes: list, source: str) -> None:
                 mark = state.get(id(child))
                 if mark == 1:
                     raise json_schema.fail(
-                        source, f"nodes[{index[id(node)]}].inputs[{k}]",
+                        source,
+                        f"nodes[{index[id(node)]}].inputs[{k}]",
                         f"{node.name!r} depends on itself through {child.name!r} (a cycle)",
-                        "an acyclic graph")
+                        "an acyclic graph",
+                    )
                 if mark is None:
                     state[id(child)] = 1
                     stack.append((child, 0))
@@ -261,8 +290,12 @@ def _check_acyclic(heads: list, nodes: list, source: str) -> None:
 def _check_output(node: Node, out: int, source: str, where: str) -> None:
     n = node.num_outputs()
     if out >= n:
-        raise json_schema.fail(source, where, f"output {out} of {node.name!r}, which has "
-                               f"{n} output(s)", f"an output index below {n}")
+        raise json_schema.fail(
+            source,
+            where,
+            f"output {out} of {node.name!r}, which has {n} output(s)",
+            f"an output index below {n}",
+        )
 
 
 def _complete_inputs(node: Node, version: int, source: str, where: str) -> None:
@@ -270,23 +303,35 @@ def _complete_inputs(node: Node, version: int, source: str, where: str) -> None:
     inputs: create them as MXNet's upgrader does."""
     slots = node.input_slot_names()
     if len(node.inputs) > len(slots):
-        raise json_schema.fail(source, f"{where}.inputs", f"{node.op.name} {node.name!r} has "
-                               f"{len(node.inputs)} inputs", f"{len(slots)} ({', '.join(slots)})")
+        raise json_schema.fail(
+            source,
+            f"{where}.inputs",
+            f"{node.op.name} {node.name!r} has {len(node.inputs)} inputs",
+            f"{len(slots)} ({', '.join(slots)})",
+        )
     if len(node.inputs) < len(slots):
         if version >= 900:
-            raise json_schema.fail(source, f"{where}.inputs", f"{node.op.name} {node.name!r} "
-                                   f"has {len(node.inputs)} inputs",
-                                   f"{len(slots)} ({', '.join(slots)})")
-        for slot in slots[len(node.inputs):]:
+            raise json_schema.fail(
+                source,
+                f"{where}.inputs",
+                f"{node.op.name} {node.name!r} has {len(node.inputs)} inputs",
+                f"{len(slots)} ({', '.join(slots)})",
+            )
+        for slot in slots[len(node.inputs) :]:
             node.inputs.append((Node(None, f"{node.name}_{slot}", dict(node.attrs)), 0))
             node.versions.append(0)
     n_data = node.n_data_inputs()
     for k, (child, out) in enumerate(node.inputs):
         _check_output(child, out, source, f"{where}.inputs[{k}]")
         if k >= n_data and not child.is_var:
-            raise json_schema.fail(source, f"{where}.inputs[{k}]", f"auxiliary state "
-                                   f"{slots[k]!r} of {node.name!r} is the output of operator "
-                                   f"{child.name!r}", "a variable node")
+            raise json_schema.fail(
+                source,
+                f"{where}.inputs[{k}]",
+                f"auxiliary state "
+                f"{slots[k]!r} of {node.name!r} is the output of operator "
+                f"{child.name!r}",
+                "a variable node",
+            )
     if version < 904:
         for slot, (child, _) in zip(slots, node.inputs):
             hook = node.op.input_attrs.get(slot)
@@ -312,12 +357,17 @@ def load(fname: str) -> Symbol:
         with open(fname, "rb") as f:
             raw = f.read()
     except OSError as e:
-        raise MXNetFileError(f"symbol file {fname!r} cannot be read ({e.strerror or e})",
-                             repr(fname), "open") from None
+        raise MXNetFileError(
+            f"symbol file {fname!r} cannot be read ({e.strerror or e})", repr(fname), "open"
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise MXNetFileError(f"{fname!r} is not a text file; expected an MXNet symbol JSON "
-                             f"file (byte {e.start} is not UTF-8)", repr(fname),
-                             f"offset {e.start}", "UTF-8 JSON text") from None
+        raise MXNetFileError(
+            f"{fname!r} is not a text file; expected an MXNet symbol JSON "
+            f"file (byte {e.start} is not UTF-8)",
+            repr(fname),
+            f"offset {e.start}",
+            "UTF-8 JSON text",
+        ) from None
     return load_json(text, source=repr(fname))

@@ -1,5 +1,6 @@
 """Automatic node names (``fullyconnected0``) and attribute scopes, as ``mx.name``
 and ``mx.AttrScope`` provide them in MXNet."""
+
 from __future__ import annotations
 
 import threading
@@ -61,7 +62,9 @@ class AttrScope:
     def __init__(self, **kwargs):
         for v in kwargs.values():
             if not isinstance(v, str):
-                raise ValueError("AttrScope values must be strings, e.g. AttrScope(ctx_group='dev1')")
+                raise ValueError(
+                    "AttrScope values must be strings, e.g. AttrScope(ctx_group='dev1')"
+                )
         self._attr = kwargs
         self._old: Optional[AttrScope] = None
 

@@ -1,4 +1,5 @@
 """``Symbol``: MXNet's symbolic graph handle (a list of output entries)."""
+
 from __future__ import annotations
 
 from typing import Any, Iterator, Optional
@@ -70,7 +71,9 @@ class Symbol:
         if isinstance(index, slice):
             return Symbol(self._outputs[index])
         if not isinstance(index, int):
-            raise TypeError(f"Symbol index must be an int, a slice or an output name, got {index!r}")
+            raise TypeError(
+                f"Symbol index must be an int, a slice or an output name, got {index!r}"
+            )
         if not -len(self._outputs) <= index < len(self._outputs):
             raise IndexError(f"output index {index} out of range for {len(self._outputs)} outputs")
         return Symbol([self._outputs[index]])
@@ -95,7 +98,9 @@ class Symbol:
 
     def list_attr(self, recursive: bool = False) -> dict:
         if recursive:
-            raise NotImplementedError("list_attr(recursive=True) was removed in MXNet; use attr_dict()")
+            raise NotImplementedError(
+                "list_attr(recursive=True) was removed in MXNet; use attr_dict()"
+            )
         return _with_aliases(self._outputs[0][0].attrs) if len(self._outputs) == 1 else {}
 
     def attr_dict(self) -> dict:
@@ -119,14 +124,18 @@ class Symbol:
         replace: dict[int, tuple[Node, int]] = {}
         if args:
             if len(args) > len(arg_names):
-                raise MXNetError(f"compose got {len(args)} positional symbols but the symbol "
-                                 f"has only {len(arg_names)} arguments: {arg_names}")
+                raise MXNetError(
+                    f"compose got {len(args)} positional symbols but the symbol "
+                    f"has only {len(arg_names)} arguments: {arg_names}"
+                )
             for name, s in zip(arg_names, args):
                 replace[id(variables[name])] = _single(s, name)
         for name, s in kwargs.items():
             if name not in variables:
-                raise MXNetError(f"compose: the symbol has no argument named {name!r}; "
-                                 f"its inputs are {list(variables)}")
+                raise MXNetError(
+                    f"compose: the symbol has no argument named {name!r}; "
+                    f"its inputs are {list(variables)}"
+                )
             replace[id(variables[name])] = _single(s, name)
         return Symbol(copy_graph(self._outputs, replace))
 
@@ -144,22 +153,27 @@ class Symbol:
     # ------------------------------------------------------------ inference, json, bind
     def infer_shape(self, *args, **kwargs):
         from .infer import infer_shape
+
         return infer_shape(self, args, kwargs, partial=False)
 
     def infer_shape_partial(self, *args, **kwargs):
         from .infer import infer_shape
+
         return infer_shape(self, args, kwargs, partial=True)
 
     def infer_type(self, *args, **kwargs):
         from .infer import infer_type
+
         return infer_type(self, args, kwargs)
 
     def tojson(self, remove_amp_cast: bool = True) -> str:
         from .json_io import to_json
+
         return to_json(self, remove_amp_cast)
 
     def save(self, fname: str, remove_amp_cast: bool = True) -> None:
         from .json_io import save
+
         save(self, fname, remove_amp_cast)
 
     def debug_str(self) -> str:
@@ -172,41 +186,130 @@ class Symbol:
                 lines.append(f"Op:{n.op.name}, Name={n.name}\n  Inputs: {ins}")
         return "\n".join(lines)
 
-    def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
-                    shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
+    def simple_bind(
+        self,
+        ctx,
+        grad_req="write",
+        type_dict=None,
+        stype_dict=None,
+        group2ctx=None,
+        shared_arg_names=None,
+        shared_exec=None,
+        shared_buffer=None,
+        **kwargs,
+    ):
         from ..executor import simple_bind
-        return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
-                           stype_dict=stype_dict, group2ctx=group2ctx,
-                           shared_exec=shared_exec, shared_buffer=shared_buffer, **kwargs)
 
-    def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
-             shared_exec=None):
+        return simple_bind(
+            self,
+            ctx,
+            grad_req=grad_req,
+            type_dict=type_dict,
+            stype_dict=stype_dict,
+            group2ctx=group2ctx,
+            shared_exec=shared_exec,
+            shared_buffer=shared_buffer,
+            **kwargs,
+        )
+
+    def bind(
+        self,
+        ctx,
+        args,
+        args_grad=None,
+        grad_req="write",
+        aux_states=None,
+        group2ctx=None,
+        shared_exec=None,
+    ):
         from ..executor import bind
-        return bind(self, ctx, args, args_grad=args_grad, grad_req=grad_req,
-                    aux_states=aux_states, group2ctx=group2ctx, shared_exec=shared_exec)
+
+        return bind(
+            self,
+            ctx,
+            args,
+            args_grad=args_grad,
+            grad_req=grad_req,
+            aux_states=aux_states,
+            group2ctx=group2ctx,
+            shared_exec=shared_exec,
+        )
 
     # ------------------------------------------------------------ operator sugar
-    def __add__(self, o): return _sugar(self, o, "elemwise_add", "_plus", "_plus_scalar", "_plusscalar")
-    def __radd__(self, o): return self.__add__(o)
-    def __sub__(self, o): return _sugar(self, o, "elemwise_sub", "_minus", "_minus_scalar", "_minusscalar")
-    def __rsub__(self, o): return _scalar_op(self, o, "_rminus_scalar", "_rminusscalar")
-    def __mul__(self, o): return _sugar(self, o, "elemwise_mul", "_mul", "_mul_scalar", "_mulscalar")
-    def __rmul__(self, o): return self.__mul__(o)
-    def __truediv__(self, o): return _sugar(self, o, "elemwise_div", "_div", "_div_scalar", "_divscalar")
-    def __rtruediv__(self, o): return _scalar_op(self, o, "_rdiv_scalar", "_rdivscalar")
-    def __mod__(self, o): return _sugar(self, o, "_mod", "_mod", "_mod_scalar", "_modscalar")
-    def __rmod__(self, o): return _scalar_op(self, o, "_rmod_scalar", "_rmodscalar")
-    def __pow__(self, o): return _sugar(self, o, "_power", "_power", "_power_scalar", "_powerscalar")
-    def __rpow__(self, o): return _scalar_op(self, o, "_rpower_scalar", "_rpower_scalar")
-    def __neg__(self): return self.__mul__(-1.0)
-    def __gt__(self, o): return _sugar(self, o, "_greater", "_greater", "_greater_scalar", "_greater_scalar")
-    def __ge__(self, o): return _sugar(self, o, "_greater_equal", "_greater_equal", "_greater_equal_scalar", "_greater_equal_scalar")
-    def __lt__(self, o): return _sugar(self, o, "_lesser", "_lesser", "_lesser_scalar", "_lesser_scalar")
-    def __le__(self, o): return _sugar(self, o, "_lesser_equal", "_lesser_equal", "_lesser_equal_scalar", "_lesser_equal_scalar")
-    def __eq__(self, o): return _sugar(self, o, "_equal", "_equal", "_equal_scalar", "_equal_scalar")
-    def __ne__(self, o): return _sugar(self, o, "_not_equal", "_not_equal", "_not_equal_scalar", "_not_equal_scalar")
+    def __add__(self, o):
+        return _sugar(self, o, "elemwise_add", "_plus", "_plus_scalar", "_plusscalar")
+
+    def __radd__(self, o):
+        return self.__add__(o)
+
+    def __sub__(self, o):
+        return _sugar(self, o, "elemwise_sub", "_minus", "_minus_scalar", "_minusscalar")
+
+    def __rsub__(self, o):
+        return _scalar_op(self, o, "_rminus_scalar", "_rminusscalar")
+
+    def __mul__(self, o):
+        return _sugar(self, o, "elemwise_mul", "_mul", "_mul_scalar", "_mulscalar")
+
+    def __rmul__(self, o):
+        return self.__mul__(o)
+
+    def __truediv__(self, o):
+        return _sugar(self, o, "elemwise_div", "_div", "_div_scalar", "_divscalar")
+
+    def __rtruediv__(self, o):
+        return _scalar_op(self, o, "_rdiv_scalar", "_rdivscalar")
+
+    def __mod__(self, o):
+        return _sugar(self, o, "_mod", "_mod", "_mod_scalar", "_modscalar")
+
+    def __rmod__(self, o):
+        return _scalar_op(self, o, "_rmod_scalar", "_rmodscalar")
+
+    def __pow__(self, o):
+        return _sugar(self, o, "_power", "_power", "_power_scalar", "_powerscalar")
+
+    def __rpow__(self, o):
+        return _scalar_op(self, o, "_rpower_scalar", "_rpower_scalar")
+
+    def __neg__(self):
+        return self.__mul__(-1.0)
+
+    def __gt__(self, o):
+        return _sugar(self, o, "_greater", "_greater", "_greater_scalar", "_greater_scalar")
+
+    def __ge__(self, o):
+        return _sugar(
+            self,
+            o,
+            "_greater_equal",
+            "_greater_equal",
+            "_greater_equal_scalar",
+            "_greater_equal_scalar",
+        )
+
+    def __lt__(self, o):
+        return _sugar(self, o, "_lesser", "_lesser", "_lesser_scalar", "_lesser_scalar")
+
+    def __le__(self, o):
+        return _sugar(
+            self,
+            o,
+            "_lesser_equal",
+            "_lesser_equal",
+            "_lesser_equal_scalar",
+            "_lesser_equal_scalar",
+        )
+
+    def __eq__(self, o):
+        return _sugar(self, o, "_equal", "_equal", "_equal_scalar", "_equal_scalar")
+
+    def __ne__(self, o):
+        return _sugar(self, o, "_not_equal", "_not_equal", "_not_equal_scalar", "_not_equal_scalar")
+
     def __abs__(self):
         from .creation import make_op
+
         return make_op("abs", [self], {})
 
     __hash__ = object.__hash__
@@ -216,22 +319,46 @@ class Symbol:
     # ------------------------------------------------------------ NDArray-only
     # As MXNet: truth values, in-place arithmetic and the NDArray data methods raise
     # NotImplementedForSymbol (``%=``/``**=`` fall back to ``%``/``**`` there too).
-    def __bool__(self): raise NotImplementedForSymbol(self.__bool__, "bool")
-    def __iadd__(self, o): raise NotImplementedForSymbol(self.__iadd__, "+=", o, 1)
-    def __isub__(self, o): raise NotImplementedForSymbol(self.__isub__, "-=", o)
-    def __imul__(self, o): raise NotImplementedForSymbol(self.__imul__, "*=", o)
-    def __idiv__(self, o): raise NotImplementedForSymbol(self.__idiv__, "/=", o)
-    def __itruediv__(self, o): raise NotImplementedForSymbol(self.__itruediv__, "/=", o)
+    def __bool__(self):
+        raise NotImplementedForSymbol(self.__bool__, "bool")
+
+    def __iadd__(self, o):
+        raise NotImplementedForSymbol(self.__iadd__, "+=", o, 1)
+
+    def __isub__(self, o):
+        raise NotImplementedForSymbol(self.__isub__, "-=", o)
+
+    def __imul__(self, o):
+        raise NotImplementedForSymbol(self.__imul__, "*=", o)
+
+    def __idiv__(self, o):
+        raise NotImplementedForSymbol(self.__idiv__, "/=", o)
+
+    def __itruediv__(self, o):
+        raise NotImplementedForSymbol(self.__itruediv__, "/=", o)
 
     # MXNet's versions take no arguments (a call with one is a TypeError there); these
     # accept any, so ``sym.as_in_context(ctx)`` names the real problem.
-    def wait_to_read(self, *_a, **_k): raise NotImplementedForSymbol(self.wait_to_read, None)
-    def asnumpy(self, *_a, **_k): raise NotImplementedForSymbol(self.asnumpy, None)
-    def asscalar(self, *_a, **_k): raise NotImplementedForSymbol(self.asscalar, None)
-    def copy(self, *_a, **_k): raise NotImplementedForSymbol(self.copy, None)
-    def as_in_context(self, *_a, **_k): raise NotImplementedForSymbol(self.as_in_context, None)
-    def detach(self, *_a, **_k): raise NotImplementedForSymbol(self.detach, None)
-    def backward(self, *_a, **_k): raise NotImplementedForSymbol(self.backward, None)
+    def wait_to_read(self, *_a, **_k):
+        raise NotImplementedForSymbol(self.wait_to_read, None)
+
+    def asnumpy(self, *_a, **_k):
+        raise NotImplementedForSymbol(self.asnumpy, None)
+
+    def asscalar(self, *_a, **_k):
+        raise NotImplementedForSymbol(self.asscalar, None)
+
+    def copy(self, *_a, **_k):
+        raise NotImplementedForSymbol(self.copy, None)
+
+    def as_in_context(self, *_a, **_k):
+        raise NotImplementedForSymbol(self.as_in_context, None)
+
+    def detach(self, *_a, **_k):
+        raise NotImplementedForSymbol(self.detach, None)
+
+    def backward(self, *_a, **_k):
+        raise NotImplementedForSymbol(self.backward, None)
 
 
 def _with_aliases(attrs: dict) -> dict:
@@ -246,13 +373,16 @@ def _single(s: Any, what: str) -> tuple[Node, int]:
     if not isinstance(s, Symbol):
         raise TypeError(f"input {what!r} must be a Symbol, got {type(s).__name__}")
     if len(s._outputs) != 1:
-        raise MXNetError(f"input {what!r} must have a single output, got {len(s._outputs)} "
-                         f"({s.list_outputs()}); pick one with sym[i]")
+        raise MXNetError(
+            f"input {what!r} must have a single output, got {len(s._outputs)} "
+            f"({s.list_outputs()}); pick one with sym[i]"
+        )
     return s._outputs[0]
 
 
 def _sugar(a: Symbol, b: Any, op: str, hint: str, scalar_op: str, scalar_hint: str) -> Symbol:
     from .creation import make_op
+
     if isinstance(b, Symbol):
         return make_op(op, [a, b], {}, hint=hint)
     if isinstance(b, (int, float)) or hasattr(b, "dtype"):
@@ -262,6 +392,7 @@ def _sugar(a: Symbol, b: Any, op: str, hint: str, scalar_op: str, scalar_hint: s
 
 def _scalar_op(a: Symbol, b: Any, op: str, hint: str) -> Symbol:
     from .creation import make_op
+
     if not isinstance(b, (int, float)) and not hasattr(b, "dtype"):
         raise TypeError(f"unsupported operand type for Symbol arithmetic: {type(b).__name__}")
     return make_op(op, [a], {"scalar": b}, hint=hint)

@@ -5,6 +5,7 @@ them). Run ``python -m mxmod.tools.im2rec --help``.
 Images are read, resized and encoded with OpenCV on ``--num-thread`` threads (OpenCV
 releases the GIL, so they run in parallel) and written in list order by one writer.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,7 @@ def write_list(path_out, image_list):
     """Write ``index\\tlabel(s)\\tpath`` lines (labels as ``%f``)."""
     with open(path_out, "w") as fout:
         for item in image_list:
-            fout.write("%d\t" % item[0] + "".join("%f\t" % j for j in item[2:]) +
-                       "%s\n" % item[1])
+            fout.write("%d\t" % item[0] + "".join("%f\t" % j for j in item[2:]) + "%s\n" % item[1])
 
 
 def make_list(args):
@@ -61,7 +61,7 @@ def make_list(args):
     n = len(image_list)
     chunk_size = (n + args.chunks - 1) // args.chunks
     for i in range(args.chunks):
-        chunk = image_list[i * chunk_size:(i + 1) * chunk_size]
+        chunk = image_list[i * chunk_size : (i + 1) * chunk_size]
         str_chunk = "_%d" % i if args.chunks > 1 else ""
         sep = int(chunk_size * args.train_ratio)
         sep_test = int(chunk_size * args.test_ratio)
@@ -71,8 +71,8 @@ def make_list(args):
             if args.test_ratio:
                 write_list(args.prefix + str_chunk + "_test.lst", chunk[:sep_test])
             if args.train_ratio + args.test_ratio < 1.0:
-                write_list(args.prefix + str_chunk + "_val.lst", chunk[sep_test + sep:])
-            write_list(args.prefix + str_chunk + "_train.lst", chunk[sep_test:sep_test + sep])
+                write_list(args.prefix + str_chunk + "_val.lst", chunk[sep_test + sep :])
+            write_list(args.prefix + str_chunk + "_train.lst", chunk[sep_test : sep_test + sep])
 
 
 def read_list(path_in):
@@ -82,8 +82,10 @@ def read_list(path_in):
         for line in fin:
             parts = [i.strip() for i in line.strip().split("\t")]
             if len(parts) < 3:
-                print("lst should have at least has three parts, but only has %s parts for %s"
-                      % (len(parts), parts))
+                print(
+                    "lst should have at least has three parts, but only has %s parts for %s"
+                    % (len(parts), parts)
+                )
                 continue
             try:
                 yield [int(parts[0])] + [parts[-1]] + [float(i) for i in parts[1:-1]]
@@ -94,6 +96,7 @@ def read_list(path_in):
 def image_encode(args, item):
     """The packed record of one list item, or None (reported) when it cannot be read."""
     import cv2
+
     fullpath = os.path.join(args.root, item[1])
     label = item[2:] if len(item) > 3 and args.pack_label else item[2]
     header = recordio.IRHeader(0, label, item[0], 0)
@@ -111,10 +114,10 @@ def image_encode(args, item):
     if args.center_crop:
         if img.shape[0] > img.shape[1]:
             margin = (img.shape[0] - img.shape[1]) // 2
-            img = img[margin:margin + img.shape[1], :]
+            img = img[margin : margin + img.shape[1], :]
         else:
             margin = (img.shape[1] - img.shape[0]) // 2
-            img = img[:, margin:margin + img.shape[0]]
+            img = img[:, margin : margin + img.shape[0]]
     if args.resize:
         if img.shape[0] > img.shape[1]:
             newsize = (args.resize, img.shape[0] * args.resize // img.shape[1])
@@ -131,13 +134,15 @@ def image_encode(args, item):
 def make_record(args, lst_path, working_dir):
     """Encode the images of ``lst_path`` into ``<name>.rec``/``<name>.idx`` in list order."""
     base = os.path.splitext(os.path.basename(lst_path))[0]
-    record = recordio.MXIndexedRecordIO(os.path.join(working_dir, base + ".idx"),
-                                        os.path.join(working_dir, base + ".rec"), "w")
+    record = recordio.MXIndexedRecordIO(
+        os.path.join(working_dir, base + ".idx"), os.path.join(working_dir, base + ".rec"), "w"
+    )
     items = list(read_list(lst_path))
     pre_time = time.time()
     with ThreadPoolExecutor(max(1, args.num_thread)) as pool:
-        for count, (item, s) in enumerate(zip(items, pool.map(
-                lambda it: image_encode(args, it), items))):
+        for count, (item, s) in enumerate(
+            zip(items, pool.map(lambda it: image_encode(args, it), items))
+        ):
             if s is not None:
                 record.write_idx(item[0], s)
             if count % 1000 == 0:
@@ -151,49 +156,91 @@ def parse_args(argv=None):
     """MXNet im2rec's command line."""
     parser = argparse.ArgumentParser(
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        description="Create an image list or make a record database by reading from an "
-                    "image list")
+        description="Create an image list or make a record database by reading from an image list",
+    )
     parser.add_argument("prefix", help="prefix of input/output lst and rec files.")
     parser.add_argument("root", help="path to folder containing images.")
     cgroup = parser.add_argument_group("Options for creating image lists")
-    cgroup.add_argument("--list", action="store_true",
-                        help="If this is set im2rec will create image list(s) by traversing "
-                             "root folder and output to <prefix>.lst. Otherwise im2rec will "
-                             "read <prefix>.lst and create a database at <prefix>.rec")
-    cgroup.add_argument("--exts", nargs="+", default=[".jpeg", ".jpg", ".png"],
-                        help="list of acceptable image extensions.")
+    cgroup.add_argument(
+        "--list",
+        action="store_true",
+        help="If this is set im2rec will create image list(s) by traversing "
+        "root folder and output to <prefix>.lst. Otherwise im2rec will "
+        "read <prefix>.lst and create a database at <prefix>.rec",
+    )
+    cgroup.add_argument(
+        "--exts",
+        nargs="+",
+        default=[".jpeg", ".jpg", ".png"],
+        help="list of acceptable image extensions.",
+    )
     cgroup.add_argument("--chunks", type=int, default=1, help="number of chunks.")
-    cgroup.add_argument("--train-ratio", type=float, default=1.0,
-                        help="Ratio of images to use for training.")
-    cgroup.add_argument("--test-ratio", type=float, default=0,
-                        help="Ratio of images to use for testing.")
-    cgroup.add_argument("--recursive", action="store_true",
-                        help="If true recursively walk through subdirs and assign an unique "
-                             "label to images in each folder.")
-    cgroup.add_argument("--no-shuffle", dest="shuffle", action="store_false",
-                        help="If this is passed, im2rec will not randomize the image order "
-                             "in <prefix>.lst")
+    cgroup.add_argument(
+        "--train-ratio", type=float, default=1.0, help="Ratio of images to use for training."
+    )
+    cgroup.add_argument(
+        "--test-ratio", type=float, default=0, help="Ratio of images to use for testing."
+    )
+    cgroup.add_argument(
+        "--recursive",
+        action="store_true",
+        help="If true recursively walk through subdirs and assign an unique "
+        "label to images in each folder.",
+    )
+    cgroup.add_argument(
+        "--no-shuffle",
+        dest="shuffle",
+        action="store_false",
+        help="If this is passed, im2rec will not randomize the image order in <prefix>.lst",
+    )
     rgroup = parser.add_argument_group("Options for creating database")
-    rgroup.add_argument("--pass-through", action="store_true",
-                        help="whether to skip transformation and save image as is")
-    rgroup.add_argument("--resize", type=int, default=0,
-                        help="resize the shorter edge of image to the newsize, original "
-                             "images will be packed by default.")
-    rgroup.add_argument("--center-crop", action="store_true",
-                        help="specify whether to crop the center image to make it rectangular.")
-    rgroup.add_argument("--quality", type=int, default=95,
-                        help="JPEG quality for encoding, 1-100; or PNG compression for "
-                             "encoding, 1-9")
-    rgroup.add_argument("--num-thread", type=int, default=1,
-                        help="number of threads to use for encoding.")
-    rgroup.add_argument("--color", type=int, default=1, choices=[-1, 0, 1],
-                        help="specify the color mode of the loaded image. 1: Loads a color "
-                             "image. 0: Loads image in grayscale mode. -1: Loads image as such "
-                             "including alpha channel.")
-    rgroup.add_argument("--encoding", type=str, default=".jpg", choices=[".jpg", ".png"],
-                        help="specify the encoding of the images.")
-    rgroup.add_argument("--pack-label", action="store_true",
-                        help="Whether to also pack multi dimensional label in the record file")
+    rgroup.add_argument(
+        "--pass-through",
+        action="store_true",
+        help="whether to skip transformation and save image as is",
+    )
+    rgroup.add_argument(
+        "--resize",
+        type=int,
+        default=0,
+        help="resize the shorter edge of image to the newsize, original "
+        "images will be packed by default.",
+    )
+    rgroup.add_argument(
+        "--center-crop",
+        action="store_true",
+        help="specify whether to crop the center image to make it rectangular.",
+    )
+    rgroup.add_argument(
+        "--quality",
+        type=int,
+        default=95,
+        help="JPEG quality for encoding, 1-100; or PNG compression for encoding, 1-9",
+    )
+    rgroup.add_argument(
+        "--num-thread", type=int, default=1, help="number of threads to use for encoding."
+    )
+    rgroup.add_argument(
+        "--color",
+        type=int,
+        default=1,
+        choices=[-1, 0, 1],
+        help="specify the color mode of the loaded image. 1: Loads a color "
+        "image. 0: Loads image in grayscale mode. -1: Loads image as such "
+        "including alpha channel.",
+    )
+    rgroup.add_argument(
+        "--encoding",
+        type=str,
+        default=".jpg",
+        choices=[".jpg", ".png"],
+        help="specify the encoding of the images.",
+    )
+    rgroup.add_argument(
+        "--pack-label",
+        action="store_true",
+        help="Whether to also pack multi dimensional label in the record file",
+    )
     args = parser.parse_args(argv)
     args.prefix = os.path.abspath(args.prefix)
     args.root = os.path.abspath(args.root)
@@ -212,8 +259,11 @@ def main(argv=None):
         make_list(args)
         return 0
     working_dir = args.prefix if os.path.isdir(args.prefix) else os.path.dirname(args.prefix)
-    files = sorted(os.path.join(working_dir, f) for f in os.listdir(working_dir)
-                   if os.path.isfile(os.path.join(working_dir, f)))
+    files = sorted(
+        os.path.join(working_dir, f)
+        for f in os.listdir(working_dir)
+        if os.path.isfile(os.path.join(working_dir, f))
+    )
     count = 0
     for fname in files:
         if fname.startswith(args.prefix) and fname.endswith(".lst"):

@@ -4,6 +4,7 @@ Each check of a case is run inside `Report.check`, which records a failure (with
 innermost mxmod source line for exceptions) instead of stopping, so one test run names
 every broken check of a case. Only a missing operator skips a case.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,13 +31,15 @@ class Golden:
     def __init__(self, case_id: str):
         path = FIXTURES / f'{case_id}.npz'
         if not path.exists():
-            raise FileNotFoundError(f'no golden {path}; regenerate with '
-                                    'tests/fixtures/gen_op_goldens.py (see its README)')
+            raise FileNotFoundError(
+                f'no golden {path}; regenerate with '
+                'tests/fixtures/gen_op_goldens.py (see its README)'
+            )
         with np.load(path) as z:
             data = {k: z[k] for k in z.files}
 
         def group(prefix: str) -> dict:
-            return {k[len(prefix):]: v for k, v in data.items() if k.startswith(prefix)}
+            return {k[len(prefix) :]: v for k, v in data.items() if k.startswith(prefix)}
 
         self.args = group('arg:')
         self.aux = group('aux:')
@@ -58,8 +61,7 @@ class Golden:
 def skip_if_missing(case: Case, golden: Golden) -> None:
     """Skips the test when mxmod lacks an operator the case needs (and only then)."""
     missing = [] if case.is_sugar or resolve_op(case, mx) is not None else [case.op]
-    missing += [op for op in golden.json_ops()
-                if mx.ops.OPS.find(op) is None and op not in missing]
+    missing += [op for op in golden.json_ops() if mx.ops.OPS.find(op) is None and op not in missing]
     if missing:
         pytest.skip(f"op {', '.join(missing)} not implemented yet")
 
@@ -110,8 +112,11 @@ class Report:
 
     def finish(self) -> None:
         if self.failures:
-            pytest.fail(f'{self.case_id}: {len(self.failures)} check(s) failed:\n  '
-                        + '\n  '.join(self.failures), pytrace=False)
+            pytest.fail(
+                f'{self.case_id}: {len(self.failures)} check(s) failed:\n  '
+                + '\n  '.join(self.failures),
+                pytrace=False,
+            )
 
 
 # ----------------------------------------------------------------- comparisons
@@ -120,8 +125,14 @@ def expected_dtype(d: np.dtype) -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(d))
 
 
-def assert_close(actual: Any, expected: Any, what: str, rtol: float = 1e-4,
-                 atol: float = 1e-4, check_dtype: bool = True) -> None:
+def assert_close(
+    actual: Any,
+    expected: Any,
+    what: str,
+    rtol: float = 1e-4,
+    atol: float = 1e-4,
+    check_dtype: bool = True,
+) -> None:
     """`actual` ~= `expected`; atol is scaled by max(1, max|expected|); ints compare exactly."""
     a, e = np.asarray(actual), np.asarray(expected)
     if a.shape != e.shape:
@@ -139,12 +150,14 @@ def assert_close(actual: Any, expected: Any, what: str, rtol: float = 1e-4,
     err = np.abs(a64 - e64)
     bad = ~(err <= tol) & ~(np.isnan(a64) & np.isnan(e64))
     if bad.any():
-        i = np.unravel_index(int(np.argmax(np.where(bad, np.nan_to_num(err, nan=np.inf), -1))),
-                             a.shape)
+        i = np.unravel_index(
+            int(np.argmax(np.where(bad, np.nan_to_num(err, nan=np.inf), -1))), a.shape
+        )
         raise AssertionError(
             f'{what}: {int(bad.sum())}/{a.size} elements differ; worst at {tuple(map(int, i))}: '
             f'got {a64[i]:.6g}, expected {e64[i]:.6g} (max abs err {np.nanmax(err):.3g}, '
-            f'atol {atol * scale:.3g}, rtol {rtol})')
+            f'atol {atol * scale:.3g}, rtol {rtol})'
+        )
 
 
 # ----------------------------------------------------------------- running
@@ -157,11 +170,13 @@ def bind_golden(sym: Any, golden: Golden) -> Any:
     """`sym.bind` with the golden's inputs; grad_req 'write' exactly where MXNet had one."""
     ctx = mx.cpu()
     req = {n: 'write' if n in golden.grads else 'null' for n in golden.arg_names}
-    return sym.bind(ctx, args={n: mx.nd.array(v, ctx=ctx) for n, v in golden.args.items()},
-                    args_grad={n: mx.nd.zeros(golden.args[n].shape, ctx=ctx)
-                               for n in golden.grads},
-                    grad_req=req,
-                    aux_states={n: mx.nd.array(v, ctx=ctx) for n, v in golden.aux.items()})
+    return sym.bind(
+        ctx,
+        args={n: mx.nd.array(v, ctx=ctx) for n, v in golden.args.items()},
+        args_grad={n: mx.nd.zeros(golden.args[n].shape, ctx=ctx) for n in golden.grads},
+        grad_req=req,
+        aux_states={n: mx.nd.array(v, ctx=ctx) for n, v in golden.aux.items()},
+    )
 
 
 def check_dropout(case: Case, golden: Golden, out: np.ndarray, grad: Optional[np.ndarray]) -> None:
@@ -182,16 +197,43 @@ def check_dropout(case: Case, golden: Golden, out: np.ndarray, grad: Optional[np
 # ----------------------------------------------------------------- finite differences
 # Ops whose forward is piecewise constant: the gradient is zero by definition and central
 # differences are zero or unbounded (at steps); the golden check covers their gradients.
-NON_DIFFERENTIABLE = frozenset({
-    '_greater', '_greater_equal', '_lesser', '_lesser_equal', '_equal', '_not_equal',
-    '_greater_scalar', '_greater_equal_scalar', '_lesser_scalar', '_lesser_equal_scalar',
-    '_equal_scalar', '_not_equal_scalar',
-    'broadcast_equal', 'broadcast_not_equal', 'broadcast_greater', 'broadcast_greater_equal',
-    'broadcast_lesser', 'broadcast_lesser_equal', 'broadcast_logical_and',
-    'broadcast_logical_or', 'broadcast_logical_xor',
-    'floor', 'ceil', 'round', 'rint', 'fix', 'trunc', 'sign',
-    'argmax', 'argmin', 'argsort', 'argmax_channel', 'one_hot',
-})
+NON_DIFFERENTIABLE = frozenset(
+    {
+        '_greater',
+        '_greater_equal',
+        '_lesser',
+        '_lesser_equal',
+        '_equal',
+        '_not_equal',
+        '_greater_scalar',
+        '_greater_equal_scalar',
+        '_lesser_scalar',
+        '_lesser_equal_scalar',
+        '_equal_scalar',
+        '_not_equal_scalar',
+        'broadcast_equal',
+        'broadcast_not_equal',
+        'broadcast_greater',
+        'broadcast_greater_equal',
+        'broadcast_lesser',
+        'broadcast_lesser_equal',
+        'broadcast_logical_and',
+        'broadcast_logical_or',
+        'broadcast_logical_xor',
+        'floor',
+        'ceil',
+        'round',
+        'rint',
+        'fix',
+        'trunc',
+        'sign',
+        'argmax',
+        'argmin',
+        'argsort',
+        'argmax_channel',
+        'one_hot',
+    }
+)
 # Cases whose gradient cannot be checked by float32 central differences.
 FD_SKIP_CASES = {
     'cast_float16': 'float16 output rounding (~1e-3) swamps a 1e-3 step',
@@ -209,7 +251,7 @@ FD_SKIP_CASES = {
     # (the golden check covers the values).
     'bn_4d_infer': "MXNet's inference-mode BatchNorm gradient is not the forward's derivative",
     'bn_2d_infer_fix_gamma': "MXNet's inference-mode BatchNorm gradient is not the forward's "
-                             "derivative",
+    "derivative",
 }
 # Ops whose MXNet backward uses only the head gradient of output 0 (BatchNorm's mean/var
 # outputs with output_mean_var=True are not differentiated, see MXNet's BatchNormGrad).
@@ -233,8 +275,9 @@ def fd_skip_reason(case: Case, golden: Golden) -> Optional[str]:
     return FD_SKIP_CASES.get(case.id) or FD_SKIP_EXTRA.get(case.id)
 
 
-def check_finite_differences(case: Case, golden: Golden, forward: Any,
-                             grads: dict[str, np.ndarray]) -> None:
+def check_finite_differences(
+    case: Case, golden: Golden, forward: Any, grads: dict[str, np.ndarray]
+) -> None:
     """<grad, d> vs f(x + d/2) - f(x - d/2), f = sum(out * ograd), d = the float32 step 2 eps v.
 
     `forward(args) -> outputs` runs the graph at is_train=case.is_train. Three directions
@@ -251,10 +294,15 @@ def check_finite_differences(case: Case, golden: Golden, forward: Any,
 
     def f(args: dict) -> tuple[float, float]:
         outs = forward({n: on_cpu(v) for n, v in args.items()})[:n_out]
-        terms = [np.asarray(o, np.float64) * g for o, g in zip(outs, ograds)
-                 if np.asarray(o).dtype.kind == 'f']
-        return (sum(float(t.sum()) for t in terms),
-                float(np.sqrt(sum(float(np.square(t).sum()) for t in terms))))
+        terms = [
+            np.asarray(o, np.float64) * g
+            for o, g in zip(outs, ograds)
+            if np.asarray(o).dtype.kind == 'f'
+        ]
+        return (
+            sum(float(t.sum()) for t in terms),
+            float(np.sqrt(sum(float(np.square(t).sum()) for t in terms))),
+        )
 
     _, mag = f(base)
     rng = np.random.RandomState(zlib.crc32(case.id.encode()))
@@ -269,15 +317,18 @@ def check_finite_differences(case: Case, golden: Golden, forward: Any,
         for eps in (1e-3, 1e-4):
             plus = {n: (base[n] + eps * v[n]).astype(np.float32) for n in v}
             minus = {n: (base[n] - eps * v[n]).astype(np.float32) for n in v}
-            analytic = sum(float(np.sum(g64[n] * (plus[n].astype(np.float64) - minus[n])))
-                           for n in v) / (2 * eps)
+            analytic = sum(
+                float(np.sum(g64[n] * (plus[n].astype(np.float64) - minus[n]))) for n in v
+            ) / (2 * eps)
             numeric = (f({**base, **plus})[0] - f({**base, **minus})[0]) / (2 * eps)
             tol = 5e-3 * max(abs(analytic), abs(numeric)) + 6e-7 * mag / eps + 1e-7
             if abs(analytic - numeric) <= tol:
                 break
-            tries.append(f'eps={eps:g}: <grad,v>={analytic:.6g} vs fd={numeric:.6g} '
-                         f'(tol {tol:.2g})')
+            tries.append(
+                f'eps={eps:g}: <grad,v>={analytic:.6g} vs fd={numeric:.6g} (tol {tol:.2g})'
+            )
         else:
-            raise AssertionError(f"gradient of {sorted(grads)} disagrees with finite "
-                                 f"differences along random direction {direction}: "
-                                 + '; '.join(tries))
+            raise AssertionError(
+                f"gradient of {sorted(grads)} disagrees with finite "
+                f"differences along random direction {direction}: " + '; '.join(tries)
+            )

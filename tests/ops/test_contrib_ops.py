@@ -6,6 +6,7 @@ cross-device ``psum`` against MXNet's one-device result on the whole batch,
 Goldens: ``tests/fixtures/contrib/`` (``gen_contrib_fixtures.py``) and the op-table goldens
 of ``cases_contrib.py``.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,9 +32,17 @@ FIX = Path(__file__).resolve().parent.parent / 'fixtures' / 'contrib'
 
 # ------------------------------------------------------------------- namespaces
 def test_every_contrib_op_is_in_the_namespaces():
-    names = [n[len('_contrib_'):] for n in mx.ops.list_ops() if n.startswith('_contrib_')]
-    assert {'BilinearResize2D', 'AdaptiveAvgPooling2D', 'ctc_loss', 'CTCLoss', 'SyncBatchNorm',
-            'interleaved_matmul_selfatt_qk', 'boolean_mask', 'quadratic'} <= set(names)
+    names = [n[len('_contrib_') :] for n in mx.ops.list_ops() if n.startswith('_contrib_')]
+    assert {
+        'BilinearResize2D',
+        'AdaptiveAvgPooling2D',
+        'ctc_loss',
+        'CTCLoss',
+        'SyncBatchNorm',
+        'interleaved_matmul_selfatt_qk',
+        'boolean_mask',
+        'quadratic',
+    } <= set(names)
     for n in names:
         assert callable(getattr(mx.sym.contrib, n)) and callable(getattr(mx.nd.contrib, n))
         assert n in dir(mx.sym.contrib) and n in dir(mx.nd.contrib)
@@ -43,9 +52,12 @@ def test_every_contrib_op_is_in_the_namespaces():
 
 
 def test_new_contrib_registration_appears_without_namespace_code():
-    op = OpDef(name='_contrib_TestOnlyScale', params={'k': Param(p_float, 2.0)},
-               infer_shape=lambda a, s: (s, [s[0]]),
-               lower=lambda a, ins, aux, ctx: [ins[0] * a.k])
+    op = OpDef(
+        name='_contrib_TestOnlyScale',
+        params={'k': Param(p_float, 2.0)},
+        infer_shape=lambda a, s: (s, [s[0]]),
+        lower=lambda a, ins, aux, ctx: [ins[0] * a.k],
+    )
     register(op)
     try:
         s = mx.sym.contrib.TestOnlyScale(mx.sym.var('x'), k=3.0)
@@ -80,8 +92,10 @@ def test_unknown_contrib_name_is_a_clear_attribute_error():
         mx.nd.contrib.NoSuchOp
 
 
-@pytest.mark.parametrize('case_id', ['bilinear_resize_size', 'adaptive_avg_pool', 'selfatt_qk',
-                                     'ctc_loss_first', 'quadratic'])
+@pytest.mark.parametrize(
+    'case_id',
+    ['bilinear_resize_size', 'adaptive_avg_pool', 'selfatt_qk', 'ctc_loss_first', 'quadratic'],
+)
 def test_nd_contrib_matches_the_golden(case_id):
     case = next(c for c in CONTRIB_CASES if c.id == case_id)
     g = Golden(case_id)
@@ -102,19 +116,25 @@ def test_contrib_case_json_is_byte_identical_to_mxnet():
 # --------------------------------------------------------- graphs MXNet wrote
 def _run_mxnet_graph(name: str):
     text = (FIX / f'{name}-symbol.json').read_text()
-    missing = sorted({n['op'] for n in json.loads(text)['nodes']
-                      if n['op'] != 'null' and mx.ops.OPS.find(n['op']) is None})
+    missing = sorted(
+        {
+            n['op']
+            for n in json.loads(text)['nodes']
+            if n['op'] != 'null' and mx.ops.OPS.find(n['op']) is None
+        }
+    )
     if missing:
         pytest.skip(f"operators not implemented yet: {', '.join(missing)}")
     sym = mx.sym.load(str(FIX / f'{name}-symbol.json'))
     assert sym.tojson() == text, 'load + tojson differs from the JSON MXNet wrote'
     with np.load(FIX / f'{name}-io.npz') as z:
         io = {k: z[k] for k in z.files}
-    exe = sym.bind(mx.cpu(),
-                   args={k[4:]: mx.nd.array(v) for k, v in io.items() if k.startswith('arg:')},
-                   aux_states={k[4:]: mx.nd.array(v) for k, v in io.items()
-                               if k.startswith('aux:')},
-                   grad_req='null')
+    exe = sym.bind(
+        mx.cpu(),
+        args={k[4:]: mx.nd.array(v) for k, v in io.items() if k.startswith('arg:')},
+        aux_states={k[4:]: mx.nd.array(v) for k, v in io.items() if k.startswith('aux:')},
+        grad_req='null',
+    )
     outs = exe.forward(is_train=False)
     assert len(outs) == len([k for k in io if k.startswith('out:')])
     for i, o in enumerate(outs):
@@ -158,8 +178,12 @@ def test_sync_bn_psum_over_devices_matches_mxnet_on_the_whole_batch(devices):
     else:
         mesh = jax.make_mesh((devices,), ('dp',))
         # each device sees 1 of the 8 samples; the statistics are psum'd over 'dp'
-        fwd = jax.shard_map(_sync_bn('dp'), mesh=mesh, in_specs=(P('dp'), P(), P(), P(), P()),
-                            out_specs=(P('dp'), P(), P()))
+        fwd = jax.shard_map(
+            _sync_bn('dp'),
+            mesh=mesh,
+            in_specs=(P('dp'), P(), P(), P(), P()),
+            out_specs=(P('dp'), P(), P()),
+        )
         data = jax.device_put(data, NamedSharding(mesh, P('dp')))
         params = [jax.device_put(p, NamedSharding(mesh, P())) for p in params]
 
@@ -189,13 +213,21 @@ def test_sync_bn_gradient_taken_inside_shard_map_matches_mxnet():
         dx, dg, db = vjp(ograd)
         return dx, jax.lax.psum(dg, 'dp'), jax.lax.psum(db, 'dp')
 
-    step = jax.jit(jax.shard_map(per_device, mesh=mesh, check_vma=False,
-                                 in_specs=(P('dp'), P('dp'), P(), P(), P(), P()),
-                                 out_specs=(P('dp'), P(), P())))
+    step = jax.jit(
+        jax.shard_map(
+            per_device,
+            mesh=mesh,
+            check_vma=False,
+            in_specs=(P('dp'), P('dp'), P(), P(), P(), P()),
+            out_specs=(P('dp'), P(), P()),
+        )
+    )
     split, rep = NamedSharding(mesh, P('dp')), NamedSharding(mesh, P())
-    dx, dg, db = step(jax.device_put(g['data'], split), jax.device_put(g['ograd'], split),
-                      *[jax.device_put(g[k], rep)
-                        for k in ('gamma', 'beta', 'moving_mean', 'moving_var')])
+    dx, dg, db = step(
+        jax.device_put(g['data'], split),
+        jax.device_put(g['ograd'], split),
+        *[jax.device_put(g[k], rep) for k in ('gamma', 'beta', 'moving_mean', 'moving_var')],
+    )
     assert_close(dx, g['grad_data'], 'gradient of data', rtol=1e-4, atol=1e-5)
     assert_close(dg, g['grad_bn_gamma'], 'gradient of gamma', rtol=1e-4, atol=1e-5)
     assert_close(db, g['grad_bn_beta'], 'gradient of beta', rtol=1e-4, atol=1e-5)
@@ -206,12 +238,20 @@ def test_sync_bn_local_statistics_differ_from_the_global_ones():
     with np.load(FIX / 'sync_bn_8.npz') as z:
         g = {k: z[k] for k in z.files}
     mesh = jax.make_mesh((8,), ('dp',))
-    local = jax.shard_map(_sync_bn(None), mesh=mesh, in_specs=(P('dp'), P(), P(), P(), P()),
-                          out_specs=(P('dp'), P('dp'), P('dp')))
+    local = jax.shard_map(
+        _sync_bn(None),
+        mesh=mesh,
+        in_specs=(P('dp'), P(), P(), P(), P()),
+        out_specs=(P('dp'), P('dp'), P('dp')),
+    )
     rep = NamedSharding(mesh, P())
-    out = local(jax.device_put(jnp.asarray(g['data']), NamedSharding(mesh, P('dp'))),
-                *[jax.device_put(jnp.asarray(g[k]), rep)
-                  for k in ('gamma', 'beta', 'moving_mean', 'moving_var')])[0]
+    out = local(
+        jax.device_put(jnp.asarray(g['data']), NamedSharding(mesh, P('dp'))),
+        *[
+            jax.device_put(jnp.asarray(g[k]), rep)
+            for k in ('gamma', 'beta', 'moving_mean', 'moving_var')
+        ],
+    )[0]
     assert np.abs(np.asarray(out) - g['out']).max() > 0.1
 
 
@@ -239,8 +279,9 @@ def test_boolean_mask_errors():
     with pytest.raises(TypeError, match='index must be an NDArray'):
         mx.nd.contrib.boolean_mask(x, [1, 0, 1, 0])
     # the jit-compiled path (mx.nd.<op> and bound symbols) names the eager alternative
-    with pytest.raises(MXNetError, match='output shape depends on the mask values.*'
-                                         'mx.nd.contrib.boolean_mask'):
+    with pytest.raises(
+        MXNetError, match='output shape depends on the mask values.*mx.nd.contrib.boolean_mask'
+    ):
         mx.nd._contrib_boolean_mask(x, m)
     sym = mx.sym.contrib.boolean_mask(mx.sym.var('d'), mx.sym.var('m'))
     # as in MXNet: the output shape stays unknown, and binding the symbol fails
@@ -258,37 +299,87 @@ def _sym_error(fn, match, **shapes):
 V = mx.sym.var
 
 
-@pytest.mark.parametrize('build, shapes, match', [
-    (lambda: mx.sym.contrib.BilinearResize2D(V('d'), mode='odd_scale'), {'d': (1, 1, 4, 4)},
-     "mode='odd_scale' needs scale_height"),
-    (lambda: mx.sym.contrib.BilinearResize2D(V('d'), height=2, width=2), {'d': (1, 4, 4)},
-     r'data \(1, 4, 4\) must be 4-D'),
-    (lambda: mx.sym.contrib.AdaptiveAvgPooling2D(V('d'), output_size=(1, 2, 3)),
-     {'d': (1, 1, 4, 4)}, r'output_size \(1, 2, 3\) must be an int or an \(height, width\)'),
-    (lambda: mx.sym.GridGenerator(V('d'), transform_type='affine'), {'d': (2, 6)},
-     r'needs target_shape=\(height, width\)'),
-    (lambda: mx.sym.GridGenerator(V('d'), transform_type='affine', target_shape=(2, 2)),
-     {'d': (2, 4)}, r'must be \(batch, 6\)'),
-    (lambda: mx.sym.BilinearSampler(V('d'), V('g')), {'d': (1, 1, 4, 4), 'g': (1, 3, 2, 2)},
-     r'grid \(1, 3, 2, 2\) must be \(batch, 2, height, width\)'),
-    (lambda: mx.sym.SpatialTransformer(V('d'), V('l'), target_shape=(2, 2),
-                                       transform_type='affine', sampler_type='bilinear'),
-     {'d': (2, 1, 4, 4), 'l': (2, 4)}, r'loc \(2, 4\) must be \(batch, 6\)'),
-    (lambda: mx.sym.contrib.ctc_loss(V('d'), V('l')), {'d': (4, 5), 'l': (2, 3)},
-     r'data \(4, 5\) must be 3-D \(sequence length, batch, alphabet size\)'),
-    (lambda: mx.sym.contrib.ctc_loss(V('d'), V('l')), {'d': (4, 2, 5), 'l': (3, 3)},
-     'label batch 3 differs from data batch 2'),
-    (lambda: mx.sym.contrib.interleaved_matmul_selfatt_qk(V('q'), heads=4), {'q': (3, 2, 18)},
-     'last dim 18 is not divisible by 3 \\* heads = 12'),
-    (lambda: mx.sym.contrib.interleaved_matmul_encdec_valatt(V('kv'), V('a'), heads=2),
-     {'kv': (4, 2, 8), 'a': (4, 3, 5)}, r'attention \(4, 3, 5\) must be \(batch \* heads'),
-    (lambda: mx.sym.contrib.index_copy(V('o'), V('i'), V('n')),
-     {'o': (5, 3), 'i': (2,), 'n': (2, 4)}, r'new_tensor \(2, 4\) must be'),
-    (lambda: mx.sym.contrib.arange_like(V('d'), repeat=0), {'d': (2, 3)},
-     'repeat=0 must be a positive integer'),
-    (lambda: mx.sym.contrib.arange_like(V('d'), axis=3), {'d': (2, 3)},
-     'axis 3 is out of range for 2-D data'),
-])
+@pytest.mark.parametrize(
+    'build, shapes, match',
+    [
+        (
+            lambda: mx.sym.contrib.BilinearResize2D(V('d'), mode='odd_scale'),
+            {'d': (1, 1, 4, 4)},
+            "mode='odd_scale' needs scale_height",
+        ),
+        (
+            lambda: mx.sym.contrib.BilinearResize2D(V('d'), height=2, width=2),
+            {'d': (1, 4, 4)},
+            r'data \(1, 4, 4\) must be 4-D',
+        ),
+        (
+            lambda: mx.sym.contrib.AdaptiveAvgPooling2D(V('d'), output_size=(1, 2, 3)),
+            {'d': (1, 1, 4, 4)},
+            r'output_size \(1, 2, 3\) must be an int or an \(height, width\)',
+        ),
+        (
+            lambda: mx.sym.GridGenerator(V('d'), transform_type='affine'),
+            {'d': (2, 6)},
+            r'needs target_shape=\(height, width\)',
+        ),
+        (
+            lambda: mx.sym.GridGenerator(V('d'), transform_type='affine', target_shape=(2, 2)),
+            {'d': (2, 4)},
+            r'must be \(batch, 6\)',
+        ),
+        (
+            lambda: mx.sym.BilinearSampler(V('d'), V('g')),
+            {'d': (1, 1, 4, 4), 'g': (1, 3, 2, 2)},
+            r'grid \(1, 3, 2, 2\) must be \(batch, 2, height, width\)',
+        ),
+        (
+            lambda: mx.sym.SpatialTransformer(
+                V('d'),
+                V('l'),
+                target_shape=(2, 2),
+                transform_type='affine',
+                sampler_type='bilinear',
+            ),
+            {'d': (2, 1, 4, 4), 'l': (2, 4)},
+            r'loc \(2, 4\) must be \(batch, 6\)',
+        ),
+        (
+            lambda: mx.sym.contrib.ctc_loss(V('d'), V('l')),
+            {'d': (4, 5), 'l': (2, 3)},
+            r'data \(4, 5\) must be 3-D \(sequence length, batch, alphabet size\)',
+        ),
+        (
+            lambda: mx.sym.contrib.ctc_loss(V('d'), V('l')),
+            {'d': (4, 2, 5), 'l': (3, 3)},
+            'label batch 3 differs from data batch 2',
+        ),
+        (
+            lambda: mx.sym.contrib.interleaved_matmul_selfatt_qk(V('q'), heads=4),
+            {'q': (3, 2, 18)},
+            'last dim 18 is not divisible by 3 \\* heads = 12',
+        ),
+        (
+            lambda: mx.sym.contrib.interleaved_matmul_encdec_valatt(V('kv'), V('a'), heads=2),
+            {'kv': (4, 2, 8), 'a': (4, 3, 5)},
+            r'attention \(4, 3, 5\) must be \(batch \* heads',
+        ),
+        (
+            lambda: mx.sym.contrib.index_copy(V('o'), V('i'), V('n')),
+            {'o': (5, 3), 'i': (2,), 'n': (2, 4)},
+            r'new_tensor \(2, 4\) must be',
+        ),
+        (
+            lambda: mx.sym.contrib.arange_like(V('d'), repeat=0),
+            {'d': (2, 3)},
+            'repeat=0 must be a positive integer',
+        ),
+        (
+            lambda: mx.sym.contrib.arange_like(V('d'), axis=3),
+            {'d': (2, 3)},
+            'axis 3 is out of range for 2-D data',
+        ),
+    ],
+)
 def test_user_errors_name_the_problem(build, shapes, match):
     _sym_error(build, match, **shapes)
 
@@ -297,9 +388,12 @@ def test_ctc_gradient_scales_with_the_head_gradient():
     """MXNet's CTC backward multiplies its stored gradient by each sample's head gradient."""
     g = Golden('ctc_loss_first')
     sym = build_symbol(next(c for c in CONTRIB_CASES if c.id == 'ctc_loss_first'), mx)
-    exe = sym.bind(mx.cpu(), args={k: mx.nd.array(v) for k, v in g.args.items()},
-                   args_grad={'data': mx.nd.zeros(g.args['data'].shape)},
-                   grad_req={'data': 'write', 'label': 'null'})
+    exe = sym.bind(
+        mx.cpu(),
+        args={k: mx.nd.array(v) for k, v in g.args.items()},
+        args_grad={'data': mx.nd.zeros(g.args['data'].shape)},
+        grad_req={'data': 'write', 'label': 'null'},
+    )
     exe.forward(is_train=True)
     exe.backward(out_grads=[mx.nd.array([1.0, 0.0])])
     grad = exe.grad_dict['data'].asnumpy()
@@ -315,9 +409,12 @@ def test_ctc_loss_trains_in_a_module_like_mxnets_ocr_example():
     seq = mx.sym.transpose(mx.sym.reshape(h, shape=(-1, t, c)), axes=(1, 0, 2))
     loss = mx.sym.MakeLoss(mx.sym.contrib.ctc_loss(seq, mx.sym.var('label'), name='ctc'))
     rng = np.random.RandomState(0)
-    it = mx.io.NDArrayIter(rng.standard_normal((16, 6)).astype(np.float32),
-                           rng.randint(1, c, size=(16, width)).astype(np.float32),
-                           batch_size=n, label_name='label')
+    it = mx.io.NDArrayIter(
+        rng.standard_normal((16, 6)).astype(np.float32),
+        rng.randint(1, c, size=(16, width)).astype(np.float32),
+        batch_size=n,
+        label_name='label',
+    )
     mod = mx.mod.Module(loss, data_names=['data'], label_names=['label'], context=mx.cpu())
     mod.bind(it.provide_data, it.provide_label)
     mod.init_params(mx.init.Xavier())

@@ -1,5 +1,6 @@
 """``mx.nd.<Op>`` runs every single-operator golden case imperatively (inference mode)
 and reproduces real MXNet's forward outputs."""
+
 import json
 
 import numpy as np
@@ -32,19 +33,25 @@ def _single_op_cases():
 def test_nd_function_matches_mxnet_forward(case, golden, node, nodes):
     fn = getattr(mx.nd, node["op"])
     values = {**golden.args, **golden.aux}
-    inputs = [mx.nd.array(values[nodes[i]["name"]], dtype=values[nodes[i]["name"]].dtype)
-              for i, _, _ in node["inputs"]]
+    inputs = [
+        mx.nd.array(values[nodes[i]["name"]], dtype=values[nodes[i]["name"]].dtype)
+        for i, _, _ in node["inputs"]
+    ]
     op = mx.ops.get_op(node["op"])
     # typed values, as a user passes them (hand-written nd functions take no strings)
-    attrs = {k: op.params[k].parse(v) for k, v in node.get("attrs", {}).items()
-             if k in op.params}
+    attrs = {k: op.params[k].parse(v) for k, v in node.get("attrs", {}).items() if k in op.params}
     res = fn(*inputs, **attrs)
     res = res if isinstance(res, list) else [res]
     assert len(res) >= 1
     for got, want in zip(res, golden.outs):
         scale = max(1.0, float(np.abs(want).max()) if want.size else 1.0)
-        np.testing.assert_allclose(got.asnumpy().astype("float64"), want.astype("float64"),
-                                   rtol=1e-4, atol=1e-4 * scale, err_msg=case.id)
+        np.testing.assert_allclose(
+            got.asnumpy().astype("float64"),
+            want.astype("float64"),
+            rtol=1e-4,
+            atol=1e-4 * scale,
+            err_msg=case.id,
+        )
 
 
 def test_nd_function_errors():

@@ -15,6 +15,7 @@ One test per case runs every check on one bound symbol, so jit compiles once per
 A case whose operator mxmod does not implement yet is skipped; any other problem fails,
 with every failing check of the case listed in the message.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,19 @@ import pytest
 import mxmod as mx
 from mxmod.executor import GraphFn, compiled_for
 
-from ._harness import (GateFailed, Golden, Report, assert_close, bind_golden, check_dropout,
-                       check_finite_differences, expected_dtype, fd_skip_reason, on_cpu,
-                       skip_if_missing)
+from ._harness import (
+    GateFailed,
+    Golden,
+    Report,
+    assert_close,
+    bind_golden,
+    check_dropout,
+    check_finite_differences,
+    expected_dtype,
+    fd_skip_reason,
+    on_cpu,
+    skip_if_missing,
+)
 from .cases import CASES, ISSUE2_CASES, Case, build_symbol
 
 ISSUE2_IDS = frozenset(c.id for c in ISSUE2_CASES)
@@ -79,37 +90,46 @@ def _check_shapes(case: Case, sym, g: Golden, r: Report) -> None:
     with r.check('shape:infer_shape'):
         arg_s, out_shapes, aux_s = sym.infer_shape(**given)
         assert arg_s is not None, f'infer_shape({given}) is incomplete'
-        assert [tuple(s) for s in arg_s] == [g.args[n].shape for n in g.arg_names], \
+        assert [tuple(s) for s in arg_s] == [g.args[n].shape for n in g.arg_names], (
             f'arg shapes {arg_s}, MXNet {[g.args[n].shape for n in g.arg_names]}'
-        assert [tuple(s) for s in aux_s] == [g.aux[n].shape for n in g.aux_names], \
+        )
+        assert [tuple(s) for s in aux_s] == [g.aux[n].shape for n in g.aux_names], (
             f'aux shapes {aux_s}, MXNet {[g.aux[n].shape for n in g.aux_names]}'
-        assert [tuple(s) for s in out_shapes] == [o.shape for o in g.outs], \
+        )
+        assert [tuple(s) for s in out_shapes] == [o.shape for o in g.outs], (
             f'output shapes {out_shapes}, MXNet {[o.shape for o in g.outs]}'
+        )
     with r.check('shape:infer_type'):
         arg_t, out_t, aux_t = sym.infer_type(**{n: np.float32 for n in case.args})
         assert out_t is not None, 'infer_type(float32 inputs) is incomplete'
         want = [np.dtype(o.dtype) for o in g.outs]
         assert [np.dtype(t) for t in out_t] == want, f'output types {out_t}, MXNet {want}'
-        assert [np.dtype(t) for t in arg_t + aux_t] == \
-            [np.dtype(np.float32)] * (len(arg_t) + len(aux_t)), f'input types {arg_t + aux_t}'
+        assert [np.dtype(t) for t in arg_t + aux_t] == [np.dtype(np.float32)] * (
+            len(arg_t) + len(aux_t)
+        ), f'input types {arg_t + aux_t}'
     with r.check('shape:eval_shape'):
         fn = GraphFn(sym)
         spec = {n: jax.ShapeDtypeStruct(v.shape, v.dtype) for n, v in g.args.items()}
         aux_spec = {n: jax.ShapeDtypeStruct(v.shape, v.dtype) for n, v in g.aux.items()}
-        outs, new_aux = jax.eval_shape(lambda a, x, k: fn(a, x, k, case.is_train),
-                                       spec, aux_spec, jax.random.PRNGKey(0))
+        outs, new_aux = jax.eval_shape(
+            lambda a, x, k: fn(a, x, k, case.is_train), spec, aux_spec, jax.random.PRNGKey(0)
+        )
         traced = [tuple(o.shape) for o in outs]
         if out_shapes is not None:
-            assert traced == [tuple(s) for s in out_shapes], \
+            assert traced == [tuple(s) for s in out_shapes], (
                 f'eval_shape outputs {traced}, infer_shape {out_shapes}'
-        assert traced == [o.shape for o in g.outs], \
+            )
+        assert traced == [o.shape for o in g.outs], (
             f'eval_shape outputs {traced}, MXNet {[o.shape for o in g.outs]}'
+        )
         dts = [np.dtype(o.dtype) for o in outs]
-        assert dts == [expected_dtype(o.dtype) for o in g.outs], \
+        assert dts == [expected_dtype(o.dtype) for o in g.outs], (
             f'eval_shape dtypes {dts}, MXNet {[o.dtype for o in g.outs]}'
+        )
         for n, a in new_aux.items():
-            assert n in g.aux and a.shape == g.aux[n].shape, \
+            assert n in g.aux and a.shape == g.aux[n].shape, (
                 f'new aux {n} {a.shape}, aux states {list(g.aux)}'
+            )
 
 
 def _check_jit(case: Case, sym, g: Golden, r: Report, compiled) -> None:
@@ -122,13 +142,20 @@ def _check_jit(case: Case, sym, g: Golden, r: Report, compiled) -> None:
             e_outs, e_aux = GraphFn(sym)(args, aux, key, case.is_train)
         assert len(j_outs) == len(e_outs), f'{len(j_outs)} jit outputs, {len(e_outs)} eager'
         for i, (a, b) in enumerate(zip(j_outs, e_outs)):
-            assert_close(a, np.asarray(b), f'output {i} jit vs eager', rtol=2e-5, atol=2e-5,
-                         check_dtype=False)
+            assert_close(
+                a,
+                np.asarray(b),
+                f'output {i} jit vs eager',
+                rtol=2e-5,
+                atol=2e-5,
+                check_dtype=False,
+            )
             assert a.dtype == b.dtype, f'output {i}: jit dtype {a.dtype}, eager {b.dtype}'
         assert sorted(j_aux) == sorted(e_aux), f'new aux jit {sorted(j_aux)}, eager {sorted(e_aux)}'
         for n in j_aux:
-            assert_close(j_aux[n], np.asarray(e_aux[n]), f'aux {n} jit vs eager', rtol=2e-5,
-                         atol=2e-5)
+            assert_close(
+                j_aux[n], np.asarray(e_aux[n]), f'aux {n} jit vs eager', rtol=2e-5, atol=2e-5
+            )
 
 
 def _check_json(case: Case, sym, g: Golden, r: Report) -> None:
@@ -137,12 +164,15 @@ def _check_json(case: Case, sym, g: Golden, r: Report) -> None:
         json.loads(text)
     with r.check('json:load_json'):
         loaded = mx.sym.load_json(g.json)
-        assert loaded.list_arguments() == g.arg_names, \
+        assert loaded.list_arguments() == g.arg_names, (
             f'loaded arguments {loaded.list_arguments()}, MXNet {g.arg_names}'
-        assert loaded.list_auxiliary_states() == g.aux_names, \
+        )
+        assert loaded.list_auxiliary_states() == g.aux_names, (
             f'loaded aux {loaded.list_auxiliary_states()}, MXNet {g.aux_names}'
-        assert loaded.list_outputs() == sym.list_outputs(), \
+        )
+        assert loaded.list_outputs() == sym.list_outputs(), (
             f'loaded outputs {loaded.list_outputs()}, built {sym.list_outputs()}'
+        )
     if case.id in ISSUE2_IDS:
         with r.check('json:bytes'):
             _assert_same_text(sym.tojson(), g.json, 'tojson()')
@@ -153,8 +183,10 @@ def _assert_same_text(got: str, want: str, what: str) -> None:
     if got == want:
         return
     i = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-    raise AssertionError(f'{what} differs from MXNet at char {i}: got {got[max(0, i - 40):i + 40]!r},'
-                         f' MXNet {want[max(0, i - 40):i + 40]!r}')
+    raise AssertionError(
+        f'{what} differs from MXNet at char {i}: got {got[max(0, i - 40) : i + 40]!r},'
+        f' MXNet {want[max(0, i - 40) : i + 40]!r}'
+    )
 
 
 @pytest.mark.parametrize('case', CASES, ids=[c.id for c in CASES])
@@ -166,10 +198,12 @@ def test_op_case(case: Case) -> None:
         with r.check('build', gate=True):
             sym = build_symbol(case, mx)
         with r.check('names', gate=True):
-            assert sym.list_arguments() == g.arg_names, \
+            assert sym.list_arguments() == g.arg_names, (
                 f'list_arguments() {sym.list_arguments()}, MXNet {g.arg_names}'
-            assert sym.list_auxiliary_states() == g.aux_names, \
+            )
+            assert sym.list_auxiliary_states() == g.aux_names, (
                 f'list_auxiliary_states() {sym.list_auxiliary_states()}, MXNet {g.aux_names}'
+            )
         _check_shapes(case, sym, g, r)
         _check_json(case, sym, g, r)
         got = _golden_step(case, sym, g, r)
@@ -180,7 +214,8 @@ def test_op_case(case: Case) -> None:
                 aux = {n: on_cpu(v) for n, v in g.aux.items()}
                 key = jax.random.PRNGKey(0)
                 check_finite_differences(
-                    case, g, lambda a: fwd(a, aux, key, is_train=case.is_train)[0], got['grads'])
+                    case, g, lambda a: fwd(a, aux, key, is_train=case.is_train)[0], got['grads']
+                )
     except GateFailed:
         pass
     r.finish()

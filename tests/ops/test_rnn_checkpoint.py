@@ -1,5 +1,6 @@
 """The fused RNN op reproduces MXNet 1.9.1 for 2-layer bidirectional LSTM and GRU with
 parameters loaded from an MXNet-written checkpoint (fixtures/gen_rnn_params.py)."""
+
 import os
 
 import numpy as np
@@ -22,8 +23,9 @@ def test_rnn_matches_mxnet_with_mxnet_params(mode):
     n_out = 3 if mode == "lstm" else 2
     assert len(outs) == n_out
     for i, o in enumerate(outs):
-        np.testing.assert_allclose(o.asnumpy(), ref[f"out{i}"], rtol=1e-4, atol=1e-5,
-                                   err_msg=f"{mode} output {i}")
+        np.testing.assert_allclose(
+            o.asnumpy(), ref[f"out{i}"], rtol=1e-4, atol=1e-5, err_msg=f"{mode} output {i}"
+        )
     # and via a Module, the way MXNet users run a loaded checkpoint
     mod = mx.mod.Module(sym, data_names=["data"], label_names=None)
     mod.bind([mx.io.DataDesc("data", ref["data"].shape, layout="TNC")], for_training=False)

@@ -3,6 +3,7 @@
 Expected values marked "MXNet" were recorded with real MXNet 1.9.1. Every `run` also
 checks that shape and type inference agree with what the lowering produces.
 """
+
 from __future__ import annotations
 
 import jax
@@ -55,17 +56,38 @@ def f32(*v):
 
 
 # ------------------------------------------------------------------ aliases
-@pytest.mark.parametrize("alias,canon", [
-    ("_plus", "elemwise_add"), ("_Plus", "elemwise_add"), ("_add", "elemwise_add"),
-    ("_minus", "elemwise_sub"), ("_sub", "elemwise_sub"), ("_Minus", "elemwise_sub"),
-    ("_mul", "elemwise_mul"), ("_Mul", "elemwise_mul"), ("_div", "elemwise_div"),
-    ("_Div", "elemwise_div"), ("ElementWiseSum", "add_n"), ("identity", "_copy"),
-    ("broadcast_plus", "broadcast_add"), ("broadcast_minus", "broadcast_sub"),
-    ("cast", "Cast"), ("flatten", "Flatten"), ("reshape", "Reshape"), ("concat", "Concat"),
-    ("split", "SliceChannel"), ("swapaxes", "SwapAxis"), ("flip", "reverse"),
-    ("broadcast_axes", "broadcast_axis"), ("sum_axis", "sum"), ("max_axis", "max"),
-    ("linalg_gemm2", "_linalg_gemm2"), ("_PlusScalar", "_plus_scalar"), ("crop", "slice"),
-])
+@pytest.mark.parametrize(
+    "alias,canon",
+    [
+        ("_plus", "elemwise_add"),
+        ("_Plus", "elemwise_add"),
+        ("_add", "elemwise_add"),
+        ("_minus", "elemwise_sub"),
+        ("_sub", "elemwise_sub"),
+        ("_Minus", "elemwise_sub"),
+        ("_mul", "elemwise_mul"),
+        ("_Mul", "elemwise_mul"),
+        ("_div", "elemwise_div"),
+        ("_Div", "elemwise_div"),
+        ("ElementWiseSum", "add_n"),
+        ("identity", "_copy"),
+        ("broadcast_plus", "broadcast_add"),
+        ("broadcast_minus", "broadcast_sub"),
+        ("cast", "Cast"),
+        ("flatten", "Flatten"),
+        ("reshape", "Reshape"),
+        ("concat", "Concat"),
+        ("split", "SliceChannel"),
+        ("swapaxes", "SwapAxis"),
+        ("flip", "reverse"),
+        ("broadcast_axes", "broadcast_axis"),
+        ("sum_axis", "sum"),
+        ("max_axis", "max"),
+        ("linalg_gemm2", "_linalg_gemm2"),
+        ("_PlusScalar", "_plus_scalar"),
+        ("crop", "slice"),
+    ],
+)
 def test_aliases(alias, canon):
     assert get_op(alias).name == canon
 
@@ -94,9 +116,13 @@ def test_int_division_and_mod_match_mxnet():
 
 def test_float_mod_and_rounding_match_mxnet():
     b = f32(-2.5, -1.5, -0.5, 0.5, 1.5, 2.5)
-    np.testing.assert_array_equal(one("_mod_scalar", {"scalar": 2}, b), [1.5, .5, 1.5, .5, 1.5, .5])
-    np.testing.assert_array_equal(one("_mod_scalar", {"scalar": -2}, b), [-.5, -1.5, -.5, -1.5, -.5, -1.5])
-    np.testing.assert_array_equal(one("_rmod_scalar", {"scalar": 3}, b), [-2, 0, 0, 0, 0, .5])
+    np.testing.assert_array_equal(
+        one("_mod_scalar", {"scalar": 2}, b), [1.5, 0.5, 1.5, 0.5, 1.5, 0.5]
+    )
+    np.testing.assert_array_equal(
+        one("_mod_scalar", {"scalar": -2}, b), [-0.5, -1.5, -0.5, -1.5, -0.5, -1.5]
+    )
+    np.testing.assert_array_equal(one("_rmod_scalar", {"scalar": 3}, b), [-2, 0, 0, 0, 0, 0.5])
     np.testing.assert_array_equal(one("round", {}, b), [-3, -2, -1, 1, 2, 3])
     np.testing.assert_array_equal(one("rint", {}, b), [-3, -2, -1, 0, 1, 2])
     np.testing.assert_array_equal(one("fix", {}, b), [-2, -1, 0, 0, 1, 2])
@@ -118,9 +144,15 @@ def test_unary_math_values_match_mxnet():
 
 def test_comparisons_and_logical_return_input_dtype():
     x, y = f32(1, 2, 3), f32(1, 3, 2)
-    for name, want in [("_equal", [1, 0, 0]), ("_not_equal", [0, 1, 1]), ("_greater", [0, 0, 1]),
-                       ("_greater_equal", [1, 0, 1]), ("_lesser", [0, 1, 0]),
-                       ("_lesser_equal", [1, 1, 0]), ("broadcast_lesser", [0, 1, 0])]:
+    for name, want in [
+        ("_equal", [1, 0, 0]),
+        ("_not_equal", [0, 1, 1]),
+        ("_greater", [0, 0, 1]),
+        ("_greater_equal", [1, 0, 1]),
+        ("_lesser", [0, 1, 0]),
+        ("_lesser_equal", [1, 1, 0]),
+        ("broadcast_lesser", [0, 1, 0]),
+    ]:
         got = one(name, {}, x, y)
         assert got.dtype == np.float32 and got.tolist() == want, name
     assert one("_logical_and", {}, f32(0, 1, 2), f32(1, 0, 3)).tolist() == [0, 0, 1]
@@ -136,16 +168,27 @@ def test_max_min_ties_and_clip_boundaries_follow_mxnet_gradients():
     assert grad("broadcast_maximum", {}, a, b).tolist() == [1, 1, 0]
     assert grad("_maximum_scalar", {"scalar": 2}, a).tolist() == [0, 1, 1]
     assert grad("_minimum_scalar", {"scalar": 2}, a).tolist() == [1, 1, 0]
-    assert grad("clip", {"a_min": "1", "a_max": "3"}, f32(0, 1, 2, 3, 4)).tolist() == [0, 1, 1, 1, 0]
+    assert grad("clip", {"a_min": "1", "a_max": "3"}, f32(0, 1, 2, 3, 4)).tolist() == [
+        0,
+        1,
+        1,
+        1,
+        0,
+    ]
     assert grad("relu", {}, f32(0, -1, 1)).tolist() == [0, 0, 1]
     assert grad("abs", {}, f32(0, -1, 1)).tolist() == [0, -1, 1]
     assert grad("round", {}, f32(0.3, 1.7)).tolist() == [0, 0]
 
 
 def test_smooth_l1_matches_mxnet():
-    np.testing.assert_allclose(one("smooth_l1", {}, f32(-2, -.5, 0, .5, 2)), [1.5, .125, 0, .125, 1.5])
-    np.testing.assert_allclose(grad("smooth_l1", {"scalar": "2.0"}, f32(-2, -.2, 0, .2, .25, 2)),
-                               [-1, -.8, 0, .8, 1, 1], rtol=1e-6)
+    np.testing.assert_allclose(
+        one("smooth_l1", {}, f32(-2, -0.5, 0, 0.5, 2)), [1.5, 0.125, 0, 0.125, 1.5]
+    )
+    np.testing.assert_allclose(
+        grad("smooth_l1", {"scalar": "2.0"}, f32(-2, -0.2, 0, 0.2, 0.25, 2)),
+        [-1, -0.8, 0, 0.8, 1, 1],
+        rtol=1e-6,
+    )
 
 
 def test_cast_and_add_n():
@@ -169,7 +212,10 @@ def test_elemwise_shape_rules():
 
 def test_scalar_attr_defaults_and_unknown_attrs():
     op = get_op("_plus_scalar")
-    assert op.parse({}).scalar == 1.0 and op.parse({"scalar": "-1.0", "is_int": "False"}).scalar == -1.0
+    assert (
+        op.parse({}).scalar == 1.0
+        and op.parse({"scalar": "-1.0", "is_int": "False"}).scalar == -1.0
+    )
     with pytest.raises(MXNetError, match="unknown attribute 'value'.*scalar"):
         op.parse({"value": "1"})
     with pytest.raises(MXNetError, match="required attribute 'a_min'"):
@@ -177,15 +223,24 @@ def test_scalar_attr_defaults_and_unknown_attrs():
 
 
 # ------------------------------------------------------------------ Reshape
-@pytest.mark.parametrize("shape,reverse,dshape,want", [
-    ((0, -1), False, (2, 3, 4), (2, 12)), ((-3, 0), False, (2, 3, 4), (6, 4)),
-    ((-4, 1, 2, -2), False, (2, 3, 4), (1, 2, 3, 4)), ((-2,), False, (2, 3, 4), (2, 3, 4)),
-    ((-1, 0), True, (10, 5, 4), (50, 4)), ((0, -1), True, (2, 3, 4), (3, 8)),
-    ((-1, 0), False, (2, 3, 4), (8, 3)), ((-4, -1, 2, 0, 0), False, (2, 3, 4), (1, 2, 3, 4)),
-    ((-2, 1, 1), False, (2, 3, 4), (2, 3, 4, 1, 1)), ((0, 0, -4, 2, 2), False, (2, 3, 4), (2, 3, 2, 2)),
-    ((-1, -3), True, (2, 3, 4), (2, 12)), ((0, -4, -1, 3, 0), False, (2, 3, 4), (2, 1, 3, 4)),
-    ((-4, 2, -1, -2), False, (2, 3, 4), (2, 1, 3, 4)),
-])
+@pytest.mark.parametrize(
+    "shape,reverse,dshape,want",
+    [
+        ((0, -1), False, (2, 3, 4), (2, 12)),
+        ((-3, 0), False, (2, 3, 4), (6, 4)),
+        ((-4, 1, 2, -2), False, (2, 3, 4), (1, 2, 3, 4)),
+        ((-2,), False, (2, 3, 4), (2, 3, 4)),
+        ((-1, 0), True, (10, 5, 4), (50, 4)),
+        ((0, -1), True, (2, 3, 4), (3, 8)),
+        ((-1, 0), False, (2, 3, 4), (8, 3)),
+        ((-4, -1, 2, 0, 0), False, (2, 3, 4), (1, 2, 3, 4)),
+        ((-2, 1, 1), False, (2, 3, 4), (2, 3, 4, 1, 1)),
+        ((0, 0, -4, 2, 2), False, (2, 3, 4), (2, 3, 2, 2)),
+        ((-1, -3), True, (2, 3, 4), (2, 12)),
+        ((0, -4, -1, 3, 0), False, (2, 3, 4), (2, 1, 3, 4)),
+        ((-4, 2, -1, -2), False, (2, 3, 4), (2, 1, 3, 4)),
+    ],
+)
 def test_reshape_codes_match_mxnet(shape, reverse, dshape, want):
     x = np.arange(np.prod(dshape), dtype=np.float32).reshape(dshape)
     got = one("Reshape", {"shape": str(shape), "reverse": str(reverse)}, x)
@@ -226,28 +281,40 @@ def test_shape_ops_shapes_match_mxnet():
     assert out_shape("transpose", {}, (2, 3, 4)) == [(4, 3, 2)]
     assert out_shape("tile", {"reps": "(2,)"}, (2, 2)) == [(2, 4)]
     assert out_shape("tile", {"reps": "(2, 2)"}, (2,)) == [(2, 4)]
-    assert out_shape("split", {"num_outputs": "4", "axis": "0", "squeeze_axis": "1"}, (4,)) == [()] * 4
-    assert out_shape("reshape_like", {"lhs_begin": "0", "lhs_end": "1", "rhs_begin": "0",
-                                      "rhs_end": "2"}, (30, 7), (15, 2, 4)) == [(15, 2, 7)]
-    assert out_shape("reshape_like", {"lhs_begin": "-1", "rhs_begin": "1"},
-                     (30, 12), (4, 2, 2, 3)) == [(30, 2, 2, 3)]
+    assert (
+        out_shape("split", {"num_outputs": "4", "axis": "0", "squeeze_axis": "1"}, (4,)) == [()] * 4
+    )
+    assert out_shape(
+        "reshape_like",
+        {"lhs_begin": "0", "lhs_end": "1", "rhs_begin": "0", "rhs_end": "2"},
+        (30, 7),
+        (15, 2, 4),
+    ) == [(15, 2, 7)]
+    assert out_shape(
+        "reshape_like", {"lhs_begin": "-1", "rhs_begin": "1"}, (30, 12), (4, 2, 2, 3)
+    ) == [(30, 2, 2, 3)]
     assert out_shape("shape_array", {}, (2, 3, 4)) == [(3,)]
 
 
 def test_shape_ops_values():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     np.testing.assert_array_equal(one("transpose", {"axes": "(1, 0, 2)"}, x), x.transpose(1, 0, 2))
-    np.testing.assert_array_equal(one("Concat", {"dim": "0", "num_args": 2}, x, x), np.concatenate([x, x]))
+    np.testing.assert_array_equal(
+        one("Concat", {"dim": "0", "num_args": 2}, x, x), np.concatenate([x, x])
+    )
     outs = run("SliceChannel", {"num_outputs": "3"}, x)
     assert [o.shape for o in outs] == [(2, 1, 4)] * 3
     np.testing.assert_array_equal(outs[2][:, 0], x[:, 2])
     np.testing.assert_array_equal(one("repeat", {"repeats": 2}, f32(1, 2)), [1, 1, 2, 2])
-    np.testing.assert_array_equal(one("reverse", {"axis": "(0, 1)"}, f32(1, 2, 3, 4).reshape(2, 2)),
-                                  [[4, 3], [2, 1]])
+    np.testing.assert_array_equal(
+        one("reverse", {"axis": "(0, 1)"}, f32(1, 2, 3, 4).reshape(2, 2)), [[4, 3], [2, 1]]
+    )
     np.testing.assert_array_equal(one("shape_array", {}, x), [2, 3, 4])
     np.testing.assert_array_equal(one("size_array", {}, x), [24])
-    assert get_op("SliceChannel").output_names(get_op("split").parse({"num_outputs": 2})) == \
-        ["output0", "output1"]
+    assert get_op("SliceChannel").output_names(get_op("split").parse({"num_outputs": 2})) == [
+        "output0",
+        "output1",
+    ]
 
 
 def test_shape_op_errors():
@@ -280,8 +347,17 @@ def test_broadcast_ops():
     assert out_shape("broadcast_to", {"shape": "(2, 0)"}, (1, 3)) == [(2, 3)]
     with pytest.raises(ShapeError, match="same ndim"):
         out_shape("broadcast_to", {"shape": "(2, 3)"}, (3,))
-    assert out_shape("broadcast_axis", {"axis": "(0, 2)", "size": "(3, 4)"}, (1, 2, 1)) == [(3, 2, 4)]
+    assert out_shape("broadcast_axis", {"axis": "(0, 2)", "size": "(3, 4)"}, (1, 2, 1)) == [
+        (3, 2, 4)
+    ]
     assert out_shape("broadcast_like", {}, (1, 3), (2, 3)) == [(2, 3)]
-    got = one("broadcast_like", {"lhs_axes": "(0,)", "rhs_axes": "(-1,)"}, f32(9), np.ones((2, 5), np.float32))
+    got = one(
+        "broadcast_like",
+        {"lhs_axes": "(0,)", "rhs_axes": "(-1,)"},
+        f32(9),
+        np.ones((2, 5), np.float32),
+    )
     assert got.tolist() == [9] * 5
-    np.testing.assert_array_equal(grad("broadcast_to", {"shape": "(3, 2)"}, f32(1, 2).reshape(1, 2)), [[3, 3]])
+    np.testing.assert_array_equal(
+        grad("broadcast_to", {"shape": "(3, 2)"}, f32(1, 2).reshape(1, 2)), [[3, 3]]
+    )

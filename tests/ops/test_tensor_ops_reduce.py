@@ -2,6 +2,7 @@
 
 Expected values marked "MXNet" were recorded with real MXNet 1.9.1.
 """
+
 from __future__ import annotations
 
 import jax
@@ -20,11 +21,17 @@ def test_slices():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     got = one("slice", {"begin": "(None, -1)", "end": "(None, None)", "step": "(1, -1)"}, x)
     np.testing.assert_array_equal(got, x[:, ::-1])
-    np.testing.assert_array_equal(one("slice", {"begin": "(None, None, 3)", "end": "(None, None, 0)",
-                                               "step": "(1, 1, -2)"}, x)[0, 0], [3, 1])
+    np.testing.assert_array_equal(
+        one(
+            "slice", {"begin": "(None, None, 3)", "end": "(None, None, 0)", "step": "(1, 1, -2)"}, x
+        )[0, 0],
+        [3, 1],
+    )
     assert one("slice", {"begin": "(0, 5)", "end": "(1, 6)"}, x).shape == (1, 0, 4)
     assert one("slice", {"begin": "(-10,)", "end": "(10,)"}, x).shape == (2, 3, 4)
-    np.testing.assert_array_equal(one("slice_axis", {"axis": -1, "begin": -3, "end": "None"}, x), x[..., 1:])
+    np.testing.assert_array_equal(
+        one("slice_axis", {"axis": -1, "begin": -3, "end": "None"}, x), x[..., 1:]
+    )
     with pytest.raises(ShapeError, match="not a valid range"):
         out_shape("slice_axis", {"axis": 1, "begin": 1, "end": 5}, (2, 3, 4))
     assert out_shape("slice_like", {"axes": "(-1,)"}, (3, 4), (2, 3)) == [(3, 3)]
@@ -50,7 +57,9 @@ def test_take_pick_one_hot_where_match_mxnet():
     with pytest.raises(MXNetError, match="axis=None is not supported"):
         out_shape("pick", {"axis": "None"}, (2, 3), (2,))
     oh = one("one_hot", {"depth": 3, "on_value": 5, "off_value": -1}, f32(-1, 0, 2, 3, 1.7))
-    np.testing.assert_array_equal(oh, [[-1, -1, -1], [5, -1, -1], [-1, -1, 5], [-1, -1, -1], [-1, 5, -1]])
+    np.testing.assert_array_equal(
+        oh, [[-1, -1, -1], [5, -1, -1], [-1, -1, 5], [-1, -1, -1], [-1, 5, -1]]
+    )
     assert one("one_hot", {"depth": 2, "dtype": "int32"}, f32(1)).dtype == np.int32
     w = one("where", {}, f32(1, 0), np.ones((2, 3), np.float32), np.zeros((2, 3), np.float32))
     np.testing.assert_array_equal(w, [[1, 1, 1], [0, 0, 0]])
@@ -59,8 +68,12 @@ def test_take_pick_one_hot_where_match_mxnet():
 
 def test_sort_argsort_topk_match_mxnet():
     x = f32(3, 1, 2, 1, 5, 0).reshape(2, 3)
-    np.testing.assert_array_equal(one("topk", {"k": 2, "ret_typ": "mask"}, x), [[1, 0, 1], [1, 1, 0]])
-    np.testing.assert_array_equal(one("topk", {"k": 0, "ret_typ": "value"}, x), [[3, 2, 1], [5, 1, 0]])
+    np.testing.assert_array_equal(
+        one("topk", {"k": 2, "ret_typ": "mask"}, x), [[1, 0, 1], [1, 1, 0]]
+    )
+    np.testing.assert_array_equal(
+        one("topk", {"k": 0, "ret_typ": "value"}, x), [[3, 2, 1], [5, 1, 0]]
+    )
     vals, idx = run("topk", {"axis": "None", "k": 2, "ret_typ": "both"}, x)
     assert vals.tolist() == [5, 3] and idx.tolist() == [4, 0]
     np.testing.assert_array_equal(one("topk", {"k": 2, "is_ascend": True}, x), [[1, 2], [2, 0]])
@@ -105,7 +118,9 @@ def test_reduce_shapes_match_mxnet():
 
 def test_reduce_values_and_gradients_match_mxnet():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    np.testing.assert_allclose(one("sum", {"axis": "(0, 2)", "keepdims": 1}, x), x.sum((0, 2), keepdims=True))
+    np.testing.assert_allclose(
+        one("sum", {"axis": "(0, 2)", "keepdims": 1}, x), x.sum((0, 2), keepdims=True)
+    )
     np.testing.assert_allclose(one("mean", {"axis": "1", "exclude": True}, x), x.mean((0, 2)))
     assert one("mean", {}, np.array([1, 2], np.int32)).tolist() == [1]
     assert one("nansum", {}, f32(1, np.nan)).tolist() == [1]
@@ -125,18 +140,29 @@ def test_reduce_values_and_gradients_match_mxnet():
 
 def test_softmax_family_match_mxnet():
     v = f32(1, 2, 3)
-    np.testing.assert_allclose(one("softmax", {"temperature": "2.0"}, v), [0.18632373, 0.3071959, 0.5064804], rtol=1e-5)
-    np.testing.assert_allclose(one("log_softmax", {}, v), [-2.4076037, -1.4076039, -0.40760383], rtol=1e-5)
-    np.testing.assert_allclose(one("softmin", {}, v), [0.66524094, 0.24472848, 0.09003057], rtol=1e-5)
+    np.testing.assert_allclose(
+        one("softmax", {"temperature": "2.0"}, v), [0.18632373, 0.3071959, 0.5064804], rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        one("log_softmax", {}, v), [-2.4076037, -1.4076039, -0.40760383], rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        one("softmin", {}, v), [0.66524094, 0.24472848, 0.09003057], rtol=1e-5
+    )
     assert one("softmax", {"dtype": "float16"}, v).dtype == np.float16
     with pytest.raises(NotImplementedError, match="use_length"):
         get_op("softmax").parse({"use_length": "True"})
-    assert get_op("softmax").input_names(get_op("softmax").parse({"use_length": "False"})) == ["data"]
+    assert get_op("softmax").input_names(get_op("softmax").parse({"use_length": "False"})) == [
+        "data"
+    ]
     data, label = f32(1, 2, 3, 1, 1, 1).reshape(2, 3), f32(2, 0)
-    np.testing.assert_allclose(one("softmax_cross_entropy", {}, data, label), [1.5062183], rtol=1e-5)
+    np.testing.assert_allclose(
+        one("softmax_cross_entropy", {}, data, label), [1.5062183], rtol=1e-5
+    )
     p = np.exp(data) / np.exp(data).sum(1, keepdims=True)
-    np.testing.assert_allclose(grad("softmax_cross_entropy", {}, data, label),
-                               p - np.eye(3)[[2, 0]], rtol=1e-5)
+    np.testing.assert_allclose(
+        grad("softmax_cross_entropy", {}, data, label), p - np.eye(3)[[2, 0]], rtol=1e-5
+    )
 
 
 def test_dot_family():
@@ -151,28 +177,39 @@ def test_dot_family():
         out_shape("dot", {}, (2, 4), (3, 2))
     rng = np.random.RandomState(0)
     a, b = rng.randn(3, 2, 5).astype(np.float32), rng.randn(3, 4).astype(np.float32)
-    np.testing.assert_allclose(one("dot", {"transpose_a": True}, a, b),
-                               np.einsum("kij,kl->ijl", a, b), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        one("dot", {"transpose_a": True}, a, b),
+        np.einsum("kij,kl->ijl", a, b),
+        rtol=1e-5,
+        atol=1e-5,
+    )
     A, B = rng.randn(2, 4, 3).astype(np.float32), rng.randn(2, 4, 5).astype(np.float32)
-    np.testing.assert_allclose(one("_linalg_gemm2", {"transpose_a": True, "alpha": 2}, A, B),
-                               2 * np.einsum("bki,bkj->bij", A, B), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        one("_linalg_gemm2", {"transpose_a": True, "alpha": 2}, A, B),
+        2 * np.einsum("bki,bkj->bij", A, B),
+        rtol=1e-5,
+        atol=1e-5,
+    )
     with pytest.raises(NotImplementedError, match="axis=-3"):
         get_op("_linalg_gemm2").parse({"axis": "-3"})
 
 
-@pytest.mark.parametrize("name,raw,shapes", [
-    ("dot", {"transpose_b": True}, [(2, 3), (4, 3)]),
-    ("batch_dot", {"transpose_a": True}, [(2, 3, 4), (2, 3, 5)]),
-    ("softmax", {"axis": 0}, [(3, 4)]),
-    ("log_softmax", {}, [(3, 4)]),
-    ("norm", {"axis": "1"}, [(3, 4)]),
-    ("Reshape", {"shape": "(-1, 2)"}, [(3, 4)]),
-    ("Concat", {"num_args": 2}, [(2, 3), (2, 2)]),
-    ("broadcast_hypot", {}, [(2, 3), (1, 3)]),
-    ("_rpower_scalar", {"scalar": 2}, [(3,)]),
-    ("mean", {"axis": 0}, [(3, 4)]),
-    ("prod", {"axis": 1}, [(3, 4)]),
-])
+@pytest.mark.parametrize(
+    "name,raw,shapes",
+    [
+        ("dot", {"transpose_b": True}, [(2, 3), (4, 3)]),
+        ("batch_dot", {"transpose_a": True}, [(2, 3, 4), (2, 3, 5)]),
+        ("softmax", {"axis": 0}, [(3, 4)]),
+        ("log_softmax", {}, [(3, 4)]),
+        ("norm", {"axis": "1"}, [(3, 4)]),
+        ("Reshape", {"shape": "(-1, 2)"}, [(3, 4)]),
+        ("Concat", {"num_args": 2}, [(2, 3), (2, 2)]),
+        ("broadcast_hypot", {}, [(2, 3), (1, 3)]),
+        ("_rpower_scalar", {"scalar": 2}, [(3,)]),
+        ("mean", {"axis": 0}, [(3, 4)]),
+        ("prod", {"axis": 1}, [(3, 4)]),
+    ],
+)
 def test_gradients_match_finite_differences(name, raw, shapes):
     op = get_op(name)
     a = op.parse(raw)

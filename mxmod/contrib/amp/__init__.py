@@ -11,6 +11,7 @@
 ``init_trainer``/``scale_loss``/``unscale`` belong to Gluon's Trainer in MXNet, which mxmod
 does not have: for an Optimizer they raise TypeError as MXNet's do.
 """
+
 from __future__ import annotations
 
 from ...base import MXNetError
@@ -19,10 +20,24 @@ from .convert import convert_model, convert_symbol
 from .init import init, is_initialized
 from .loss_scaler import SCALE_NAME, LossScaler, insert_loss_scale
 
-__all__ = ["init", "init_trainer", "scale_loss", "unscale", "convert_model", "convert_symbol",
-           "convert_bucketing_module", "list_lp16_ops", "list_fp32_ops", "list_lp16_fp32_ops",
-           "list_conditional_fp32_ops", "list_widest_type_cast", "list_loss_output_functions",
-           "list_lp16_use_fp32_params", "LossScaler", "insert_loss_scale"]
+__all__ = [
+    "init",
+    "init_trainer",
+    "scale_loss",
+    "unscale",
+    "convert_model",
+    "convert_symbol",
+    "convert_bucketing_module",
+    "list_lp16_ops",
+    "list_fp32_ops",
+    "list_lp16_fp32_ops",
+    "list_conditional_fp32_ops",
+    "list_widest_type_cast",
+    "list_loss_output_functions",
+    "list_lp16_use_fp32_params",
+    "LossScaler",
+    "insert_loss_scale",
+]
 
 
 def list_lp16_ops(target_dtype):
@@ -67,14 +82,19 @@ def list_lp16_use_fp32_params(target_dtype):
 
 def _gluon_only(fn_name, optimizer_or_trainer):
     from ...optimizer import Optimizer
+
     if isinstance(optimizer_or_trainer, Optimizer):
-        raise TypeError(f"amp.{fn_name}: AMP loss scaling for an Optimizer is not MXNet's API "
-                        "(MXNet: 'AMP is currently only compatible with Gluon Trainer'); with "
-                        "Module, call amp.init_trainer(module) on a module built from "
-                        "amp.insert_loss_scale(sym)")
-    raise TypeError(f"amp.{fn_name}: optimizer_or_trainer should be a Gluon Trainer or an "
-                    f"optimizer, instead is {type(optimizer_or_trainer)}; mxmod has no Gluon "
-                    "Trainer")
+        raise TypeError(
+            f"amp.{fn_name}: AMP loss scaling for an Optimizer is not MXNet's API "
+            "(MXNet: 'AMP is currently only compatible with Gluon Trainer'); with "
+            "Module, call amp.init_trainer(module) on a module built from "
+            "amp.insert_loss_scale(sym)"
+        )
+    raise TypeError(
+        f"amp.{fn_name}: optimizer_or_trainer should be a Gluon Trainer or an "
+        f"optimizer, instead is {type(optimizer_or_trainer)}; mxmod has no Gluon "
+        "Trainer"
+    )
 
 
 def init_trainer(optimizer_or_trainer):
@@ -86,19 +106,25 @@ def init_trainer(optimizer_or_trainer):
     ``LossScaler``. Manual ``forward``/``backward``/``update`` calls do not scale.
     """
     from ...module import Module
+
     if isinstance(optimizer_or_trainer, Module):
         mod = optimizer_or_trainer
         if SCALE_NAME not in mod.symbol.list_arguments():
-            raise ValueError(f"amp.init_trainer: the module's symbol has no {SCALE_NAME!r} "
-                             "argument; build it with amp.insert_loss_scale(sym)")
+            raise ValueError(
+                f"amp.init_trainer: the module's symbol has no {SCALE_NAME!r} "
+                "argument; build it with amp.insert_loss_scale(sym)"
+            )
         if SCALE_NAME not in (mod._fixed_param_names or []):
-            raise ValueError(f"amp.init_trainer: bind the Module with fixed_param_names="
-                             f"[{SCALE_NAME!r}] so the loss scale is not trained")
+            raise ValueError(
+                f"amp.init_trainer: bind the Module with fixed_param_names="
+                f"[{SCALE_NAME!r}] so the loss scale is not trained"
+            )
         mod._amp_scaler = LossScaler()
         return mod._amp_scaler
     if not is_initialized():
-        raise MXNetError("amp.init_trainer: AMP not initialized, did you forget to call "
-                         "amp.init()?")
+        raise MXNetError(
+            "amp.init_trainer: AMP not initialized, did you forget to call amp.init()?"
+        )
     _gluon_only("init_trainer", optimizer_or_trainer)
 
 
@@ -112,11 +138,18 @@ def unscale(optimizer_or_trainer):
     _gluon_only("unscale", optimizer_or_trainer)
 
 
-def convert_bucketing_module(bucketing_mod, target_dtype="float16", target_dtype_ops=None,
-                             fp32_ops=None, conditional_fp32_ops=None,
-                             excluded_sym_names=None, cast_optional_params=False):
+def convert_bucketing_module(
+    bucketing_mod,
+    target_dtype="float16",
+    target_dtype_ops=None,
+    fp32_ops=None,
+    conditional_fp32_ops=None,
+    excluded_sym_names=None,
+    cast_optional_params=False,
+):
     """MXNet's BucketingModule conversion: not wired for mxmod's BucketingModule yet."""
-    raise NotImplementedError("amp.convert_bucketing_module is not implemented by mxmod: "
-                              "convert each bucket's symbol with amp.convert_symbol inside "
-                              "your sym_gen instead")
-
+    raise NotImplementedError(
+        "amp.convert_bucketing_module is not implemented by mxmod: "
+        "convert each bucket's symbol with amp.convert_symbol inside "
+        "your sym_gen instead"
+    )

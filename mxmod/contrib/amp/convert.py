@@ -18,6 +18,7 @@ read off real MXNet 1.9.1 conversions (``tests/fixtures/amp/``):
 * any other op follows the type of its first input;
 * graph outputs that are not float32 ops are cast back to float32.
 """
+
 from __future__ import annotations
 
 from ...base import MXNetError
@@ -40,10 +41,10 @@ class _Pass:
             self.conditional.setdefault(op, []).append((attr, [str(v) for v in values]))
         self.excluded = set(excluded)
         self.mirror: dict[int, Node] = {}
-        self.native_lp: set = set()     # entries whose converted output is low precision
-        self.lp_cast: dict = {}         # entry -> (cast node, 0) to low precision
-        self.f32: dict = {}             # entry -> a float32 entry (cast or float32 output)
-        self.casts: set = set()         # ids of the cast nodes made
+        self.native_lp: set = set()  # entries whose converted output is low precision
+        self.lp_cast: dict = {}  # entry -> (cast node, 0) to low precision
+        self.f32: dict = {}  # entry -> a float32 entry (cast or float32 output)
+        self.casts: set = set()  # ids of the cast nodes made
 
     # ------------------------------------------------------------ entries
     def new_entry(self, e):
@@ -61,8 +62,12 @@ class _Pass:
     def cast(self, e, dtype, cache):
         if e in cache:
             return cache[e]
-        node = Node(get_op("amp_cast"), f"{e[0].name}{self.suffix(e)}_amp_cast_{dtype}",
-                    {"dtype": dtype}, [self.new_entry(e)])
+        node = Node(
+            get_op("amp_cast"),
+            f"{e[0].name}{self.suffix(e)}_amp_cast_{dtype}",
+            {"dtype": dtype},
+            [self.new_entry(e)],
+        )
         self.casts.add(id(node))
         cache[e] = (node, 0)
         return cache[e]
@@ -105,8 +110,9 @@ class _Pass:
             self.f32.update({e: (new, e[1]) for e in outs})
         elif kind == "lp":
             for e in old.inputs:
-                new.inputs.append(self.lp_entry(e) if self.lp_avail(e)
-                                  else self.cast(e, self.lp, self.lp_cast))
+                new.inputs.append(
+                    self.lp_entry(e) if self.lp_avail(e) else self.cast(e, self.lp, self.lp_cast)
+                )
             self.native_lp.update(outs)
         elif kind == "widest":
             self.widest(old, new, outs)
@@ -118,6 +124,7 @@ class _Pass:
     def keeps_lp(self, old) -> bool:
         """Whether a follow-op with a low-precision first input gives low-precision outputs."""
         from ...ops._def import np_dtype
+
         try:
             n_in = len(old.inputs)
             _, out = old.op.run_infer_type(old.parsed(), [np_dtype(self.lp)] + [None] * (n_in - 1))
@@ -131,14 +138,18 @@ class _Pass:
             new.inputs = [self.lp_entry(e) for e in ins]
             self.native_lp.update(outs)
         elif all(self.lp_avail(e) or e in self.f32 for e in ins):
-            new.inputs = [self.f32[e] if e in self.f32 else self.cast(e, "float32", self.f32)
-                          for e in ins]
+            new.inputs = [
+                self.f32[e] if e in self.f32 else self.cast(e, "float32", self.f32) for e in ins
+            ]
             self.f32.update({e: (new, e[1]) for e in outs})
         else:
             first = ins[0]
-            mc = Node(get_op("amp_multicast"),
-                      f"{first[0].name}{self.suffix(first)}_amp_multicast",
-                      {"num_outputs": str(len(ins))}, [self.new_entry(e) for e in ins])
+            mc = Node(
+                get_op("amp_multicast"),
+                f"{first[0].name}{self.suffix(first)}_amp_multicast",
+                {"num_outputs": str(len(ins))},
+                [self.new_entry(e) for e in ins],
+            )
             self.casts.add(id(mc))
             new.inputs = [(mc, i) for i in range(len(ins))]
 
@@ -180,9 +191,16 @@ def _check_list(name, value):
         raise TypeError(f"{name} must be a list, got {type(value).__name__}")
 
 
-def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=None,
-                   conditional_fp32_ops=None, excluded_sym_names=None, data_names=None,
-                   cast_optional_params=False):
+def convert_symbol(
+    sym,
+    target_dtype="float16",
+    target_dtype_ops=None,
+    fp32_ops=None,
+    conditional_fp32_ops=None,
+    excluded_sym_names=None,
+    data_names=None,
+    cast_optional_params=False,
+):
     """A copy of ``sym`` with AMP casts inserted, as MXNet's ``amp.convert_symbol``.
 
     Args:
@@ -200,45 +218,72 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
       The converted Symbol; ``tojson(remove_amp_cast=False)`` shows the casts.
     """
     if not isinstance(sym, Symbol):
-        raise TypeError(f"convert_symbol needs a Symbol as its first argument, got "
-                        f"{type(sym).__name__}")
+        raise TypeError(
+            f"convert_symbol needs a Symbol as its first argument, got {type(sym).__name__}"
+        )
     if target_dtype not in ("float16", "bfloat16"):
-        raise ValueError(f"convert_symbol: target_dtype must be 'float16' or 'bfloat16', got "
-                         f"{target_dtype!r}")
-    for name, value in (("target_dtype_ops", target_dtype_ops), ("fp32_ops", fp32_ops),
-                        ("conditional_fp32_ops", conditional_fp32_ops),
-                        ("excluded_sym_names", excluded_sym_names), ("data_names", data_names)):
+        raise ValueError(
+            f"convert_symbol: target_dtype must be 'float16' or 'bfloat16', got {target_dtype!r}"
+        )
+    for name, value in (
+        ("target_dtype_ops", target_dtype_ops),
+        ("fp32_ops", fp32_ops),
+        ("conditional_fp32_ops", conditional_fp32_ops),
+        ("excluded_sym_names", excluded_sym_names),
+        ("data_names", data_names),
+    ):
         _check_list(name, value)
     base = lists.table(target_dtype)
     lp = set(target_dtype_ops) if target_dtype_ops is not None else set(base["lp"])
     f32 = set(fp32_ops) if fp32_ops is not None else set(base["fp32"])
-    cond = list(conditional_fp32_ops) if conditional_fp32_ops is not None else \
-        list(lists.CONDITIONAL)
+    cond = (
+        list(conditional_fp32_ops) if conditional_fp32_ops is not None else list(lists.CONDITIONAL)
+    )
     for c in cond:
-        if not (isinstance(c, tuple) and len(c) == 3 and isinstance(c[0], str)
-                and isinstance(c[1], str) and isinstance(c[2], list)):
-            raise TypeError(f"conditional_fp32_ops entries must be (op name, attribute name, "
-                            f"[values]) tuples, got {c!r}")
+        if not (
+            isinstance(c, tuple)
+            and len(c) == 3
+            and isinstance(c[0], str)
+            and isinstance(c[1], str)
+            and isinstance(c[2], list)
+        ):
+            raise TypeError(
+                f"conditional_fp32_ops entries must be (op name, attribute name, "
+                f"[values]) tuples, got {c!r}"
+            )
     cond_names = {c[0] for c in cond}
-    for a, b, what in ((lp, f32, "target_dtype_ops and fp32_ops"),
-                       (lp, cond_names, "target_dtype_ops and conditional_fp32_ops"),
-                       (cond_names, f32, "fp32_ops and conditional_fp32_ops")):
+    for a, b, what in (
+        (lp, f32, "target_dtype_ops and fp32_ops"),
+        (lp, cond_names, "target_dtype_ops and conditional_fp32_ops"),
+        (cond_names, f32, "fp32_ops and conditional_fp32_ops"),
+    ):
         if a & b:
-            raise ValueError(f"convert_symbol: operators {sorted(a & b)} are in both {what}; "
-                             "an operator can be in one list only")
-    known = base["lp"] | base["fp32"] | base["follow"] | base["widest"] | {
-        c[0] for c in lists.CONDITIONAL}
+            raise ValueError(
+                f"convert_symbol: operators {sorted(a & b)} are in both {what}; "
+                "an operator can be in one list only"
+            )
+    known = (
+        base["lp"]
+        | base["fp32"]
+        | base["follow"]
+        | base["widest"]
+        | {c[0] for c in lists.CONDITIONAL}
+    )
     unknown = (lp | f32 | cond_names) - known
     if unknown:
-        raise ValueError(f"convert_symbol: operators {sorted(unknown)} are in none of AMP's "
-                         "lists; choose from list_lp16_ops, list_fp32_ops, "
-                         "list_lp16_fp32_ops and list_conditional_fp32_ops")
+        raise ValueError(
+            f"convert_symbol: operators {sorted(unknown)} are in none of AMP's "
+            "lists; choose from list_lp16_ops, list_fp32_ops, "
+            "list_lp16_fp32_ops and list_conditional_fp32_ops"
+        )
     classes = {"lp": lp, "fp32": f32, "widest": base["widest"] - lp - f32 - cond_names}
     p = _Pass(target_dtype, classes, cond, excluded_sym_names or [])
     for node in topo_order(sym._outputs):
         if node.op is not None and node.op.name in ("amp_cast", "amp_multicast"):
-            raise MXNetError(f"convert_symbol: the graph already holds AMP casts ({node.name!r}); "
-                             "convert the original float32 symbol")
+            raise MXNetError(
+                f"convert_symbol: the graph already holds AMP casts ({node.name!r}); "
+                "convert the original float32 symbol"
+            )
         p.visit(node)
     heads = [p.head(e) for e in sym._outputs]
     if cast_optional_params:
@@ -250,9 +295,17 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
     return Symbol(heads)
 
 
-def convert_model(sym, arg_params, aux_params, target_dtype="float16", target_dtype_ops=None,
-                  fp32_ops=None, conditional_fp32_ops=None, excluded_sym_names=None,
-                  cast_optional_params=False):
+def convert_model(
+    sym,
+    arg_params,
+    aux_params,
+    target_dtype="float16",
+    target_dtype_ops=None,
+    fp32_ops=None,
+    conditional_fp32_ops=None,
+    excluded_sym_names=None,
+    cast_optional_params=False,
+):
     """Convert a float32 model (symbol and parameters), as MXNet's ``amp.convert_model``.
 
     The symbol goes through ``convert_symbol`` (data names: the inputs that are not in
@@ -263,20 +316,33 @@ def convert_model(sym, arg_params, aux_params, target_dtype="float16", target_dt
       ``(symbol, arg_params, aux_params)``; the dicts given are updated in place, as MXNet's.
     """
     if excluded_sym_names is not None and not isinstance(excluded_sym_names, list):
-        raise ValueError("excluded_sym_names must be a list of strings representing the names "
-                         f"of the symbols that should not be casted, got "
-                         f"{type(excluded_sym_names).__name__}")
+        raise ValueError(
+            "excluded_sym_names must be a list of strings representing the names "
+            f"of the symbols that should not be casted, got "
+            f"{type(excluded_sym_names).__name__}"
+        )
     if not isinstance(sym, Symbol):
-        raise TypeError(f"convert_model needs a Symbol as its first argument, got "
-                        f"{type(sym).__name__}")
+        raise TypeError(
+            f"convert_model needs a Symbol as its first argument, got {type(sym).__name__}"
+        )
     for name, value in (("arg_params", arg_params), ("aux_params", aux_params)):
         if not isinstance(value, dict):
-            raise TypeError(f"convert_model: {name} must be a dict of name to NDArray, got "
-                            f"{type(value).__name__}")
+            raise TypeError(
+                f"convert_model: {name} must be a dict of name to NDArray, got "
+                f"{type(value).__name__}"
+            )
     params = set(arg_params) | set(aux_params)
     data_names = [n for n in sym.list_inputs() if n not in params]
-    out = convert_symbol(sym, target_dtype, target_dtype_ops, fp32_ops, conditional_fp32_ops,
-                         excluded_sym_names, data_names, cast_optional_params)
+    out = convert_symbol(
+        sym,
+        target_dtype,
+        target_dtype_ops,
+        fp32_ops,
+        conditional_fp32_ops,
+        excluded_sym_names,
+        data_names,
+        cast_optional_params,
+    )
     attrs = out.attr_dict()
     for table in (arg_params, aux_params):
         for name in list(table):

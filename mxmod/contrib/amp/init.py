@@ -9,6 +9,7 @@ per process; later calls do nothing, as MXNet's. Imperative ``mx.nd`` calls are 
 wrapped: mxmod runs NDArray operators in the dtype of their inputs, so cast NDArrays
 explicitly (``x.astype('float16')``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,8 +40,7 @@ def _wrap_inputs(f, dtype, cond=None):
         sym = f(*args, **kwargs)
         node = sym._outputs[0][0]
         n_data = node.n_data_inputs()
-        node.inputs = [_cast(e, dtype) if k < n_data else e
-                       for k, e in enumerate(node.inputs)]
+        node.inputs = [_cast(e, dtype) if k < n_data else e for k, e in enumerate(node.inputs)]
         return sym
 
     return wrapped
@@ -71,15 +71,18 @@ def _wrap_widest(f):
 def _loss_warning(f):
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
-        logging.warning("%s does not support dynamic loss scaling in symbolic and hybridized "
-                        "execution.", f.__name__)
+        logging.warning(
+            "%s does not support dynamic loss scaling in symbolic and hybridized execution.",
+            f.__name__,
+        )
         return f(*args, **kwargs)
 
     return wrapped
 
 
-def init(target_dtype="float16", target_precision_ops=None, conditional_fp32_ops=None,
-         fp32_ops=None):
+def init(
+    target_dtype="float16", target_precision_ops=None, conditional_fp32_ops=None, fp32_ops=None
+):
     """Enable AMP for symbols built from now on (MXNet's ``amp.init``).
 
     Args:
@@ -92,14 +95,16 @@ def init(target_dtype="float16", target_precision_ops=None, conditional_fp32_ops
     table = lists.table(name)
     logging.info("Using AMP")
     wrap = {}
-    for op in (target_precision_ops if target_precision_ops is not None else table["lp"]):
+    for op in target_precision_ops if target_precision_ops is not None else table["lp"]:
         wrap[op] = lambda f: _wrap_inputs(f, name)
-    for op in (fp32_ops if fp32_ops is not None else table["fp32"]):
+    for op in fp32_ops if fp32_ops is not None else table["fp32"]:
         wrap[op] = lambda f: _wrap_inputs(f, "float32")
-    for op, attr, values in (conditional_fp32_ops if conditional_fp32_ops is not None
-                             else lists.CONDITIONAL):
+    for op, attr, values in (
+        conditional_fp32_ops if conditional_fp32_ops is not None else lists.CONDITIONAL
+    ):
         wrap[op] = (lambda a, v: lambda f: _wrap_inputs(f, "float32", (a, [str(x) for x in v])))(
-            attr, values)
+            attr, values
+        )
     for op in table["widest"]:
         wrap.setdefault(op, _wrap_widest)
     for op, how in wrap.items():

@@ -8,6 +8,7 @@ Concat...), or is float32 only for some attribute values (``CONDITIONAL``). The 
 below are MXNet's (``mxnet/contrib/amp/lists/symbol_{fp16,bf16}.py``) restricted to
 operator names mxmod registers; they differ between float16 and bfloat16.
 """
+
 from __future__ import annotations
 
 
@@ -123,8 +124,12 @@ where
 """)
 
 CONDITIONAL = (("Activation", "act_type", ["softrelu"]), ("LeakyReLU", "act_type", ["elu", "selu"]))
-LOSS_OUTPUTS = ("SoftmaxOutput", "LinearRegressionOutput", "LogisticRegressionOutput",
-                "MAERegressionOutput")
+LOSS_OUTPUTS = (
+    "SoftmaxOutput",
+    "LinearRegressionOutput",
+    "LogisticRegressionOutput",
+    "MAERegressionOutput",
+)
 # bfloat16 BatchNorm keeps gamma/beta/moving statistics in float32 (data input: "").
 BF16_FP32_PARAMS = {"BatchNorm": ["", "gamma", "beta", "moving_mean", "moving_var"]}
 
@@ -140,10 +145,13 @@ SpatialTransformer SwapAxis UpSampling _contrib_SyncBatchNorm elemwise_add make_
 """)
 
 _TABLES = {
-    "float16": {"lp": _FP16_LP, "follow": _FP16_FOLLOW, "fp32": _FP16_FP32,
-                "widest": _FP16_WIDEST},
-    "bfloat16": {"lp": _BF16_LP, "follow": _BF16_FOLLOW, "fp32": _BF16_FP32,
-                 "widest": _BF16_WIDEST},
+    "float16": {"lp": _FP16_LP, "follow": _FP16_FOLLOW, "fp32": _FP16_FP32, "widest": _FP16_WIDEST},
+    "bfloat16": {
+        "lp": _BF16_LP,
+        "follow": _BF16_FOLLOW,
+        "fp32": _BF16_FP32,
+        "widest": _BF16_WIDEST,
+    },
 }
 
 
@@ -155,6 +163,7 @@ def table(target_dtype) -> dict:
 
 def _dtype_name(target_dtype) -> str:
     import numpy as np
+
     if isinstance(target_dtype, str) and target_dtype in _TABLES:
         return target_dtype
     try:
@@ -162,6 +171,5 @@ def _dtype_name(target_dtype) -> str:
     except TypeError:
         name = str(target_dtype)
     if name not in _TABLES:
-        raise ValueError(f"AMP target_dtype must be 'float16' or 'bfloat16', got "
-                         f"{target_dtype!r}")
+        raise ValueError(f"AMP target_dtype must be 'float16' or 'bfloat16', got {target_dtype!r}")
     return name

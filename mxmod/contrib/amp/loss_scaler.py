@@ -12,6 +12,7 @@ a fused step: gradients computed from a loss scaled by ``state['scale']`` are un
 checked, and the optimizer update is applied only when all are finite, in one program
 without a host round trip.
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,8 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-INIT_SCALE = 2.0 ** 16
-MAX_SCALE = 2.0 ** 24
+INIT_SCALE = 2.0**16
+MAX_SCALE = 2.0**24
 WINDOW = 2000
 
 
@@ -53,8 +54,9 @@ class LossScaler:
     def has_overflow(self, grads) -> bool:
         """Whether any gradient (NDArrays or arrays) is non-finite; moves the scale."""
         self._sync()
-        finite = all(bool(np.isfinite(np.asarray(getattr(g, "asnumpy", lambda: g)())).all())
-                     for g in grads)
+        finite = all(
+            bool(np.isfinite(np.asarray(getattr(g, "asnumpy", lambda: g)())).all()) for g in grads
+        )
         self._loss_scale = self._next_loss_scale
         if not finite:
             self._next_loss_scale = self._loss_scale / 2.0
@@ -73,9 +75,11 @@ class LossScaler:
         returned last, when there is one)."""
         if getattr(self, "_device_state", None) is not None:
             return self._device_state
-        return {"scale": jnp.float32(self._loss_scale),
-                "next": jnp.float32(self._next_loss_scale),
-                "unskipped": jnp.int32(self._unskipped)}
+        return {
+            "scale": jnp.float32(self._loss_scale),
+            "next": jnp.float32(self._next_loss_scale),
+            "unskipped": jnp.int32(self._unskipped),
+        }
 
     def load_state(self, state: dict) -> None:
         """Take the state a compiled step returned (reads device values: syncs)."""
@@ -143,9 +147,12 @@ def insert_loss_scale(sym, name: str = SCALE_NAME):
     from ...ops import get_op
     from ...symbol.graph import Node, topo_order
     from ...symbol.symbol import Symbol
+
     if name in sym.list_inputs():
-        raise ValueError(f"insert_loss_scale: the symbol already has an input {name!r}; "
-                         "insert the loss scale once, or pass another name=")
+        raise ValueError(
+            f"insert_loss_scale: the symbol already has an input {name!r}; "
+            "insert the loss scale once, or pass another name="
+        )
     scale = Node(None, name, {"__shape__": "(1,)", "__init__": '["one", {}]'})
     new: dict = {}
     heads = 0
@@ -155,14 +162,17 @@ def insert_loss_scale(sym, name: str = SCALE_NAME):
             continue
         ins = [(new[id(c)], i) for c, i in node.inputs]
         if node.op.loss_head(node.parsed()) and ins:
-            s = Node(get_op("_amp_scale_grad"), f"{node.name}_amp_scale_grad", {},
-                     [ins[0], (scale, 0)])
+            s = Node(
+                get_op("_amp_scale_grad"), f"{node.name}_amp_scale_grad", {}, [ins[0], (scale, 0)]
+            )
             ins[0] = (s, 0)
             heads += 1
         n = Node(node.op, node.name, node.attrs, ins)
         n._parsed = node._parsed
         new[id(node)] = n
     if not heads:
-        raise ValueError("insert_loss_scale: the symbol has no loss head (SoftmaxOutput, "
-                         "LinearRegressionOutput, MakeLoss...) to scale the gradient of")
+        raise ValueError(
+            "insert_loss_scale: the symbol has no loss head (SoftmaxOutput, "
+            "LinearRegressionOutput, MakeLoss...) to scale the gradient of"
+        )
     return Symbol([(new[id(n)], i) for n, i in sym._outputs])

@@ -1,4 +1,5 @@
 """``SVRGModule``: MXNet's stochastic variance-reduced gradient Module."""
+
 from __future__ import annotations
 
 import logging
@@ -66,23 +67,55 @@ class SVRGModule(Module):
             positive int).
     """
 
-    def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",),
-                 logger=logging, context=None, work_load_list=None, fixed_param_names=None,
-                 state_names=None, group2ctxs=None, compression_params=None, update_freq=None):
-        super().__init__(symbol, data_names=data_names, label_names=label_names, logger=logger,
-                         context=context, work_load_list=work_load_list,
-                         fixed_param_names=fixed_param_names, state_names=state_names,
-                         group2ctxs=group2ctxs, compression_params=compression_params)
+    def __init__(
+        self,
+        symbol,
+        data_names=("data",),
+        label_names=("softmax_label",),
+        logger=logging,
+        context=None,
+        work_load_list=None,
+        fixed_param_names=None,
+        state_names=None,
+        group2ctxs=None,
+        compression_params=None,
+        update_freq=None,
+    ):
+        super().__init__(
+            symbol,
+            data_names=data_names,
+            label_names=label_names,
+            logger=logger,
+            context=context,
+            work_load_list=work_load_list,
+            fixed_param_names=fixed_param_names,
+            state_names=state_names,
+            group2ctxs=group2ctxs,
+            compression_params=compression_params,
+        )
         if not isinstance(update_freq, int) or isinstance(update_freq, bool):
-            raise TypeError("update_freq in SVRGModule must be an integer to represent the "
-                            f"frequency for calculating full gradients, got {update_freq!r}")
+            raise TypeError(
+                "update_freq in SVRGModule must be an integer to represent the "
+                f"frequency for calculating full gradients, got {update_freq!r}"
+            )
         if update_freq <= 0:
-            raise ValueError("update_freq in SVRGModule must be a positive integer to represent "
-                             f"the frequency for calculating full gradients, got {update_freq}")
+            raise ValueError(
+                "update_freq in SVRGModule must be a positive integer to represent "
+                f"the frequency for calculating full gradients, got {update_freq}"
+            )
         self.update_freq = update_freq
-        self._mod_aux = Module(symbol, data_names, label_names, logger, self._context,
-                               work_load_list, fixed_param_names, state_names, group2ctxs,
-                               compression_params)
+        self._mod_aux = Module(
+            symbol,
+            data_names,
+            label_names,
+            logger,
+            self._context,
+            work_load_list,
+            fixed_param_names,
+            state_names,
+            group2ctxs,
+            compression_params,
+        )
         self._full_grads = None
         self._ctx_len = len(self._context)
 
@@ -94,33 +127,70 @@ class SVRGModule(Module):
         super().reshape(data_shapes, label_shapes=label_shapes)
         self._mod_aux.reshape(data_shapes, label_shapes=label_shapes)
 
-    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
-             force_rebind=False, shared_module=None, grad_req="write"):
+    def bind(
+        self,
+        data_shapes,
+        label_shapes=None,
+        for_training=True,
+        inputs_need_grad=False,
+        force_rebind=False,
+        shared_module=None,
+        grad_req="write",
+    ):
         """Bind this module and, for training, the snapshot module with the same shapes."""
-        super().bind(data_shapes, label_shapes, for_training, inputs_need_grad, force_rebind,
-                     shared_module, grad_req)
+        super().bind(
+            data_shapes,
+            label_shapes,
+            for_training,
+            inputs_need_grad,
+            force_rebind,
+            shared_module,
+            grad_req,
+        )
         if for_training:
-            self._mod_aux.bind(data_shapes, label_shapes, for_training, inputs_need_grad,
-                               force_rebind, shared_module, grad_req)
+            self._mod_aux.bind(
+                data_shapes,
+                label_shapes,
+                for_training,
+                inputs_need_grad,
+                force_rebind,
+                shared_module,
+                grad_req,
+            )
 
-    def init_optimizer(self, kvstore="local", optimizer="sgd",
-                       optimizer_params=(("learning_rate", 0.01),), force_init=False):
+    def init_optimizer(
+        self,
+        kvstore="local",
+        optimizer="sgd",
+        optimizer_params=(("learning_rate", 0.01),),
+        force_init=False,
+    ):
         """Install ``_SVRGOptimizer`` wrapping ``optimizer`` (a name or an Optimizer)."""
         require(self, "init_optimizer", "binded", "params_initialized")
         group = self._exec_group
-        self._full_grads = {n: jnp.zeros(group.state.params[n].shape,
-                                         group.state.params[n].dtype)
-                            for n in group._diff_params}
-        svrg = self._create_optimizer(_SVRGOptimizer.__name__, default_opt=optimizer,
-                                      kvstore=kvstore, optimizer_params=optimizer_params)
-        super().init_optimizer(kvstore=kvstore, optimizer=svrg,
-                               optimizer_params=optimizer_params, force_init=force_init)
+        self._full_grads = {
+            n: jnp.zeros(group.state.params[n].shape, group.state.params[n].dtype)
+            for n in group._diff_params
+        }
+        svrg = self._create_optimizer(
+            _SVRGOptimizer.__name__,
+            default_opt=optimizer,
+            kvstore=kvstore,
+            optimizer_params=optimizer_params,
+        )
+        super().init_optimizer(
+            kvstore=kvstore,
+            optimizer=svrg,
+            optimizer_params=optimizer_params,
+            force_init=force_init,
+        )
 
     def _create_optimizer(self, optimizer, default_opt, kvstore, optimizer_params):
         """The ``_SVRGOptimizer`` with Module's rescale_grad and index map, plus one
         ``<name>_full`` key per parameter (as MXNet)."""
         from ... import optimizer as opt
         from ...kvstore import _create_kvstore
+
         batch_size = self._exec_group.batch_size
         kv, update_on_kvstore = _create_kvstore(kvstore, self._ctx_len, self._arg_params)
         if kv and "dist" in kv.type and "_sync" in kv.type:
@@ -129,8 +199,9 @@ class SVRGModule(Module):
         if update_on_kvstore:
             idx2name = dict(enumerate(names))
         else:
-            idx2name = {i * self._ctx_len + k: n for k in range(self._ctx_len)
-                        for i, n in enumerate(names)}
+            idx2name = {
+                i * self._ctx_len + k: n for k in range(self._ctx_len) for i, n in enumerate(names)
+            }
         for name in self._arg_params:
             idx2name[max(idx2name) + 1 if idx2name else 0] = name + "_full"
         params = dict(optimizer_params)
@@ -158,26 +229,28 @@ class SVRGModule(Module):
 
     def _update_svrg_gradients(self) -> None:
         if not self._mod_aux.binded:
-            raise MXNetError("SVRGModule.update() needs the snapshot module: bind with "
-                             "for_training=True")
+            raise MXNetError(
+                "SVRGModule.update() needs the snapshot module: bind with for_training=True"
+            )
         group = self._exec_group
         grads = _summed_grads(group)
         special = _summed_grads(self._mod_aux._exec_group)
         _replace_grads(group, self._svrg_grads_update_rule(grads, special, self._full_grads))
 
     @staticmethod
-    def _svrg_grads_update_rule(g_curr_batch_curr_weight, g_curr_batch_special_weight,
-                                g_special_weight_all_batch):
+    def _svrg_grads_update_rule(
+        g_curr_batch_curr_weight, g_curr_batch_special_weight, g_special_weight_all_batch
+    ):
         """``g_curr - g_special + g_full`` (dicts name -> array)."""
-        return _svrg_rule(g_curr_batch_curr_weight, g_curr_batch_special_weight,
-                          g_special_weight_all_batch)
+        return _svrg_rule(
+            g_curr_batch_curr_weight, g_curr_batch_special_weight, g_special_weight_all_batch
+        )
 
     def update_full_grads(self, train_data):
         """Snapshot the weights into the auxiliary module and take the mean over
         ``train_data``'s batches of their summed gradients at that snapshot (the last
         batch's ``pad`` counts as a fraction of a batch, as MXNet)."""
-        require(self, "update_full_grads", "binded", "params_initialized",
-                "optimizer_initialized")
+        require(self, "update_full_grads", "binded", "params_initialized", "optimizer_initialized")
         arg, aux = self.get_params()
         self._mod_aux.set_params(arg_params=arg, aux_params=aux)
         train_data.reset()
@@ -199,28 +272,54 @@ class SVRGModule(Module):
         super().prepare(data_batch, sparse_row_id_fn=sparse_row_id_fn)
         self._mod_aux.prepare(data_batch, sparse_row_id_fn=sparse_row_id_fn)
 
-    def fit(self, train_data, eval_data=None, eval_metric="acc", epoch_end_callback=None,
-            batch_end_callback=None, kvstore="local", optimizer="sgd",
-            optimizer_params=(("learning_rate", 0.01),), eval_end_callback=None,
-            eval_batch_end_callback=None, initializer=None, arg_params=None, aux_params=None,
-            allow_missing=False, force_rebind=False, force_init=False, begin_epoch=0,
-            num_epoch=None, validation_metric=None, monitor=None, sparse_row_id_fn=None):
+    def fit(
+        self,
+        train_data,
+        eval_data=None,
+        eval_metric="acc",
+        epoch_end_callback=None,
+        batch_end_callback=None,
+        kvstore="local",
+        optimizer="sgd",
+        optimizer_params=(("learning_rate", 0.01),),
+        eval_end_callback=None,
+        eval_batch_end_callback=None,
+        initializer=None,
+        arg_params=None,
+        aux_params=None,
+        allow_missing=False,
+        force_rebind=False,
+        force_init=False,
+        begin_epoch=0,
+        num_epoch=None,
+        validation_metric=None,
+        monitor=None,
+        sparse_row_id_fn=None,
+    ):
         """MXNet's SVRG training loop: the full gradient is recomputed at every epoch
         divisible by ``update_freq``; the training iterator is reset at the start of
         each epoch; the logged training metric is the local one."""
         from ... import initializer as _init
         from ...model import BatchEndParam
+
         if num_epoch is None:
             raise ValueError("fit() needs num_epoch: please specify number of epochs")
-        self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
-                  for_training=True, force_rebind=force_rebind)
+        self.bind(
+            data_shapes=train_data.provide_data,
+            label_shapes=train_data.provide_label,
+            for_training=True,
+            force_rebind=force_rebind,
+        )
         if monitor is not None:
             self.install_monitor(monitor)
-        self.init_params(initializer=initializer or _init.Uniform(0.01), arg_params=arg_params,
-                         aux_params=aux_params, allow_missing=allow_missing,
-                         force_init=force_init)
-        self.init_optimizer(kvstore=kvstore, optimizer=optimizer,
-                            optimizer_params=optimizer_params)
+        self.init_params(
+            initializer=initializer or _init.Uniform(0.01),
+            arg_params=arg_params,
+            aux_params=aux_params,
+            allow_missing=allow_missing,
+            force_init=force_init,
+        )
+        self.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params)
         if validation_metric is None:
             validation_metric = eval_metric
         if not isinstance(eval_metric, _metric.EvalMetric):
@@ -231,9 +330,15 @@ class SVRGModule(Module):
             if epoch % self.update_freq == 0:
                 self.update_full_grads(train_data)
             train_data.reset()
-            eval_name_vals = self._fit_epoch(train_data, eval_metric, epoch, monitor,
-                                             batch_end_callback, sparse_row_id_fn,
-                                             BatchEndParam)
+            eval_name_vals = self._fit_epoch(
+                train_data,
+                eval_metric,
+                epoch,
+                monitor,
+                batch_end_callback,
+                sparse_row_id_fn,
+                BatchEndParam,
+            )
             for name, val in eval_name_vals:
                 self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
             self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
@@ -242,14 +347,26 @@ class SVRGModule(Module):
             for callback in _as_list(epoch_end_callback):
                 callback(epoch, self.symbol, arg_params_, aux_params_)
             if eval_data is not None:
-                res = self.score(eval_data, validation_metric,
-                                 score_end_callback=eval_end_callback,
-                                 batch_end_callback=eval_batch_end_callback, epoch=epoch)
+                res = self.score(
+                    eval_data,
+                    validation_metric,
+                    score_end_callback=eval_end_callback,
+                    batch_end_callback=eval_batch_end_callback,
+                    epoch=epoch,
+                )
                 for name, val in res:
                     self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
 
-    def _fit_epoch(self, train_data, eval_metric, epoch, monitor, batch_end_callback,
-                   sparse_row_id_fn, BatchEndParam):
+    def _fit_epoch(
+        self,
+        train_data,
+        eval_metric,
+        epoch,
+        monitor,
+        batch_end_callback,
+        sparse_row_id_fn,
+        BatchEndParam,
+    ):
         data_iter = iter(train_data)
         try:
             next_batch = next(data_iter)
@@ -276,7 +393,10 @@ class SVRGModule(Module):
             if end:
                 eval_name_vals = eval_metric.get_name_value()
             for callback in _as_list(batch_end_callback):
-                callback(BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
-                                       locals=locals()))
+                callback(
+                    BatchEndParam(
+                        epoch=epoch, nbatch=nbatch, eval_metric=eval_metric, locals=locals()
+                    )
+                )
             nbatch += 1
         return eval_name_vals

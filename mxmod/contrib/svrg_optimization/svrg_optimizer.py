@@ -1,4 +1,5 @@
 """``_SVRGOptimizer`` and ``_AssignmentOptimizer`` of MXNet's ``contrib.svrg_optimization``."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,8 +8,18 @@ from ...optimizer import Optimizer, create, register
 from ...optimizer._fused import Signature, _ClassOrInstance
 
 # the settings the Optimizer base takes; the rest go to the wrapped optimizer only
-_BASE_PARAMS = ("rescale_grad", "param_idx2name", "wd", "clip_gradient", "learning_rate",
-                "lr_scheduler", "sym", "begin_num_update", "multi_precision", "param_dict")
+_BASE_PARAMS = (
+    "rescale_grad",
+    "param_idx2name",
+    "wd",
+    "clip_gradient",
+    "learning_rate",
+    "lr_scheduler",
+    "sym",
+    "begin_num_update",
+    "multi_precision",
+    "param_dict",
+)
 
 
 def _as_list(x: Any) -> list:
@@ -55,8 +66,10 @@ class _SVRGOptimizer(Optimizer):
         elif isinstance(default_optimizer, Optimizer):
             self.default_opt = default_optimizer
         else:
-            raise TypeError(f"default_optimizer must be an optimizer name or an "
-                            f"mx.optimizer.Optimizer, got {type(default_optimizer).__name__}")
+            raise TypeError(
+                f"default_optimizer must be an optimizer name or an "
+                f"mx.optimizer.Optimizer, got {type(default_optimizer).__name__}"
+            )
         self.aux_opt = create(_AssignmentOptimizer.__name__)
 
     def _check_index(self, index):
