@@ -1,0 +1,89 @@
+"""NDArrayIter's arrays kept on the device(s), batches gathered there.
+
+``place_on`` puts every source once on the devices of the Module's input sharding (a full
+copy per device: any device can then produce its own rows of a batch). A batch is one
+compiled gather: ``perm[(start + arange(batch)) % n]`` along the batch axis, so a padded
+last batch wraps to the start exactly as the host path does, and the result comes out
+with the input sharding the compiled step reads, so the step's own ``device_put`` is a
+no-op. No data crosses from the host per batch: only the scalar ``start``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
+from jax.sharding import PartitionSpec as P
+
+
+def as_sharding(target):
+    """A jax Sharding for a placement target (a Sharding or a Device)."""
+    if isinstance(target, jax.sharding.Sharding):
+        return target
+    return SingleDeviceSharding(target)
+
+
+def replicated(sharding):
+    """A sharding holding a full copy on every device of ``sharding``."""
+    if isinstance(sharding, SingleDeviceSharding):
+        return sharding
+    if isinstance(sharding, NamedSharding):
+        return NamedSharding(sharding.mesh, P())
+    devices = sorted(sharding.device_set, key=lambda d: d.id)
+    return NamedSharding(Mesh(np.array(devices), ("_all",)), P())
+
+
+def _gather(arrays, perm, start, *, n, batch, axis):
+    idx = perm[(start + jnp.arange(batch, dtype=perm.dtype)) % n]
+    return [jnp.take(a, idx, axis=axis, mode="clip") for a in arrays]
+
+
+class DeviceSources:
+    """The sources of one NDArrayIter on its placement's devices.
+
+    Args:
+        arrays: the host arrays (all sources, data then label).
+        shardings: where each source's batches go (one per array, same devices).
+        axis: the batch axis.
+        batch: the batch size.
+    """
+
+    def __init__(self, arrays, shardings, axis, batch):
+        self.shardings = list(shardings)
+        self._home = replicated(self.shardings[0])
+        self.arrays = jax.device_put(list(arrays), [self._home] * len(arrays))
+        self.n = int(arrays[0].shape[axis])
+        self._static = dict(n=self.n, batch=int(batch), axis=axis)
+        self._programs = {}  # which sources -> the jitted gather
+        self._order_host = self._order = None
+
+    def _program(self, which):
+        fn = self._programs.get(which)
+        if fn is None:
+            fn = jax.jit(
+                partial(_gather, **self._static),
+                out_shardings=[self.shardings[i] for i in which],
+            )
+            self._programs[which] = fn
+        return fn
+
+    def _order_on_device(self, perm):
+        """The sample order on the devices (re-sent only when the host order changes)."""
+        if self._order is None or perm is not self._order_host:
+            order = np.arange(self.n) if perm is None else perm
+            self._order = jax.device_put(order.astype(np.int32), self._home)
+            self._order_host = perm
+        return self._order
+
+    def gather(self, which, perm, start):
+        """Arrays of sources ``which`` (a tuple of indices) for the batch at ``start``."""
+        fn = self._program(which)
+        return fn([self.arrays[i] for i in which], self._order_on_device(perm), start)
+
+    def compiles(self, which):
+        """How many programs the gather of ``which`` has compiled (tests)."""
+        fn = self._programs.get(which)
+        return 0 if fn is None else fn._cache_size()
