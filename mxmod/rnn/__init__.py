@@ -8,42 +8,9 @@ Cells build the same graphs, with the same node and parameter names, as MXNet's,
 from . import io, rnn, rnn_cell
 from .io import BucketSentenceIter, encode_sentences
 from .rnn import do_rnn_checkpoint, load_rnn_checkpoint, rnn_unroll, save_rnn_checkpoint
-from .rnn_cell import (
-    BaseConvRNNCell,
-    BaseRNNCell,
-    BidirectionalCell,
-    ConvGRUCell,
-    ConvLSTMCell,
-    ConvRNNCell,
-    DropoutCell,
-    FusedRNNCell,
-    GRUCell,
-    LSTMCell,
-    ModifierCell,
-    ResidualCell,
-    RNNCell,
-    RNNParams,
-    SequentialRNNCell,
-    ZoneoutCell,
-)
+from .rnn_cell import *  # noqa: F403 -- the cells, as rnn_cell.__all__
 
-__all__ = [
-    "RNNParams",
-    "BaseRNNCell",
-    "RNNCell",
-    "LSTMCell",
-    "GRUCell",
-    "FusedRNNCell",
-    "SequentialRNNCell",
-    "DropoutCell",
-    "ModifierCell",
-    "ZoneoutCell",
-    "ResidualCell",
-    "BidirectionalCell",
-    "BaseConvRNNCell",
-    "ConvRNNCell",
-    "ConvLSTMCell",
-    "ConvGRUCell",
+__all__ = rnn_cell.__all__ + [
     "encode_sentences",
     "BucketSentenceIter",
     "rnn_unroll",
