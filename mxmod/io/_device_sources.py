@@ -19,11 +19,18 @@ from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from jax.sharding import PartitionSpec as P
 
 
-def as_sharding(target):
-    """A jax Sharding for a placement target (a Sharding or a Device)."""
+def as_sharding(name, target):
+    """A jax Sharding for the placement target of source ``name``: a Sharding, a jax
+    Device or an mxmod Context."""
+    target = getattr(target, "jax_device", target)  # a Context
     if isinstance(target, jax.sharding.Sharding):
         return target
-    return SingleDeviceSharding(target)
+    if isinstance(target, jax.Device):
+        return SingleDeviceSharding(target)
+    raise TypeError(
+        f"NDArrayIter.place_on: the target of {name!r} is {target!r}; give a jax "
+        "Sharding, a jax Device or an mx.Context (or a dict of them by input name)"
+    )
 
 
 def replicated(sharding):

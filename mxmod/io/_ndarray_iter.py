@@ -271,9 +271,8 @@ class NDArrayIter(DataIter):
         ``target``. A target spanning several processes is ignored (each worker's batch
         is its own rows of the global batch, placed by the Module).
         """
-        self._targets = None
         if target is None:
-            self._device = None
+            self._targets = self._device = None
             return
         sources = self._data + self._label
         if isinstance(target, dict):
@@ -281,9 +280,9 @@ class NDArrayIter(DataIter):
             targets = [target.get(name, default) for name, _ in sources]
         else:
             targets = [target] * len(sources)
-        shardings = [as_sharding(getattr(t, "jax_device", t)) for t in targets]
+        shardings = [as_sharding(name, t) for (name, _), t in zip(sources, targets)]
         if not all(s.is_fully_addressable for s in shardings):
-            self._device = None
+            self._targets = self._device = None
             return
         self._targets = shardings
         if self._device is not None and self._device.shardings == shardings:
