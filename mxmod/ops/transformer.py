@@ -124,54 +124,49 @@ def _selfatt_scores(qkv, heads: int):
     return _scores(t[:, :, :, 0], t[:, :, :, 1])
 
 
-def _heads_param():
-    return {"heads": Param(p_int)}
+def _register_interleaved(kind: str, inputs: tuple, infer_shape, lower) -> None:
+    """Register ``_contrib_interleaved_matmul_<kind>``; its one attribute is ``heads``."""
+    register(
+        OpDef(
+            name=f"_contrib_interleaved_matmul_{kind}",
+            params={"heads": Param(p_int)},
+            inputs=inputs,
+            infer_shape=infer_shape,
+            lower=lower,
+        )
+    )
 
 
-register(
-    OpDef(
-        name="_contrib_interleaved_matmul_selfatt_qk",
-        params=_heads_param(),
-        inputs=("queries_keys_values",),
-        infer_shape=_selfatt_qk_shape,
-        lower=lambda a, ins, aux, ctx: [_selfatt_scores(ins[0], a.heads)],
-    )
+_register_interleaved(
+    "selfatt_qk",
+    ("queries_keys_values",),
+    _selfatt_qk_shape,
+    lambda a, ins, aux, ctx: [_selfatt_scores(ins[0], a.heads)],
 )
-register(
-    OpDef(
-        name="_contrib_interleaved_matmul_selfatt_valatt",
-        params=_heads_param(),
-        inputs=("queries_keys_values", "attention"),
-        infer_shape=_selfatt_valatt_shape,
-        lower=lambda a, ins, aux, ctx: [
-            _apply(ins[1], _split_heads(ins[0], a.heads, 3, "qkv")[:, :, :, 2])
-        ],
-    )
+_register_interleaved(
+    "selfatt_valatt",
+    ("queries_keys_values", "attention"),
+    _selfatt_valatt_shape,
+    lambda a, ins, aux, ctx: [_apply(ins[1], _split_heads(ins[0], a.heads, 3, "qkv")[:, :, :, 2])],
 )
-register(
-    OpDef(
-        name="_contrib_interleaved_matmul_encdec_qk",
-        params=_heads_param(),
-        inputs=("queries", "keys_values"),
-        infer_shape=_encdec_qk_shape,
-        lower=lambda a, ins, aux, ctx: [
-            _scores(
-                _split_heads(ins[0], a.heads, 1, "queries")[:, :, :, 0],
-                _split_heads(ins[1], a.heads, 2, "keys_values")[:, :, :, 0],
-            )
-        ],
-    )
+_register_interleaved(
+    "encdec_qk",
+    ("queries", "keys_values"),
+    _encdec_qk_shape,
+    lambda a, ins, aux, ctx: [
+        _scores(
+            _split_heads(ins[0], a.heads, 1, "queries")[:, :, :, 0],
+            _split_heads(ins[1], a.heads, 2, "keys_values")[:, :, :, 0],
+        )
+    ],
 )
-register(
-    OpDef(
-        name="_contrib_interleaved_matmul_encdec_valatt",
-        params=_heads_param(),
-        inputs=("keys_values", "attention"),
-        infer_shape=_encdec_valatt_shape,
-        lower=lambda a, ins, aux, ctx: [
-            _apply(ins[1], _split_heads(ins[0], a.heads, 2, "keys_values")[:, :, :, 1])
-        ],
-    )
+_register_interleaved(
+    "encdec_valatt",
+    ("keys_values", "attention"),
+    _encdec_valatt_shape,
+    lambda a, ins, aux, ctx: [
+        _apply(ins[1], _split_heads(ins[0], a.heads, 2, "keys_values")[:, :, :, 1])
+    ],
 )
 
 
