@@ -190,3 +190,51 @@ def test_loss_scaling_errors():
         match="amp.init_trainer.module. scales the loss inside compiled steps.*CustomMetric",
     ):
         _fit_scaled(sym, metric=custom)
+
+
+def test_hand_written_loop_with_loss_scaling_is_refused():
+    # the scaler lives in fit's compiled steps: Module.update() says so instead of
+    # training without scaling
+    sym = amp.insert_loss_scale(_mlp())
+    it = mx.io.NDArrayIter(X, Y, batch_size=16)
+    mod = mx.mod.Module(sym, fixed_param_names=["amp_loss_scale"])
+    mod.bind(it.provide_data, it.provide_label)
+    mod.init_params(mx.init.Xavier())
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.5})
+    amp.init_trainer(mod)
+    before = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+    mod.forward_backward(next(iter(it)))
+    with pytest.raises(mx.base.MXNetError, match=r"Module.update\(\).*train with module.fit"):
+        mod.update()
+    after = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+    for k in before:
+        np.testing.assert_array_equal(before[k], after[k], err_msg=k)
+    it.reset()
+    mod.fit(it, num_epoch=1, optimizer_params={"learning_rate": 0.5})  # fit still trains
+    scaler = mod._amp_scaler
+    assert scaler.loss_scale == 2.0**16 and scaler._unskipped == 4
+
+
+def test_loss_scaling_with_a_batch_of_another_shape():
+    # a batch the block cannot take runs as a scaled block of one after the reshape
+    class Iter(mx.io.NDArrayIter):  # the 3rd batch has 8 rows instead of 16
+        def next(self):
+            b = super().next()
+            if self.cursor == 32:
+                b = mx.io.DataBatch([b.data[0][:8]], [b.label[0][:8]], pad=0)
+            return b
+
+    got = []
+    for sym in (_mlp(), amp.insert_loss_scale(_mlp())):
+        scaled = "amp_loss_scale" in sym.list_arguments()
+        mod = mx.mod.Module(sym, fixed_param_names=["amp_loss_scale"] if scaled else None)
+        it = Iter(X, Y, batch_size=16)
+        mod.bind(it.provide_data, it.provide_label)
+        scaler = amp.init_trainer(mod) if scaled else None
+        mx.random.seed(1)
+        mod.init_params(mx.init.Xavier())
+        mod.fit(it, num_epoch=2, optimizer_params={"learning_rate": 0.5}, steps_per_dispatch=2)
+        got.append({k: v.asnumpy() for k, v in mod.get_params()[0].items()})
+    for k in got[0]:
+        np.testing.assert_array_equal(got[0][k], got[1][k], err_msg=k)
+    assert scaler.loss_scale == 2.0**16 and scaler._unskipped == 8

@@ -131,3 +131,89 @@ def test_a_batch_of_another_shape_runs_as_a_single_step():
             ref, ref_seen = arg, seen
     assert seen == ref_seen and len(seen) == 6
     _same(ref, arg)
+
+
+def _locals_seen(n, batch="data_batch", next_batch="next_data_batch"):
+    seen = []
+
+    def cb(p):
+        loc = p.locals
+        seen.append(
+            (
+                loc["nbatch"],
+                loc["end_of_batch"],
+                loc[batch].data[0].asnumpy().tolist(),
+                None if loc[next_batch] is None else loc[next_batch].data[0].asnumpy()[0, 0],
+                loc.get("eval_name_vals") if loc["end_of_batch"] else None,
+                loc["self"] is mod,
+                loc["num_epoch"],
+                loc["epoch"],
+            )
+        )
+
+    mx.random.seed(3)
+    mod = mx.mod.Module(_net(dropout=False))
+    it = mx.io.NDArrayIter(X[:80], Y[:80], batch_size=16)
+    mod.fit(
+        it,
+        num_epoch=2,
+        optimizer="sgd",
+        initializer=mx.init.Xavier(),
+        batch_end_callback=cb,
+        steps_per_dispatch=n,
+    )
+    return seen
+
+
+def test_callbacks_see_mxnet_fit_locals():
+    # MXNet 1.9.1's loop: end_of_batch (True at the epoch's last batch, with eval_name_vals),
+    # data_batch, next_data_batch and fit's own arguments; 5 batches: a block of 3 + 2 singles
+    # (mxmod's single-step loop names the batches batch/next_batch; blocks give both names)
+    ref = _locals_seen(1, "batch", "next_batch")
+    got = _locals_seen(3)
+    assert got == ref
+    assert _locals_seen(3, "batch", "next_batch") == ref
+    assert [s[1] for s in got] == [False] * 4 + [True] + [False] * 4 + [True]
+    assert got[4][3] == got[4][2][0][0] and got[4][4][0][0] == "accuracy"
+    assert all(s[5] and s[6] == 2 for s in got) and got[-1][7] == 1
+
+
+def test_metric_without_callbacks_equals_single_steps():
+    # without batch_end_callback a block's statistics are folded in one go
+    metrics = []
+    for n in (1, 4):
+        mx.random.seed(3)
+        mod = mx.mod.Module(_net())
+        metric = mx.metric.create(["acc", "ce"])
+        mod.fit(
+            mx.io.NDArrayIter(X, Y, batch_size=16),
+            num_epoch=1,
+            optimizer="sgd",
+            eval_metric=metric,
+            initializer=mx.init.Xavier(),
+            steps_per_dispatch=n,
+        )
+        metrics.append((metric.get(), metric.num_inst if hasattr(metric, "num_inst") else None))
+    assert metrics[0] == metrics[1]
+
+
+def test_per_device_replicas_fall_back_to_single_steps(caplog):
+    # an uneven work_load_list runs one program per device: no block can span them
+    def run(n):
+        mx.random.seed(3)
+        mod = mx.mod.Module(
+            _net(dropout=False), context=[mx.cpu(0), mx.cpu(1)], work_load_list=[1, 3]
+        )
+        mod.fit(
+            mx.io.NDArrayIter(X[:64], Y[:64], batch_size=16),
+            num_epoch=1,
+            optimizer="sgd",
+            initializer=mx.init.Xavier(),
+            steps_per_dispatch=n,
+        )
+        return {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+
+    with caplog.at_level(logging.WARNING):
+        p4 = run(4)
+    assert "runs single steps: the devices are per-device replicas" in caplog.text
+    _same(run(1), p4)

@@ -122,7 +122,9 @@ class Programs:
         stats = metric._device_stats_dict(labels, dict(zip(self.names[1], outs)))
         return self.placement.stack(stats)
 
-    def _cached(self, key, build, keep=None):
+    def cached(self, key, build, keep=None):
+        """The program stored under ``key``, built by ``build()`` on first use; ``keep``
+        holds what the program closes over by identity (optimizer, metric) alive."""
         try:
             return self._cache[key]
         except KeyError:
@@ -130,6 +132,8 @@ class Programs:
                 self._keepalive.append(keep)
             fn = self._cache[key] = build()
             return fn
+
+    _cached = cached  # the name the kvstore's compressed steps use
 
     # ------------------------------------------------------------ programs
     def forward(self, is_train: bool, input_names: tuple, metric=None):
@@ -150,7 +154,7 @@ class Programs:
             in_specs = (P(), P(), self._in_specs(input_names), P())
             return jax.jit(pl.wrap(per_device, in_specs, (self._out_specs(), P(), P(AXIS))))
 
-        return self._cached(("fwd", is_train, input_names, metric_key(metric)), build, metric)
+        return self.cached(("fwd", is_train, input_names, metric_key(metric)), build, metric)
 
     def metric_stats(self, metric, input_names: tuple):
         """``fn(inputs, outs) -> stats``: per-device metric statistics of stored outputs."""
@@ -163,7 +167,7 @@ class Programs:
             in_specs = (self._in_specs(input_names), self._out_specs())
             return jax.jit(pl.wrap(per_device, in_specs, P(AXIS)))
 
-        return self._cached(("metric", input_names, metric_key(metric)), build, metric)
+        return self.cached(("metric", input_names, metric_key(metric)), build, metric)
 
     def _fb(self, input_names, with_head_grads: bool, metric, stacked: bool):
         """The per-device forward-backward, wrapped over the placement (not jitted)."""
@@ -203,6 +207,12 @@ class Programs:
 
         return pl.wrap(per_device, in_specs, out_specs)
 
+    def train_body(self, input_names: tuple, metric=None):
+        """The forward-backward of ``train_step``, not jitted, to compose into other compiled
+        programs (several steps in one ``lax.scan``): ``fn(params, aux, inputs, key) ->
+        (outs, new_aux, summed grads, input_grads, stats)``."""
+        return self._fb(input_names, False, metric, False)
+
     def forward_backward(
         self, input_names: tuple, with_head_grads: bool, metric=None, stacked: bool = False
     ):
@@ -210,7 +220,7 @@ class Programs:
         input_grads, stats)``; ``stacked`` keeps per-device gradients on a leading axis
         (what MXNet's per-device ``grad_arrays`` show) instead of their sum."""
         key = ("fb", input_names, with_head_grads, metric_key(metric), stacked)
-        return self._cached(
+        return self.cached(
             key, lambda: jax.jit(self._fb(input_names, with_head_grads, metric, stacked)), metric
         )
 
@@ -227,7 +237,7 @@ class Programs:
 
             return jax.jit(update, donate_argnums=(0, 2))
 
-        return self._cached(("upd", optimizer.fused_signature(), stacked), build, optimizer)
+        return self.cached(("upd", optimizer.fused_signature(), stacked), build, optimizer)
 
     def train_step(self, input_names: tuple, optimizer, metric=None, keep: tuple = ()):
         """forward + backward + reduction + update (+ metric statistics): one dispatch.
@@ -257,7 +267,7 @@ class Programs:
             return jax.jit(step, donate_argnums=(0, 1, 2))
 
         key = ("step", input_names, optimizer.fused_signature(), metric_key(metric), keep)
-        return self._cached(key, build, (optimizer, metric))
+        return self.cached(key, build, (optimizer, metric))
 
 
 def programs_for(

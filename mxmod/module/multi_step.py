@@ -1,29 +1,39 @@
 """Several training steps per dispatch: ``fit(..., steps_per_dispatch=N)``.
 
 MXNet's ``fit`` runs one step per batch. With ``steps_per_dispatch=N`` mxmod collects N
-batches (each put on the devices as it is read, so the next block's transfers overlap the
-running one), runs them as one compiled ``lax.scan`` of the fused train step (forward,
-backward, cross-device sum, optimizer update, metric statistics) and then, for each of the
-N batches in order, folds that batch's metric statistics into the metric and calls the
-``batch_end_callback``s. The parameters are those of N single steps (same programs, same
+batches (each put on the devices as it is read: a no-op for batches an iterator placed
+there, e.g. ``NDArrayIter`` after ``place_on``), runs them as one compiled ``lax.scan`` of
+the fused train step (the N batches stacked inside it; forward, backward, cross-device
+sum, optimizer update, metric statistics) and then, for each of the N batches in order,
+folds that batch's metric statistics into the metric and calls the
+``batch_end_callback``s. The block's statistics come to the host in one transfer, when the
+metric is first read. The parameters are those of N single steps (same programs, same
 learning-rate schedule, same RNG keys).
 
 What a callback sees: ``param.nbatch`` and ``param.eval_metric`` exactly as with single
-steps (the metric holds the batches up to and including this one). The module itself
+steps (the metric holds the batches up to and including this one); ``param.locals`` is
+``fit``'s locals (taken when the epoch starts) with the loop's names for this batch, as in
+MXNet's loop: ``nbatch``, ``data_batch``, ``next_data_batch`` (also as ``batch`` and
+``next_batch``, the names of mxmod's single-step loop), ``end_of_batch`` (True for the
+epoch's last batch, which also sets ``eval_name_vals``). The module itself
 (``get_params``, ``get_outputs``) already holds the state after the whole block; a batch
-that does not fill a block at the end of an epoch runs as single steps.
+that does not fill a block at the end of an epoch runs as single steps. Without
+callbacks a block costs no per-batch Python beyond reading its batches.
 
-Only a Module with a fused optimizer, a metric with a device form, a one-process placement
-(one device or a mesh), no monitor, ``grad_req`` without ``'add'`` and unsliced DataBatches
-can run blocks; otherwise ``fit`` logs why once and runs single steps.
+Only a Module with a fused optimizer, a metric with a device form, one program over its
+devices (one device or a mesh, one process), no monitor, ``grad_req`` without ``'add'``
+and unsliced DataBatches can run blocks; otherwise ``fit`` logs why once and runs single
+steps.
 
 Dynamic loss scaling (``amp.insert_loss_scale`` + ``amp.init_trainer(module)``) runs in
-these blocks (any ``steps_per_dispatch``, 1 included): each step feeds the scaler's scale
-to the graph, unscales the gradients, skips the update on overflow and moves the scale by
-MXNet's rule, all on device.
+these blocks (any ``steps_per_dispatch``, 1 included; the tail and batches of another
+shape run as blocks of one): each step feeds the scaler's scale to the graph, unscales the
+gradients, skips the update on overflow and moves the scale by MXNet's rule, all on device.
 """
 
 from __future__ import annotations
+
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -38,14 +48,16 @@ _ZERO_KEYS: dict = {}
 
 def train_steps(progs, input_names: tuple, optimizer, metric, n: int, scale_name=None):
     """``fn(params, aux, opt_state, [inputs] * n, keys, hypers, scaler) -> (params, aux,
-    opt_state, last outputs, stats stacked over steps, scaler)``: ``n`` fused train steps in one
-    ``lax.scan``. With ``scale_name`` (``amp.insert_loss_scale``'s argument) each step feeds
-    the loss scale of ``scaler`` (``amp.loss_scaler`` state) to the graph and updates through
-    ``scaled_update``; otherwise ``scaler`` passes through."""
+    opt_state, last outputs, stats, scaler)``: ``n`` fused train steps in one ``lax.scan``.
+    ``stats`` hold the steps' per-device statistics one after the other (``n * devices``
+    rows, the order single steps fold them in). With ``scale_name``
+    (``amp.insert_loss_scale``'s argument) each step feeds the loss scale of ``scaler``
+    (``amp.loss_scaler`` state) to the graph and updates through ``scaled_update``;
+    otherwise ``scaler`` passes through."""
     from ..contrib.amp.loss_scaler import scaled_update
 
     def build():
-        fb = progs._fb(input_names, False, metric, False)
+        fb = progs.train_body(input_names, metric)
 
         def block(params, aux, opt_state, inputs_list, keys, hypers, scaler):
             stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *inputs_list)
@@ -70,12 +82,13 @@ def train_steps(progs, input_names: tuple, optimizer, metric, n: int, scale_name
             (params, aux, opt_state, scaler), (outs, stats) = lax.scan(
                 body, (params, aux, opt_state, scaler), (stacked, keys, hypers)
             )
-            return params, aux, opt_state, [o[-1] for o in outs], stats, scaler
+            rows = jax.tree_util.tree_map(lambda s: s.reshape((-1,) + s.shape[2:]), stats)
+            return params, aux, opt_state, [o[-1] for o in outs], rows, scaler
 
         return jax.jit(block, donate_argnums=(0, 1, 2))
 
     key = ("steps", n, input_names, optimizer.fused_signature(), metric_key(metric), scale_name)
-    return progs._cached(key, build, (optimizer, metric))
+    return progs.cached(key, build, (optimizer, metric))
 
 
 def use_blocks(module, eval_metric, monitor, steps_per_dispatch) -> bool:
@@ -100,8 +113,9 @@ def use_blocks(module, eval_metric, monitor, steps_per_dispatch) -> bool:
 
 def why_not(module, eval_metric, monitor) -> str:
     """Why ``module`` cannot run blocks of steps ('' when it can)."""
-    from .module import Module
+    from ..executor.replicas import ReplicaPrograms
     from .base_module import BaseModule
+    from .module import Module
 
     if not isinstance(module, Module):
         return f"{type(module).__name__} is not a Module"
@@ -113,7 +127,8 @@ def why_not(module, eval_metric, monitor) -> str:
         return "a monitor is installed"
     if not group.state.opt.fused:
         return f"the optimizer {type(group.state.opt.optimizer).__name__} has no fused form"
-    if not hasattr(group._progs, "_fb") or group._progs.placement.processes > 1:
+    progs = group._progs
+    if isinstance(progs, ReplicaPrograms) or progs.placement.processes > 1:
         return "the devices are per-device replicas or several processes"
     if group._has_add or group.inputs_need_grad or group._states:
         return "grad_req 'add', inputs_need_grad or state inputs"
@@ -127,65 +142,136 @@ def fit_epoch(
 ):
     """One epoch of ``fit`` in blocks of ``n`` steps; returns the metric's final
     ``get_global_name_value()`` (what ``fit`` logs)."""
-    from ..io import DataBatch
-    from ..model import BatchEndParam
-    from .base_module import _call
+    from .base_module import _as_list
 
-    nbatch = 0
+    callbacks = [] if batch_end_callback is None else _as_list(batch_end_callback)
+    # what MXNet's callbacks see as param.locals: fit's own (the caller's) locals
+    ends = _BatchEnds(callbacks, sys._getframe(1).f_locals, epoch, eval_metric)
+    scaled = getattr(module, "_amp_scaler", None) is not None
     batch = first_batch
-    done = False
-    while not done:
-        bound = [tuple(d.shape) for d in module.data_shapes]
-        block = []
-        while batch is not None and len(block) < n:
-            if (
-                not isinstance(batch, DataBatch)
-                or batch.data is None
-                or [tuple(d.shape) for d in batch.data] != bound
-            ):
-                break  # pre-sliced or reshaped batches take the single-step path
-            block.append((batch, module._exec_group._load(batch, True)))
-            try:
-                batch = next(data_iter)
-                module.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
-            except StopIteration:
-                batch = None
-        scaled = getattr(module, "_amp_scaler", None) is not None
+    while batch is not None:
+        block, batch = _collect(module, data_iter, batch, n, sparse_row_id_fn)
         if len(block) == n or (scaled and block):  # a scaled tail runs as a shorter block
             stats = _run_block(module, block, eval_metric)
-            for i, (b, _) in enumerate(block):
-                row = jax.tree_util.tree_map(lambda leaf, i=i: _Row(leaf, i), stats)
-                eval_metric._accumulate_device(row, stacked=True)
-                last = batch is None and i == len(block) - 1
-                eval_name_vals = eval_metric.get_global_name_value() if last else []
-                _call(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
-                nbatch += 1
-            done = batch is None
+            ends.after_block(block, stats, batch)
             continue
-        # a short tail (or a batch that needs the single-step path): one step each
+        # a short tail or a batch the block cannot take (reshaped, pre-sliced): single steps
         pending = [b for b, _ in block] + ([batch] if batch is not None else [])
         batch = None
         for j, b in enumerate(pending):
-            module.forward_backward(b)
-            module.update()
-            module.update_metric(eval_metric, b.label)
-            if j == len(pending) - 1:
-                try:
-                    batch = next(data_iter)
-                    module.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
-                except StopIteration:
-                    batch = None
-            last = batch is None and j == len(pending) - 1
-            eval_name_vals = eval_metric.get_global_name_value() if last else []
-            _call(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
-            nbatch += 1
-        done = batch is None
+            _single_step(module, b, eval_metric, scaled)
+            nxt = (
+                pending[j + 1]
+                if j + 1 < len(pending)
+                else _next(module, data_iter, sparse_row_id_fn)
+            )
+            ends.after_step(b, nxt)
+        batch = nxt
     return eval_metric.get_global_name_value()
 
 
+def _next(module, data_iter, sparse_row_id_fn):
+    """The next batch (prepared, as MXNet's loop prefetches it), or None at the end."""
+    try:
+        batch = next(data_iter)
+    except StopIteration:
+        return None
+    module.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
+    return batch
+
+
+def _collect(module, data_iter, batch, n, sparse_row_id_fn):
+    """Up to ``n`` batches from ``batch`` on that a block can run, each with its device
+    inputs; returns them and the batch after them (None at the end of the epoch)."""
+    from ..io import DataBatch
+
+    bound = [tuple(d.shape) for d in module.data_shapes]
+    load = module._exec_group._load
+    block = []
+    while batch is not None and len(block) < n:
+        if (
+            not isinstance(batch, DataBatch)
+            or batch.data is None
+            or [tuple(d.shape) for d in batch.data] != bound
+        ):
+            break  # pre-sliced or reshaped batches take the single-step path
+        block.append((batch, load(batch, True)))
+        batch = _next(module, data_iter, sparse_row_id_fn)
+    return block, batch
+
+
+def _single_step(module, batch, metric, scaled):
+    """One batch outside a block: MXNet's three calls, or (loss scaling) a block of one,
+    after ``forward`` reshaped the module to the batch."""
+    if not scaled:
+        module.forward_backward(batch)
+        module.update()
+        module.update_metric(metric, batch.label)
+        return
+    module.forward(batch, is_train=True)  # reshapes the module when the batch needs it
+    group = module._exec_group
+    group._pending = None  # forward() finished the previous step; the block runs this one
+    stats = _run_block(module, [(batch, group._load(batch, True))], metric)
+    metric._accumulate_device(stats, stacked=True)
+
+
+class _BatchEnds:
+    """Counts an epoch's batches, folds each block's metric statistics and calls the
+    ``batch_end_callback``s with MXNet's ``BatchEndParam``."""
+
+    def __init__(self, callbacks, fit_locals, epoch, metric):
+        self.callbacks = callbacks
+        self.fit_locals = dict(fit_locals) if callbacks else None
+        self.epoch, self.metric = epoch, metric
+        self.nbatch = 0
+
+    def after_block(self, block, stats, after):
+        if not self.callbacks:  # nobody reads the metric between batches: fold the block once
+            self.metric._accumulate_device(stats, stacked=True)
+            self.nbatch += len(block)
+            return
+        leaves, treedef = jax.tree_util.tree_flatten(stats)
+        per_batch = leaves[0].shape[0] // len(block) if leaves else 0
+        for i, (batch, _) in enumerate(block):
+            rows = [_Rows(leaf, i * per_batch, (i + 1) * per_batch) for leaf in leaves]
+            self.metric._accumulate_device(treedef.unflatten(rows), stacked=True)
+            self._call(batch, block[i + 1][0] if i + 1 < len(block) else after)
+
+    def after_step(self, batch, after):
+        if self.callbacks:
+            self._call(batch, after)
+        else:
+            self.nbatch += 1
+
+    def _call(self, batch, after):
+        from ..model import BatchEndParam
+
+        end = after is None
+        if end:  # MXNet's prefetch failed: its next_data_batch still holds this batch
+            after = batch
+        names = dict(self.fit_locals)
+        names.update(
+            nbatch=self.nbatch,
+            data_batch=batch,  # MXNet's names
+            next_data_batch=after,
+            batch=batch,  # mxmod fit's single-step loop's names
+            next_batch=after,
+            end_of_batch=end,
+            eval_metric=self.metric,
+        )
+        if end:
+            names["eval_name_vals"] = self.metric.get_global_name_value()
+        param = BatchEndParam(self.epoch, self.nbatch, self.metric, names)
+        for cb in self.callbacks:
+            cb(param)
+        self.nbatch += 1
+
+
 def _run_block(module, block, metric):
-    """Dispatch one block; leaves the module as after the last of its single steps."""
+    """Dispatch one block; leaves the module as after the last of its single steps and
+    returns the block's metric statistics (see ``train_steps``)."""
     from .. import random as mxrandom
+    from ..contrib.amp.loss_scaler import SCALE_NAME
     from .group_run import _zero_key
     from .train_state import PendingStep
 
@@ -196,7 +282,6 @@ def _run_block(module, block, metric):
         group._commit_overlay()
     box = group.state.opt
     inputs_list = [inputs for _, inputs in block]
-    names = tuple(inputs_list[0])
     n = len(block)
     if group._graph.has_random:
         keys = [mxrandom.next_key() for _ in block]
@@ -205,13 +290,17 @@ def _run_block(module, block, metric):
         if n not in _ZERO_KEYS:
             _ZERO_KEYS[n] = jnp.stack([_zero_key()] * n)
         keys, stacked_keys = [_zero_key()], _ZERO_KEYS[n]
-    hypers = [box.optimizer.fused_hyper(None if box.state else []) for _ in block]
+    first = None if box.state else []
+    hypers = [box.optimizer.fused_hyper(first) for _ in block]
     hypers = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *hypers)
     scaler = getattr(module, "_amp_scaler", None)
-    from ..contrib.amp.loss_scaler import SCALE_NAME
-
     fn = train_steps(
-        group._progs, names, box.optimizer, metric, n, SCALE_NAME if scaler is not None else None
+        group._progs,
+        tuple(inputs_list[0]),
+        box.optimizer,
+        metric,
+        n,
+        SCALE_NAME if scaler is not None else None,
     )
     params, aux, box.state, outs, stats, sstate = fn(
         group._params_in(),
@@ -245,19 +334,19 @@ def _run_block(module, block, metric):
     return stats
 
 
-class _Row:
-    """Step ``i`` of a block's statistic (stacked over steps): the metric fetches it when it
-    is read, and the first row read brings the whole block to the host in one transfer
-    (a jax.Array keeps its host copy)."""
+class _Rows:
+    """Rows ``[start, stop)`` of a block's statistic: the metric fetches them when it is
+    read, and the first rows read bring the whole block to the host in one transfer (a
+    jax.Array keeps its host copy)."""
 
-    __slots__ = ("block", "i")
+    __slots__ = ("block", "start", "stop")
 
-    def __init__(self, block, i):
-        self.block, self.i = block, i
+    def __init__(self, block, start, stop):
+        self.block, self.start, self.stop = block, start, stop
 
     def copy_to_host_async(self):
         self.block.copy_to_host_async()
 
     def __array__(self, dtype=None, copy=None):
-        row = np.asarray(self.block)[self.i]
-        return row if dtype is None else row.astype(dtype)
+        rows = np.asarray(self.block)[self.start : self.stop]
+        return rows if dtype is None else rows.astype(dtype)

@@ -103,7 +103,8 @@ def init_trainer(optimizer_or_trainer):
     ``insert_loss_scale`` (bound with ``fixed_param_names=['amp_loss_scale']``): its ``fit``
     then runs every step with the loss scale in the compiled step (scaled backward,
     unscaled gradients, the update skipped on overflow, MXNet's scale rule) and returns the
-    ``LossScaler``. Manual ``forward``/``backward``/``update`` calls do not scale.
+    ``LossScaler``. A hand-written ``forward``/``backward``/``update`` loop cannot scale the
+    loss: the module's ``update()`` then raises, naming ``fit``.
     """
     from ...module import Module
 
@@ -120,12 +121,22 @@ def init_trainer(optimizer_or_trainer):
                 f"[{SCALE_NAME!r}] so the loss scale is not trained"
             )
         mod._amp_scaler = LossScaler()
+        mod.update = _update_refused  # this module's update(); fit's blocks never call it
         return mod._amp_scaler
     if not is_initialized():
         raise MXNetError(
             "amp.init_trainer: AMP not initialized, did you forget to call amp.init()?"
         )
     _gluon_only("init_trainer", optimizer_or_trainer)
+
+
+def _update_refused():
+    raise MXNetError(
+        "Module.update(): amp.init_trainer(module) scales the loss inside Module.fit's "
+        "compiled steps, which a hand-written forward/backward/update loop does not run; "
+        "train with module.fit(...), or bind a module without amp.init_trainer (its "
+        f"{SCALE_NAME!r} then stays 1: no loss scaling)"
+    )
 
 
 def scale_loss(loss, optimizer_or_trainer):
