@@ -1,11 +1,13 @@
 """NDArrayIter's arrays kept on the device(s), batches gathered there.
 
 ``place_on`` puts every source once on the devices of the Module's input sharding (a full
-copy per device: any device can then produce its own rows of a batch). A batch is one
-compiled gather: ``perm[(start + arange(batch)) % n]`` along the batch axis, so a padded
-last batch wraps to the start exactly as the host path does, and the result comes out
-with the input sharding the compiled step reads, so the step's own ``device_put`` is a
-no-op. No data crosses from the host per batch: only the scalar ``start``.
+copy per device: any device can then produce its own rows of a batch). Batch ``j`` from
+``start`` takes samples ``perm[(start + j * batch + arange(batch)) % n]`` along the batch
+axis, so a padded last batch wraps to the start exactly as the host path does. One
+compiled program gathers a run of consecutive batches at a time (as many as fit
+``RUN_BYTES``, at most ``MAX_RUN``: a dispatch costs more than gathering a small batch),
+each batch a separate array with the input sharding the compiled step reads, so the
+step's own ``device_put`` is a no-op. No data crosses from the host per batch.
 """
 
 from __future__ import annotations
@@ -43,9 +45,18 @@ def replicated(sharding):
     return NamedSharding(Mesh(np.array(devices), ("_all",)), P())
 
 
-def _gather(arrays, perm, start, *, n, batch, axis):
-    idx = perm[(start + jnp.arange(batch, dtype=perm.dtype)) % n]
-    return [jnp.take(a, idx, axis=axis, mode="clip") for a in arrays]
+MAX_RUN = 16  # batches gathered per dispatch
+RUN_BYTES = 4 << 20  # ...and at most this many bytes of them
+
+
+def _gather(arrays, perm, start, *, n, batch, axis, run):
+    """``run`` consecutive batches from ``start``: a flat list, batch by batch."""
+    pos = (start + jnp.arange(run * batch, dtype=perm.dtype)) % n
+    idx = perm[pos].reshape(run, batch)
+    out = []
+    for j in range(run):
+        out.extend(jnp.take(a, idx[j], axis=axis, mode="clip") for a in arrays)
+    return out
 
 
 class DeviceSources:
@@ -62,17 +73,21 @@ class DeviceSources:
         self.shardings = list(shardings)
         self._home = replicated(self.shardings[0])
         self.arrays = jax.device_put(list(arrays), [self._home] * len(arrays))
-        self.n = int(arrays[0].shape[axis])
-        self._static = dict(n=self.n, batch=int(batch), axis=axis)
+        self.n = n = int(arrays[0].shape[axis])
+        self.batch = int(batch)
+        sample_bytes = sum(a.nbytes for a in arrays) // max(n, 1)
+        self.run = max(1, min(MAX_RUN, RUN_BYTES // max(1, sample_bytes * self.batch)))
+        self._static = dict(n=n, batch=self.batch, axis=axis, run=self.run)
         self._programs = {}  # which sources -> the jitted gather
         self._order_host = self._order = None
+        self._ready = {}  # which sources -> (perm, first start, [batch arrays...])
 
     def _program(self, which):
         fn = self._programs.get(which)
         if fn is None:
             fn = jax.jit(
                 partial(_gather, **self._static),
-                out_shardings=[self.shardings[i] for i in which],
+                out_shardings=[self.shardings[i] for i in which] * self.run,
             )
             self._programs[which] = fn
         return fn
@@ -86,9 +101,18 @@ class DeviceSources:
         return self._order
 
     def gather(self, which, perm, start):
-        """Arrays of sources ``which`` (a tuple of indices) for the batch at ``start``."""
+        """Arrays of sources ``which`` (a tuple of indices) for the batch at ``start``
+        (a sample position, possibly past the end: it wraps), in the order ``perm``."""
+        ready = self._ready.get(which)
+        if ready is not None and ready[0] is perm:
+            j, off = divmod(start - ready[1], self.batch)
+            if off == 0 and 0 <= j < self.run:
+                k = len(which)
+                return ready[2][j * k : (j + 1) * k]
         fn = self._program(which)
-        return fn([self.arrays[i] for i in which], self._order_on_device(perm), start)
+        out = fn([self.arrays[i] for i in which], self._order_on_device(perm), start)
+        self._ready[which] = (perm, start, out)
+        return out[: len(which)]
 
     def compiles(self, which):
         """How many programs the gather of ``which`` has compiled (tests)."""
