@@ -63,8 +63,8 @@ class Augmenter:
         raise NotImplementedError(f"{type(self).__name__} must implement __call__(src)")
 
 
-class SequentialAug(Augmenter):
-    """Apply a list of augmenters in order."""
+class _ListAug(Augmenter):
+    """Base of the augmenters that run a list ``ts`` of augmenters; dumps them nested."""
 
     def __init__(self, ts):
         super().__init__()
@@ -73,41 +73,41 @@ class SequentialAug(Augmenter):
     def dumps(self):
         return [self.__class__.__name__.lower(), [x.dumps() for x in self.ts]]
 
+
+class _SizedAug(Augmenter):
+    """Base of the resize and crop augmenters: a target ``size`` and an ``interp`` method."""
+
+    def __init__(self, size, interp=2):
+        super().__init__(size=size, interp=interp)
+        self.size, self.interp = size, interp
+
+
+class SequentialAug(_ListAug):
+    """Apply a list of augmenters in order."""
+
     def __call__(self, src):
         for aug in self.ts:
             src = aug(src)
         return src
 
 
-class ResizeAug(Augmenter):
+class ResizeAug(_SizedAug):
     """Resize the shorter edge to ``size``."""
-
-    def __init__(self, size, interp=2):
-        super().__init__(size=size, interp=interp)
-        self.size, self.interp = size, interp
 
     def __call__(self, src):
         return _ops.resize_short(src, self.size, self.interp)
 
 
-class ForceResizeAug(Augmenter):
+class ForceResizeAug(_SizedAug):
     """Resize to exactly ``size=(w, h)``."""
-
-    def __init__(self, size, interp=2):
-        super().__init__(size=size, interp=interp)
-        self.size, self.interp = size, interp
 
     def __call__(self, src):
         sizes = (src.shape[0], src.shape[1], self.size[1], self.size[0])
         return _ops.imresize(src, *self.size, interp=_ops._get_interp_method(self.interp, sizes))
 
 
-class RandomCropAug(Augmenter):
+class RandomCropAug(_SizedAug):
     """Random crop of ``size=(w, h)``."""
-
-    def __init__(self, size, interp=2):
-        super().__init__(size=size, interp=interp)
-        self.size, self.interp = size, interp
 
     def __call__(self, src):
         return _ops.random_crop(src, self.size, self.interp)[0]
@@ -138,26 +138,15 @@ class RandomSizedCropAug(Augmenter):
         return _ops.random_size_crop(src, self.size, self.area, self.ratio, self.interp)[0]
 
 
-class CenterCropAug(Augmenter):
+class CenterCropAug(_SizedAug):
     """Center crop of ``size=(w, h)``."""
-
-    def __init__(self, size, interp=2):
-        super().__init__(size=size, interp=interp)
-        self.size, self.interp = size, interp
 
     def __call__(self, src):
         return _ops.center_crop(src, self.size, self.interp)[0]
 
 
-class RandomOrderAug(Augmenter):
+class RandomOrderAug(_ListAug):
     """Apply a list of augmenters in a random order."""
-
-    def __init__(self, ts):
-        super().__init__()
-        self.ts = ts
-
-    def dumps(self):
-        return [self.__class__.__name__.lower(), [x.dumps() for x in self.ts]]
 
     def __call__(self, src):
         random.shuffle(self.ts)
