@@ -22,6 +22,8 @@ class BaseConvRNNCell(BaseRNNCell):
         ValueError: an even ``h2h_kernel``.
     """
 
+    _num_states = 2  # h and c; the Elman and GRU cells keep only h
+
     def __init__(
         self,
         input_shape: tuple,
@@ -85,7 +87,7 @@ class BaseConvRNNCell(BaseRNNCell):
 
     @property
     def state_info(self) -> list:
-        return [{"shape": self._state_shape, "__layout__": self._conv_layout}] * 2
+        return [{"shape": self._state_shape, "__layout__": self._conv_layout}] * self._num_states
 
     def _conv_forward(self, inputs, states, name):
         n = self._num_hidden * self._num_gates
@@ -116,8 +118,8 @@ class BaseConvRNNCell(BaseRNNCell):
         return i2h, h2h
 
 
-class ConvRNNCell(BaseConvRNNCell):
-    """Convolutional Elman cell, as MXNet's ``mx.rnn.ConvRNNCell`` (same arguments)."""
+def _public_init(default_prefix: str):
+    """The ``__init__`` of a concrete conv cell: MXNet's defaults and the cell's own prefix."""
 
     def __init__(
         self,
@@ -134,11 +136,12 @@ class ConvRNNCell(BaseConvRNNCell):
         i2h_bias_initializer="zeros",
         h2h_bias_initializer="zeros",
         activation=_LEAKY,
-        prefix="ConvRNN_",
+        prefix=default_prefix,
         params=None,
         conv_layout="NCHW",
     ):
-        super().__init__(
+        BaseConvRNNCell.__init__(
+            self,
             input_shape,
             num_hidden,
             h2h_kernel,
@@ -157,13 +160,19 @@ class ConvRNNCell(BaseConvRNNCell):
             conv_layout=conv_layout,
         )
 
+    return __init__
+
+
+class ConvRNNCell(BaseConvRNNCell):
+    """Convolutional Elman cell, as MXNet's ``mx.rnn.ConvRNNCell`` (same arguments)."""
+
+    _num_states = 1
+
+    __init__ = _public_init("ConvRNN_")
+
     @property
     def _gate_names(self):
         return ("",)
-
-    @property
-    def state_info(self) -> list:
-        return [{"shape": self._state_shape, "__layout__": self._conv_layout}]
 
     def __call__(self, inputs, states):
         self._counter += 1
@@ -177,43 +186,7 @@ class ConvLSTMCell(BaseConvRNNCell):
     """Convolutional LSTM (Shi et al. 2015), as MXNet's ``mx.rnn.ConvLSTMCell``; the
     activation replaces tanh on the candidate and the cell output."""
 
-    def __init__(
-        self,
-        input_shape,
-        num_hidden,
-        h2h_kernel=(3, 3),
-        h2h_dilate=(1, 1),
-        i2h_kernel=(3, 3),
-        i2h_stride=(1, 1),
-        i2h_pad=(1, 1),
-        i2h_dilate=(1, 1),
-        i2h_weight_initializer=None,
-        h2h_weight_initializer=None,
-        i2h_bias_initializer="zeros",
-        h2h_bias_initializer="zeros",
-        activation=_LEAKY,
-        prefix="ConvLSTM_",
-        params=None,
-        conv_layout="NCHW",
-    ):
-        super().__init__(
-            input_shape,
-            num_hidden,
-            h2h_kernel,
-            h2h_dilate,
-            i2h_kernel,
-            i2h_stride,
-            i2h_pad,
-            i2h_dilate,
-            i2h_weight_initializer,
-            h2h_weight_initializer,
-            i2h_bias_initializer,
-            h2h_bias_initializer,
-            activation,
-            prefix=prefix,
-            params=params,
-            conv_layout=conv_layout,
-        )
+    __init__ = _public_init("ConvLSTM_")
 
     @property
     def _gate_names(self):
@@ -240,51 +213,13 @@ class ConvLSTMCell(BaseConvRNNCell):
 class ConvGRUCell(BaseConvRNNCell):
     """Convolutional GRU, as MXNet's ``mx.rnn.ConvGRUCell``."""
 
-    def __init__(
-        self,
-        input_shape,
-        num_hidden,
-        h2h_kernel=(3, 3),
-        h2h_dilate=(1, 1),
-        i2h_kernel=(3, 3),
-        i2h_stride=(1, 1),
-        i2h_pad=(1, 1),
-        i2h_dilate=(1, 1),
-        i2h_weight_initializer=None,
-        h2h_weight_initializer=None,
-        i2h_bias_initializer="zeros",
-        h2h_bias_initializer="zeros",
-        activation=_LEAKY,
-        prefix="ConvGRU_",
-        params=None,
-        conv_layout="NCHW",
-    ):
-        super().__init__(
-            input_shape,
-            num_hidden,
-            h2h_kernel,
-            h2h_dilate,
-            i2h_kernel,
-            i2h_stride,
-            i2h_pad,
-            i2h_dilate,
-            i2h_weight_initializer,
-            h2h_weight_initializer,
-            i2h_bias_initializer,
-            h2h_bias_initializer,
-            activation,
-            prefix=prefix,
-            params=params,
-            conv_layout=conv_layout,
-        )
+    _num_states = 1
+
+    __init__ = _public_init("ConvGRU_")
 
     @property
     def _gate_names(self):
         return ["_r", "_z", "_o"]
-
-    @property
-    def state_info(self) -> list:
-        return [{"shape": self._state_shape, "__layout__": self._conv_layout}]
 
     def __call__(self, inputs, states):
         self._counter += 1
