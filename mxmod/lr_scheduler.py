@@ -124,6 +124,11 @@ class LRScheduler:
         return fn
 
 
+def _check_factor(factor: float) -> None:
+    if factor > 1.0:
+        raise ValueError(f"Factor must be no more than 1 to make lr reduce, got factor={factor}")
+
+
 class FactorScheduler(LRScheduler):
     """Multiply the rate by ``factor`` every ``step`` updates (MXNet ``FactorScheduler``).
 
@@ -150,10 +155,7 @@ class FactorScheduler(LRScheduler):
             raise ValueError(
                 f"Schedule step must be greater or equal than 1 round, got step={step}"
             )
-        if factor > 1.0:
-            raise ValueError(
-                f"Factor must be no more than 1 to make lr reduce, got factor={factor}"
-            )
+        _check_factor(factor)
         self.step = step
         self.factor = factor
         self.stop_factor_lr = stop_factor_lr
@@ -218,10 +220,7 @@ class MultiFactorScheduler(LRScheduler):
                 raise ValueError(
                     f"Schedule step must be greater or equal than 1 round, got step={step}"
                 )
-        if factor > 1.0:
-            raise ValueError(
-                f"Factor must be no more than 1 to make lr reduce, got factor={factor}"
-            )
+        _check_factor(factor)
         self.step = list(step)
         self.cur_step_ind = 0
         self.factor = factor
@@ -255,7 +254,15 @@ class _WindowScheduler(LRScheduler):
     at ``base_lr``. ``max_update == warmup_steps`` raises (MXNet divides by zero later).
     """
 
-    def __init__(self, max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode):
+    def __init__(
+        self,
+        max_update: int,
+        base_lr: float = 0.01,
+        final_lr: float = 0,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if isinstance(max_update, bool) or not isinstance(max_update, int):
             raise TypeError(f"max_update must be an int, got {max_update!r}")
@@ -328,18 +335,8 @@ class CosineScheduler(_WindowScheduler):
 
     ``lr = final_lr + (base_lr - final_lr) * (1 + cos(pi * (n - warmup_steps) / (max_update -
     warmup_steps))) / 2`` for ``warmup_steps <= n <= max_update``; afterwards the last value.
+    The constructor is ``_WindowScheduler``'s (MXNet's arguments and defaults).
     """
-
-    def __init__(
-        self,
-        max_update: int,
-        base_lr: float = 0.01,
-        final_lr: float = 0,
-        warmup_steps: int = 0,
-        warmup_begin_lr: float = 0,
-        warmup_mode: str = "linear",
-    ):
-        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
 
     def _shape(self, frac, xp=math):
         return (1 + xp.cos(math.pi * frac)) / 2
