@@ -18,6 +18,7 @@ a machine shared with other work loads every line alike; printed are the median 
 the JAX line of the same round, by wall time and by CPU time of this process (all threads).
 
 Run:  python3 benchmarks/mlp_dispatch.py [--n 32768] [--epochs 3] [--rounds 3]
+      python3 benchmarks/mlp_dispatch.py --sizes 784,512,10 --batch 128  (the wider MLP)
 """
 
 import argparse
@@ -177,6 +178,7 @@ def bench_keras(x, y, batch, epochs):
 
 
 def main():
+    global D, H, C
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--n", type=int, default=32768)
     p.add_argument("--batch", type=int, default=32)
@@ -188,7 +190,9 @@ def main():
         help="the fit(steps_per_dispatch=...) line (lax.scan blocks)",
     )
     p.add_argument("--rounds", type=int, default=3, help="interleaved repetitions")
+    p.add_argument("--sizes", default=f"{D},{H},{C}", help="inputs,hidden,classes of the MLP")
     a = p.parse_args()
+    D, H, C = (int(v) for v in a.sizes.split(","))
     x, y = data(a.n)
     spd = a.steps_per_dispatch
     lines = {
