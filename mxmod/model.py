@@ -54,6 +54,24 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
     Raises:
         TypeError: params are not dicts of arrays (from ``mx.nd.save``).
     """
+    paths = write_checkpoint_files(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast)
+    logging.info('Saved checkpoint to "%s"', paths["params"])
+
+
+def write_checkpoint_files(
+    prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True, states=None
+):
+    """Commit a checkpoint as one unit (mxmod helper of :func:`save_checkpoint` and
+    ``Module.save_checkpoint``); logs nothing.
+
+    Args:
+        prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast: as
+            :func:`save_checkpoint`.
+        states: the ``.states`` bytes (``Updater.get_states`` format), or None for none.
+
+    Returns:
+        ``{'symbol': path, 'params': path, 'states': path}`` of the files written.
+    """
     save_dict = {}
     for tag, params in (("arg", arg_params), ("aux", aux_params)):
         if params is None:
@@ -70,8 +88,7 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
     sym_json = (
         None if symbol is None else symbol.tojson(remove_amp_cast=remove_amp_cast).encode("utf-8")
     )
-    param_name = write_checkpoint(prefix, epoch, sym_json, to_bytes(save_dict))["params"]
-    logging.info('Saved checkpoint to "%s"', param_name)
+    return write_checkpoint(prefix, epoch, sym_json, to_bytes(save_dict), states)
 
 
 def _missing_params_message(fname, prefix):

@@ -88,13 +88,14 @@ def test_npz_header_bomb_allocates_nothing():
     [
         (
             lambda m: m.pop("format"),
-            r"description \['optimizer', 'states', 'version'\] \(expected "
-            r"an object with keys format, version, states, optimizer",
+            r"description \['counts', 'kind', 'optimizer', 'states', 'version'\] \(expected "
+            r"an object with keys format, version, states, optimizer, kind, counts "
+            r"\(version 2\)",
         ),
         (
-            lambda m: m.update(version=2),
-            r"format: 'mxmod-optimizer-states' version 2 \(expected "
-            r"'mxmod-optimizer-states' version 1 to 1",
+            lambda m: m.update(version=3),
+            r"format: 'mxmod-optimizer-states' version 3 \(expected "
+            r"'mxmod-optimizer-states' version 1 to 2",
         ),
         (
             lambda m: m["states"]["__dict__"][0][1].update(__nd__="a9"),
@@ -211,18 +212,14 @@ def test_module_states_fields_are_checked(tmp_path):
     mod.save_optimizer_states(str(fname))
     good = fname.read_bytes()
 
-    def payload(edit):
-        def go(meta):
-            items = meta["states"]["__dict__"]
-            edit({k: i for i, (k, _) in enumerate(items)}, items)
-
-        return with_meta(good, go)
-
-    fname.write_bytes(payload(lambda at, items: items[at["num_update"]].__setitem__(1, -3)))
-    with pytest.raises(MXNetFileError, match=r"m\.states': num_update is -3 \(expected an int"):
+    # the file is an Updater's (format version 2, issue 9): states, counts, optimizer
+    fname.write_bytes(with_meta(good, lambda m: m["counts"].update(num_update=-3)))
+    with pytest.raises(
+        MXNetFileError, match=r"m\.states': counts\.num_update: -3 \(expected an int"
+    ):
         mod.load_optimizer_states(str(fname))
-    fname.write_bytes(payload(lambda at, items: items.pop(at["fused_state"])))
-    with pytest.raises(MXNetFileError, match=r"not a Module's optimizer states"):
+    fname.write_bytes(with_meta(good, lambda m: m.update(states=[1])))
+    with pytest.raises(MXNetFileError, match=r"states: a list \(expected a dict index -> state"):
         mod.load_optimizer_states(str(fname))
     fname.write_bytes(good[:-30])
     with pytest.raises(MXNetFileError, match=r"m\.states'.*zip directory"):

@@ -240,16 +240,22 @@ class KVStore(KVStoreBase):
         return self._updater
 
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
-        """Write the updater's states (mxmod's safe format) to ``fname``."""
-        data = self._check_updater("save").get_states(dump_optimizer)
-        with open(fname, "wb") as fout:
-            fout.write(data)
+        """Write the updater's states (``Updater.get_states``: mxmod's safe format, the
+        format of ``Module.save_optimizer_states``) to ``fname``, atomically."""
+        from ..fileio import atomic_write
 
-    def load_optimizer_states(self, fname: str) -> None:
-        """Load states written by :meth:`save_optimizer_states`."""
+        atomic_write(fname, self._check_updater("save").get_states(dump_optimizer))
+
+    def load_optimizer_states(self, fname: str, allow_pickle: bool = False) -> None:
+        """Load states written by :meth:`save_optimizer_states` (or by a Module);
+        ``allow_pickle`` (mxmod addition) as in ``Updater.set_states``."""
         updater = self._check_updater("load")
-        with open(fname, "rb") as fin:
-            updater.set_states(fin.read())
+        try:
+            with open(fname, "rb") as fin:
+                data = fin.read()
+        except OSError as e:
+            raise MXNetError(f"cannot read optimizer states {fname!r}: {e}") from None
+        updater.set_states(data, allow_pickle=allow_pickle)
 
     def set_gradient_compression(self, compression_params: dict) -> None:
         """MXNet's 2-bit gradient compression (``device``/``dist`` stores).

@@ -516,23 +516,15 @@ class Module(BaseModule):
         as one unit (``mxmod.fileio.write_checkpoint``): a crash leaves the previous complete
         checkpoint, never params without their states. In a multi-worker ``dist_sync`` job
         only rank 0 writes (the workers hold equal weights)."""
-        from ..fileio import write_checkpoint
         from ..kvstore import dist
+        from ..model import write_checkpoint_files
 
         if dist.rank() != 0:
             return
-        from ..ndarray.io import to_bytes
-
         arg_params, aux_params = self.get_params()
-        blob = {"arg:" + k: v.as_in_context(cpu()) for k, v in arg_params.items()}
-        blob.update({"aux:" + k: v.as_in_context(cpu()) for k, v in aux_params.items()})
         states = self._optimizer_states_bytes() if save_optimizer_states else None
-        paths = write_checkpoint(
-            prefix,
-            epoch,
-            self._symbol.tojson(remove_amp_cast=remove_amp_cast).encode(),
-            to_bytes(blob),
-            states,
+        paths = write_checkpoint_files(
+            prefix, epoch, self._symbol, arg_params, aux_params, remove_amp_cast, states
         )
         logging.info('Saved checkpoint to "%s"', paths["params"])
         if states is not None:
@@ -542,6 +534,7 @@ class Module(BaseModule):
     def load(prefix, epoch, load_optimizer_states=False, allow_pickle=False, **kwargs):
         """As ``mx.mod.Module.load``; ``allow_pickle`` (mxmod addition) lets the preloaded
         ``.states`` file be an MXNet pickle (see :meth:`load_optimizer_states`)."""
+        from ..fileio import checkpoint_paths
         from ..model import load_checkpoint
 
         sym, args, auxs = load_checkpoint(prefix, epoch)
@@ -550,48 +543,70 @@ class Module(BaseModule):
         mod._aux_params = auxs
         mod.params_initialized = True
         if load_optimizer_states:
-            mod._preload_opt_states = "%s-%04d.states" % (prefix, epoch)
+            mod._preload_opt_states = checkpoint_paths(prefix, epoch)["states"]
             mod._preload_allow_pickle = allow_pickle
         return mod
 
     def save_optimizer_states(self, fname):
-        """Write the optimizer state in mxmod's pickle-free format (atomically)."""
+        """Write the optimizer states (atomically) as MXNet does: the bytes of
+        ``Updater.get_states()`` for the updater holding them, keyed ``i*num_device+k`` (by
+        name with ``update_on_kvstore``), in mxmod's pickle-free format with the update
+        counts (``mxmod/module/opt_states.py``). ``Updater.set_states`` reads the file."""
         from ..fileio import atomic_write
 
         atomic_write(fname, self._optimizer_states_bytes())
 
     def _optimizer_states_bytes(self) -> bytes:
+        from ..optimizer.updater import held_counts
         from .opt_states import states_bytes
 
         require(self, "save_optimizer_states", "optimizer_initialized")
         self._exec_group.flush()
         box = self._exec_group.state.opt
         if not box.fused:
-            raise NotImplementedError(
-                f"save_optimizer_states: {type(box.optimizer).__name__} updates through "
-                "MXNet's per-index Updater; save its states with self._updater.get_states()"
-            )
-        return states_bytes(box.optimizer, box.state)
+            return _box_updater(box).get_states()
+        opt = box.optimizer
+        counts = held_counts(opt, box.state).per_index
+        layout = self._states_layout(box)
+        return states_bytes(box.state, counts, opt.num_update, layout, type(opt).__name__.lower())
 
     def load_optimizer_states(self, fname, allow_pickle=False):
-        """Load a ``.states`` file: mxmod's own (pickle-free) format, or, only with
-        ``allow_pickle=True`` (mxmod addition: unpickling can run code), an MXNet pickle,
-        read by a restricted unpickler and mapped onto this module's parameters."""
-        from .opt_states import load_states
+        """Load a ``.states`` file: one written by :meth:`save_optimizer_states` or
+        ``Updater.get_states`` (for any device count; the update counts are restored), by
+        mxmod's first Module format, or, only with ``allow_pickle=True`` (mxmod addition:
+        unpickling can run code), an MXNet pickle read by a restricted unpickler. The states
+        are checked against this module's before any is used."""
+        from . import opt_states as fmt
 
         require(self, "load_optimizer_states", "optimizer_initialized")
         group = self._exec_group
         group.flush()
         box = group.state.opt
-        shapes = {n: tuple(group.state.params[n].shape) for n in box.state}
-        box.state = load_states(
-            fname,
-            box.optimizer,
-            box.state,
-            self._param_names,
-            shapes,
-            len(self._context),
-            allow_pickle=allow_pickle,
+        layout = self._states_layout(box)
+        if box.fused:
+            loaded = fmt.read_states(fname, box.optimizer, box.state, layout, allow_pickle)
+            box.state = fmt.place_like(loaded.states, box.state)
+            if loaded.counts is not None:
+                box.optimizer.num_update = loaded.num_update
+                box.optimizer._index_update_count.update(loaded.counts)
+            return
+        reference = _created_states(box.optimizer, group, layout)
+        loaded = fmt.read_states(
+            fname, box.optimizer, reference, layout, allow_pickle, allow_empty=True
+        )
+        _box_updater(box).adopt_states(
+            fmt.updater_table(loaded.states, layout), fmt.updater_counts(loaded, layout)
+        )
+
+    def _states_layout(self, box):
+        from .opt_states import Layout
+
+        trained = set(self._exec_group._diff_params)
+        return Layout(
+            tuple(self._param_names),
+            tuple(n for n in self._param_names if n in trained),
+            tuple(self._context),
+            bool(box.update_on_kvstore),
         )
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
@@ -602,6 +617,24 @@ class Module(BaseModule):
                     "Parameters are not updated in the KVStore. No need to call sparse_row_id_fn."
                 )
             )
+
+
+def _box_updater(box):
+    """The per-index Updater that holds a non-fused optimizer's states."""
+    if box.update_on_kvstore:
+        return box.kvstore._check_updater("save or load")
+    return box.updater
+
+
+def _created_states(optimizer, group, layout) -> dict:
+    """``{name: state}`` the optimizer creates for each trained weight (device 0's copy)."""
+    states = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in layout.trained:
+            weight = group.param_arrays[group.param_names.index(name)][0]
+            states[name] = optimizer.create_state_multi_precision(layout.keys(name)[0], weight)
+    return states
 
 
 def _copy_param(name: str, src: Any, dst) -> None:

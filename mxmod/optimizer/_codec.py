@@ -11,13 +11,57 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 FORMAT = "mxmod-optimizer-states"
-VERSION = 1
+VERSION = 2  # 2 added "kind" and "counts"; version 1 files are still read
 META = "__mxmod_optimizer_states__"
+_META_KEYS = {
+    1: ("format", "version", "states", "optimizer"),
+    2: ("format", "version", "states", "optimizer", "kind", "counts"),
+}
+
+
+def _keys_wanted(version: int) -> str:
+    return f"an object with keys {', '.join(_META_KEYS[version])} (version {version})"
+
+
+class Counts(NamedTuple):
+    """Update counts stored beside the states: ``num_update`` and ``{index: count}``."""
+
+    num_update: int
+    per_index: dict
+
+
+class StatesFile(NamedTuple):
+    """What a states blob holds; ``version`` is the format version that wrote it."""
+
+    states: Any
+    optimizer: Any
+    counts: Counts | None
+    kind: str | None  # the name of the optimizer class the states were made by
+    version: int
+
+
+# mxmod's first Module format (version 1): these keys in place of the states
+V1_MODULE_KEYS = (
+    {"fused_state", "num_update", "index_update_count"},  # required
+    {"fused_state", "num_update", "index_update_count", "optimizer"},  # allowed
+)
+
+
+def is_v1_module_payload(got: StatesFile) -> bool:
+    """True for a Module file of mxmod's first format (``{"fused_state": {name: state},
+    "num_update", "index_update_count"[, "optimizer"]}``, version 1)."""
+    s = got.states
+    return (
+        got.version == 1
+        and isinstance(s, dict)
+        and V1_MODULE_KEYS[0] <= set(s) <= V1_MODULE_KEYS[1]
+    )
+
 
 # Attributes never written (live objects, caches) and rebuilt on load.
 _TRANSIENT = (
@@ -85,14 +129,21 @@ class _Encoder:
         return out
 
 
-def dumps(states: dict, optimizer: Any = None) -> bytes:
-    """Serialise an Updater's ``states`` (and optionally its optimizer) to bytes."""
+def dumps(
+    states: dict, optimizer: Any = None, counts: Counts | None = None, kind: str | None = None
+) -> bytes:
+    """Serialise an Updater's ``states`` (optionally with its optimizer, its update counts
+    and ``kind``, the lower-case name of the optimizer class that made the states)."""
     enc = _Encoder()
     meta = {
         "format": FORMAT,
         "version": VERSION,
         "states": enc(states),
         "optimizer": enc(optimizer, "optimizer") if optimizer is not None else None,
+        "kind": kind,
+        "counts": None
+        if counts is None
+        else {"num_update": counts.num_update, "index_update_count": enc(counts.per_index)},
     }
     blob = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     buf = io.BytesIO()
@@ -300,7 +351,14 @@ def _restore(cls: type, attrs: dict) -> Any:
 
 
 def loads(data: bytes, source: str = "optimizer states") -> tuple[dict, Any]:
-    """Inverse of :func:`dumps`: returns ``(states, optimizer_or_None)``.
+    """Inverse of :func:`dumps`: returns ``(states, optimizer_or_None)``; see
+    :func:`loads_file` (which also returns the update counts)."""
+    got = loads_file(data, source)
+    return got.states, got.optimizer
+
+
+def loads_file(data: bytes, source: str = "optimizer states") -> StatesFile:
+    """Inverse of :func:`dumps`.
 
     Every size is checked before anything is allocated (``fileio.read_npz``) and every
     field of the JSON description is checked as it is read.
@@ -315,8 +373,48 @@ def loads(data: bytes, source: str = "optimizer states") -> tuple[dict, Any]:
         MXNetFileError: ``data`` is not a well-formed mxmod optimizer-state blob, naming
             ``source``, the member or JSON field and what was expected.
     """
-    from ..fileio import read_npz
     from .optimizer import Optimizer
+
+    meta, arrays = _read_meta(data, source)
+    dec = _Decoder(arrays, source)
+    states = dec(meta["states"], "states")
+    opt = dec(meta["optimizer"], "optimizer") if meta["optimizer"] is not None else None
+    if opt is not None and not isinstance(opt, Optimizer):
+        raise _fail(source, "optimizer", f"a {type(opt).__name__}", "a dumped optimizer")
+    counts = _counts(dec, meta.get("counts"), source)
+    kind = meta.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        raise _fail(source, "kind", f"{_short(kind)}", "null or an optimizer name")
+    return StatesFile(states, opt, counts, kind, meta["version"])
+
+
+def _counts(dec: _Decoder, raw: Any, source: str) -> Counts | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"num_update", "index_update_count"}:
+        raise _fail(
+            source,
+            "counts",
+            f"{_short(raw)}",
+            "null or an object with keys num_update, index_update_count",
+        )
+    num = raw["num_update"]
+    if type(num) is not int or num < 0:
+        raise _fail(source, "counts.num_update", f"{_short(num)}", "an int >= 0")
+    per_index = dec(raw["index_update_count"], "counts.index_update_count")
+    if not isinstance(per_index, dict):
+        raise _fail(source, "counts.index_update_count", f"a {type(per_index).__name__}", "a dict")
+    for key, c in per_index.items():
+        if type(c) is not int or c < 0:
+            raise _fail(
+                source, f"counts.index_update_count[{key!r}]", f"{_short(c)}", "an int >= 0"
+            )
+    return Counts(num, per_index)
+
+
+def _read_meta(data: Any, source: str) -> tuple[dict, dict]:
+    """The checked JSON description and the array members of a blob."""
+    from ..fileio import read_npz
 
     if isinstance(data, str):
         data = data.encode("latin-1")
@@ -357,28 +455,20 @@ def loads(data: bytes, source: str = "optimizer states") -> tuple[dict, Any]:
         raise _fail(
             source, f"member {META!r}", "JSON nested too deeply", f"at most {MAX_DEPTH} levels"
         ) from None
-    if not isinstance(meta, dict) or set(meta) != {"format", "version", "states", "optimizer"}:
-        keys = sorted(meta)[:6] if isinstance(meta, dict) else type(meta).__name__
+    if not isinstance(meta, dict):
         raise _fail(
-            source,
-            f"member {META!r}",
-            f"description {keys}",
-            "an object with keys format, version, states, optimizer",
+            source, f"member {META!r}", f"description {type(meta).__name__}", _keys_wanted(VERSION)
         )
-    if (
-        meta["format"] != FORMAT
-        or type(meta["version"]) is not int
-        or not (1 <= meta["version"] <= VERSION)
-    ):
+    version = meta.get("version")
+    known = type(version) is int and version in _META_KEYS
+    if {"format", "version"} <= set(meta) and (meta["format"] != FORMAT or not known):
         raise _fail(
             source,
             f"member {META!r} format",
-            f"{_short(meta['format'])} version {_short(meta['version'])}",
+            f"{_short(meta['format'])} version {_short(version)}",
             f"{FORMAT!r} version 1 to {VERSION} (a newer mxmod wrote it?)",
         )
-    dec = _Decoder(arrays, source)
-    states = dec(meta["states"], "states")
-    opt = dec(meta["optimizer"], "optimizer") if meta["optimizer"] is not None else None
-    if opt is not None and not isinstance(opt, Optimizer):
-        raise _fail(source, "optimizer", f"a {type(opt).__name__}", "a dumped optimizer")
-    return states, opt
+    if not known or set(meta) != set(_META_KEYS[version]):
+        want = _keys_wanted(version if known else VERSION)
+        raise _fail(source, f"member {META!r}", f"description {sorted(meta)[:6]}", want)
+    return meta, arrays

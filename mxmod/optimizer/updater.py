@@ -2,8 +2,10 @@
 Module call as ``updater(index, grad, weight)`` (MXNet 1.9.1 semantics).
 
 States are saved with :meth:`Updater.get_states` in a pickle-free format (``_codec``,
-described in ``README.md``); MXNet's pickled ``.states`` files are refused unless the caller
-opts in with ``set_states(..., allow_pickle=True)`` (restricted unpickler, ``_mxnet_pickle``).
+described in ``README.md``): ``{index: state}``, the update counts and optionally the
+optimizer. ``Module.save_optimizer_states`` writes the same format, so either side reads the
+other's files. MXNet's pickled ``.states`` files are refused unless the caller opts in with
+``set_states(..., allow_pickle=True)`` (restricted unpickler, ``_mxnet_pickle``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Updater:
         self.states_synced: dict = {}
         self.aggregate_updates = optimizer.aggregate_num > 0
         self._unchecked: set = set()  # loaded states not yet compared with their weight
+        self._pending_counts: dict = {}  # loaded update counts, set on an index's first use
 
     def __call__(self, index: Any, grad: Any, weight: Any) -> None:
         """Update ``weight`` from ``grad`` (note MXNet's argument order); lists allowed.
@@ -55,6 +58,8 @@ class Updater:
                     self._check_loaded(idx, weights[i])
                 self.states[idx] = self.sync_state_context(self.states[idx], weights[i].context)
                 self.states_synced[idx] = True
+                if idx in getattr(self, "_pending_counts", ()):  # this device's count dict
+                    self.optimizer._index_update_count[idx] = self._pending_counts.pop(idx)
         opt = self.optimizer
         if self.aggregate_updates:
             by_dtype: dict = {}  # MXNet groups by dtype; mxmod also by device (one dispatch)
@@ -85,10 +90,13 @@ class Updater:
     def set_states(self, states: bytes, allow_pickle: bool = False) -> None:
         """Load states from :meth:`get_states` bytes (with the optimizer if it was dumped).
 
-        mxmod checks what MXNet leaves to the first update: a loaded state must have the
-        layout, shapes and dtypes of the state this updater already holds for its index,
-        and a state for an index it has not seen yet is compared, on its first update,
-        with the state the optimizer would create for the weight.
+        Also reads ``Module.save_optimizer_states`` files (the same format). mxmod restores
+        the update counts the bytes hold (``num_update`` now, each index's count on its
+        first update, in the count table of that update's device); MXNet's pickles hold
+        none. mxmod checks what MXNet leaves to the first update: a loaded state must have
+        the layout, shapes and dtypes of the state this updater already holds for its
+        index, and a state for an index it has not seen yet is compared, on its first
+        update, with the state the optimizer would create for the weight.
 
         Args:
             states: bytes from :meth:`get_states`, or MXNet's pickled states.
@@ -107,7 +115,7 @@ class Updater:
         from . import _mxnet_pickle
 
         source = "optimizer states"
-        opt = None
+        opt = counts = None
         if allow_pickle and _mxnet_pickle.is_pickle(states):
             from ..context import cpu
             from ..ndarray import NDArray
@@ -118,23 +126,40 @@ class Updater:
                 k: jax.tree_util.tree_map(lambda a: NDArray(a, cpu()), v) for k, v in plain.items()
             }
         else:
-            loaded, opt = _codec.loads(states, source)
-            if not isinstance(loaded, dict):
+            got = _codec.loads_file(states, source)
+            if _codec.is_v1_module_payload(got):
                 raise MXNetFileError(
-                    f"{source}: states: a {type(loaded).__name__} (expected a dict index -> "
-                    f"state, as get_states writes)",
+                    f"{source}: a Module's states in mxmod's first format (keyed by "
+                    "parameter name, no indices); load them with "
+                    "Module.load_optimizer_states, then save_optimizer_states writes this "
+                    "format",
                     source,
                     "states",
-                    "a dict",
+                    "{index: state}",
                 )
+            loaded, opt, counts = got.states, got.optimizer, got.counts
+            check_states_dict(loaded, counts, source)
         for idx in loaded.keys() & self.states.keys():
             _check_state(source, idx, loaded[idx], self.states[idx], "the state held")
         if opt is not None:
             self.optimizer = opt
             self.aggregate_updates = opt.aggregate_num > 0
-        self.states = loaded
+        self.adopt_states(loaded, counts)
+
+    def adopt_states(self, states: dict, counts: Any = None) -> None:
+        """Hold ``states`` ``{index: state}`` as if loaded from a file (mxmod addition).
+
+        Each state moves to its weight's device, and is checked against the state the
+        optimizer creates for that weight, on the index's first update. ``counts`` (an
+        ``_codec.Counts``, optional) sets the optimizer's ``num_update`` now and each
+        index's update count on its first update.
+        """
+        self.states = dict(states)
         self.states_synced = dict.fromkeys(self.states, False)
-        self._unchecked = set(loaded)
+        self._unchecked = set(self.states)
+        self._pending_counts = dict(counts.per_index) if counts is not None else {}
+        if counts is not None:
+            self.optimizer.num_update = counts.num_update
 
     def _check_loaded(self, idx: Any, weight: Any) -> None:
         """Compare a loaded state with the one the optimizer creates for ``weight``."""
@@ -159,7 +184,10 @@ class Updater:
         Raises:
             TypeError: the optimizer holds an attribute the safe format cannot store.
         """
-        return _codec.dumps(self.states, self.optimizer if dump_optimizer else None)
+        opt = self.optimizer
+        counts = held_counts(opt, self.states)
+        kind = type(opt).__name__.lower()
+        return _codec.dumps(self.states, opt if dump_optimizer else None, counts, kind)
 
     # ------------------------------------------------------------ fused-state bridge
     def load_fused(self, fused_state: dict, keys: dict | None = None) -> None:
@@ -212,6 +240,40 @@ def _check_state(source: str, idx: Any, got: Any, want: Any, what: str) -> None:
             source,
             where,
             what,
+        )
+
+
+def held_counts(optimizer: Any, keys: Any) -> _codec.Counts:
+    """``optimizer``'s update counts of ``keys`` (over all its devices' count tables)."""
+    tables = getattr(optimizer, "_all_index_update_counts", None)
+    if tables is None:
+        tables = {0: getattr(optimizer, "_index_update_count", {})}
+    per_index: dict = {}
+    for table in tables.values():
+        for key, count in table.items():
+            if key in keys:
+                per_index[key] = max(per_index.get(key, 0), int(count))
+    return _codec.Counts(int(optimizer.num_update), per_index)
+
+
+def check_states_dict(states: Any, counts: Any, source: str) -> None:
+    """Refuse decoded states that are not ``{index: state}`` or counts of unknown indices."""
+    if not isinstance(states, dict):
+        raise MXNetFileError(
+            f"{source}: states: a {type(states).__name__} (expected a dict index -> "
+            f"state, as get_states writes)",
+            source,
+            "states",
+            "a dict",
+        )
+    stray = [k for k in (counts.per_index if counts is not None else ()) if k not in states]
+    if stray:
+        raise MXNetFileError(
+            f"{source}: counts.index_update_count: counts for indices {stray[:5]} that have "
+            f"no state; the file is damaged",
+            source,
+            "counts.index_update_count",
+            "indices of the states",
         )
 
 
