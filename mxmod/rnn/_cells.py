@@ -15,6 +15,29 @@ def _check_hidden(num_hidden: Any, cls: str) -> int:
     return num_hidden
 
 
+def lstm_step(cell: BaseRNNCell, gates: Any, prev_c: Any, activation: Any, name: str):
+    """MXNet's LSTM update from the sliced gates ``[i, f, c, o]``: ``(next_h, next_c)``;
+    ``activation`` acts on the candidate and on the new cell state (tanh in ``LSTMCell``)."""
+    in_gate = symbol.Activation(gates[0], act_type="sigmoid", name=f"{name}i")
+    forget_gate = symbol.Activation(gates[1], act_type="sigmoid", name=f"{name}f")
+    in_transform = cell._get_activation(gates[2], activation, name=f"{name}c")
+    out_gate = symbol.Activation(gates[3], act_type="sigmoid", name=f"{name}o")
+    next_c = symbol._plus(forget_gate * prev_c, in_gate * in_transform, name=f"{name}state")
+    next_h = symbol._mul(out_gate, cell._get_activation(next_c, activation), name=f"{name}out")
+    return next_h, next_c
+
+
+def gru_step(cell: BaseRNNCell, i2h: Any, h2h: Any, prev_h: Any, activation: Any, name: str):
+    """MXNet's GRU update from the ``[r, z, o]`` projections: the next state; ``activation``
+    acts on the candidate (tanh in ``GRUCell``)."""
+    i2h_r, i2h_z, i2h = symbol.SliceChannel(i2h, num_outputs=3, name=f"{name}_i2h_slice")
+    h2h_r, h2h_z, h2h = symbol.SliceChannel(h2h, num_outputs=3, name=f"{name}_h2h_slice")
+    reset_gate = symbol.Activation(i2h_r + h2h_r, act_type="sigmoid", name=f"{name}_r_act")
+    update_gate = symbol.Activation(i2h_z + h2h_z, act_type="sigmoid", name=f"{name}_z_act")
+    next_h_tmp = cell._get_activation(i2h + reset_gate * h2h, activation, name=f"{name}_h_act")
+    return symbol._plus((1.0 - update_gate) * next_h_tmp, update_gate * prev_h, name=f"{name}out")
+
+
 class RNNCell(BaseRNNCell):
     """Elman RNN cell ``h' = act(W_i x + b_i + W_h h + b_h)``, as MXNet's ``mx.rnn.RNNCell``.
 
@@ -118,14 +141,7 @@ class LSTMCell(BaseRNNCell):
             data=states[0], weight=self._hW, bias=self._hB, num_hidden=h4, name=f"{name}h2h"
         )
         gates = symbol.SliceChannel(i2h + h2h, num_outputs=4, name=f"{name}slice")
-        in_gate = symbol.Activation(gates[0], act_type="sigmoid", name=f"{name}i")
-        forget_gate = symbol.Activation(gates[1], act_type="sigmoid", name=f"{name}f")
-        in_transform = symbol.Activation(gates[2], act_type="tanh", name=f"{name}c")
-        out_gate = symbol.Activation(gates[3], act_type="sigmoid", name=f"{name}o")
-        next_c = symbol._plus(forget_gate * states[1], in_gate * in_transform, name=f"{name}state")
-        next_h = symbol._mul(
-            out_gate, symbol.Activation(next_c, act_type="tanh"), name=f"{name}out"
-        )
+        next_h, next_c = lstm_step(self, gates, states[1], "tanh", name)
         return next_h, [next_h, next_c]
 
 
@@ -167,14 +183,5 @@ class GRUCell(BaseRNNCell):
         h2h = symbol.FullyConnected(
             data=prev_h, weight=self._hW, bias=self._hB, num_hidden=h3, name=f"{name}_h2h"
         )
-        i2h_r, i2h_z, i2h = symbol.SliceChannel(i2h, num_outputs=3, name=f"{name}_i2h_slice")
-        h2h_r, h2h_z, h2h = symbol.SliceChannel(h2h, num_outputs=3, name=f"{name}_h2h_slice")
-        reset_gate = symbol.Activation(i2h_r + h2h_r, act_type="sigmoid", name=f"{name}_r_act")
-        update_gate = symbol.Activation(i2h_z + h2h_z, act_type="sigmoid", name=f"{name}_z_act")
-        next_h_tmp = symbol.Activation(
-            i2h + reset_gate * h2h, act_type="tanh", name=f"{name}_h_act"
-        )
-        next_h = symbol._plus(
-            (1.0 - update_gate) * next_h_tmp, update_gate * prev_h, name=f"{name}out"
-        )
+        next_h = gru_step(self, i2h, h2h, prev_h, "tanh", name)
         return next_h, [next_h]

@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from .. import symbol
 from ._base_cell import BaseRNNCell, RNNParams
+from ._cells import gru_step, lstm_step
 
 _LEAKY = functools.partial(symbol.LeakyReLU, act_type="leaky", slope=0.2)
 
@@ -199,14 +200,7 @@ class ConvLSTMCell(BaseConvRNNCell):
         gates = symbol.SliceChannel(
             i2h + h2h, num_outputs=4, axis=self._conv_layout.find("C"), name=f"{name}slice"
         )
-        in_gate = symbol.Activation(gates[0], act_type="sigmoid", name=f"{name}i")
-        forget_gate = symbol.Activation(gates[1], act_type="sigmoid", name=f"{name}f")
-        in_transform = self._get_activation(gates[2], self._activation, name=f"{name}c")
-        out_gate = symbol.Activation(gates[3], act_type="sigmoid", name=f"{name}o")
-        next_c = symbol._plus(forget_gate * states[1], in_gate * in_transform, name=f"{name}state")
-        next_h = symbol._mul(
-            out_gate, self._get_activation(next_c, self._activation), name=f"{name}out"
-        )
+        next_h, next_c = lstm_step(self, gates, states[1], self._activation, name)
         return next_h, [next_h, next_c]
 
 
@@ -225,14 +219,5 @@ class ConvGRUCell(BaseConvRNNCell):
         self._counter += 1
         name = f"{self._prefix}t{self._counter}_"
         i2h, h2h = self._conv_forward(inputs, states, name)
-        i2h_r, i2h_z, i2h = symbol.SliceChannel(i2h, num_outputs=3, name=f"{name}_i2h_slice")
-        h2h_r, h2h_z, h2h = symbol.SliceChannel(h2h, num_outputs=3, name=f"{name}_h2h_slice")
-        reset_gate = symbol.Activation(i2h_r + h2h_r, act_type="sigmoid", name=f"{name}_r_act")
-        update_gate = symbol.Activation(i2h_z + h2h_z, act_type="sigmoid", name=f"{name}_z_act")
-        next_h_tmp = self._get_activation(
-            i2h + reset_gate * h2h, self._activation, name=f"{name}_h_act"
-        )
-        next_h = symbol._plus(
-            (1.0 - update_gate) * next_h_tmp, update_gate * states[0], name=f"{name}out"
-        )
+        next_h = gru_step(self, i2h, h2h, states[0], self._activation, name)
         return next_h, [next_h]
