@@ -20,6 +20,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from jax.sharding import PartitionSpec as P
 
+from ..ndarray._device import _ctx_of
+
 
 def as_sharding(name, target):
     """A jax Sharding for the placement target of source ``name``: a Sharding, a jax
@@ -73,6 +75,11 @@ class DeviceSources:
         self.shardings = list(shardings)
         self._home = replicated(self.shardings[0])
         self.arrays = jax.device_put(list(arrays), [self._home] * len(arrays))
+        # the Context of each source's batches (None: several devices, the current one)
+        self.contexts = [
+            _ctx_of(a) if isinstance(sh, SingleDeviceSharding) else None
+            for a, sh in zip(self.arrays, self.shardings)
+        ]
         self.n = n = int(arrays[0].shape[axis])
         self.batch = int(batch)
         sample_bytes = sum(a.nbytes for a in arrays) // max(n, 1)

@@ -431,6 +431,12 @@ class NDArrayIter(DataIter):
             and (self.cursor + self.batch_size <= self.num_data or self.last_batch_handle == "pad")
         )
 
+    def _placed_batch(self, which):
+        """NDArrays of sources ``which`` for the current batch, gathered on the device."""
+        ctxs = self._device.contexts
+        arrays = self._device.gather(which, self._perm, self.cursor)
+        return [NDArray(a, ctxs[i]) for a, i in zip(arrays, which)]
+
     def _to_batch(self, host, which):
         """NDArrays of host batch arrays, sent where the iterator is placed."""
         if self._targets is None:
@@ -443,7 +449,7 @@ class NDArrayIter(DataIter):
         if not which:
             return []
         if self._from_device():
-            return [NDArray(a) for a in self._device.gather(which, self._perm, self.cursor)]
+            return self._placed_batch(which)
         return self._to_batch(self._batch_host(sources, cache), which)
 
     def getdata(self):
@@ -473,7 +479,7 @@ class NDArrayIter(DataIter):
             raise StopIteration
         every = tuple(range(self.num_source))
         if self._from_device():
-            arrays = [NDArray(a) for a in self._device.gather(every, self._perm, self.cursor)]
+            arrays = self._placed_batch(every)
         else:
             rolled = self._rolled()
             data = self._batch_host(self._data, self._cache_data)

@@ -349,7 +349,8 @@ class BaseModule:
                     monitor.toc_print()
                 if end_of_batch:
                     eval_name_vals = eval_metric.get_global_name_value()
-                _call(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
+                if batch_end_callback is not None:
+                    _call(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
                 nbatch += 1
             for name, val in eval_name_vals:
                 self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)

@@ -22,6 +22,7 @@ from ..ndarray import NDArray
 from .train_state import PendingStep
 
 _ZERO_KEY = []
+_THRESHOLD_OF = []  # kvstore.compression.threshold_of, imported on first use (import cycle)
 
 
 def _zero_key():
@@ -116,10 +117,15 @@ class GroupRunner:
             )
         if x.dtype != desc.dtype:
             x = x.astype(desc.dtype)
-        pl = self._progs.placement
-        if pl.processes > 1:  # this worker's rows of the global batch
-            return pl.put(x, self._input_axes.get(desc.name, 0))
-        target = self._progs.input_sharding(desc.name)
+        progs = self._progs
+        if progs.placement.processes > 1:  # this worker's rows of the global batch
+            return progs.placement.put(x, self._input_axes.get(desc.name, 0))
+        targets = self.__dict__.get("_input_targets")
+        if targets is None or targets[0] is not progs:  # resolved once per bound layout
+            targets = self._input_targets = (progs, {})
+        target = targets[1].get(desc.name)
+        if target is None:
+            target = targets[1][desc.name] = progs.input_sharding(desc.name)
         if isinstance(x, jax.Array) and x.sharding == target:
             return x  # already where the step reads it
         return jax.device_put(x, target)
@@ -335,10 +341,14 @@ class GroupRunner:
 
     def _gc_threshold(self):
         """The 2-bit threshold of the module's kvstore (None: exact sums)."""
-        from ..kvstore.compression import threshold_of
-
         box = self.state.opt
-        return None if box is None else threshold_of(box.kvstore)
+        if box is None or box.kvstore is None:
+            return None
+        if not _THRESHOLD_OF:
+            from ..kvstore.compression import threshold_of
+
+            _THRESHOLD_OF.append(threshold_of)
+        return _THRESHOLD_OF[0](box.kvstore)
 
     def _run_train_step(self, p, metric):
         box = self.state.opt
