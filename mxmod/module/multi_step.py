@@ -146,7 +146,8 @@ def fit_epoch(
 
     callbacks = [] if batch_end_callback is None else _as_list(batch_end_callback)
     # what MXNet's callbacks see as param.locals: fit's own (the caller's) locals
-    ends = _BatchEnds(callbacks, sys._getframe(1).f_locals, epoch, eval_metric)
+    fit_locals = dict(sys._getframe(1).f_locals) if callbacks else None
+    ends = _BatchEnds(callbacks, fit_locals, epoch, eval_metric)
     scaled = getattr(module, "_amp_scaler", None) is not None
     batch = first_batch
     while batch is not None:
@@ -181,8 +182,8 @@ def _next(module, data_iter, sparse_row_id_fn):
 
 
 def _collect(module, data_iter, batch, n, sparse_row_id_fn):
-    """Up to ``n`` batches from ``batch`` on that a block can run, each with its device
-    inputs; returns them and the batch after them (None at the end of the epoch)."""
+    """Up to ``n`` batches, starting with ``batch``, that a block can run, each with its
+    device inputs; returns them and the batch after them (None at the end of the epoch)."""
     from ..io import DataBatch
 
     bound = [tuple(d.shape) for d in module.data_shapes]
@@ -220,8 +221,7 @@ class _BatchEnds:
     ``batch_end_callback``s with MXNet's ``BatchEndParam``."""
 
     def __init__(self, callbacks, fit_locals, epoch, metric):
-        self.callbacks = callbacks
-        self.fit_locals = dict(fit_locals) if callbacks else None
+        self.callbacks, self.fit_locals = callbacks, fit_locals
         self.epoch, self.metric = epoch, metric
         self.nbatch = 0
 
