@@ -226,6 +226,11 @@ class BaseRNNCell:
         """
         check_length(length)
         self.reset()
+        return self._unroll(length, inputs, begin_state, layout, merge_outputs)
+
+    def _unroll(self, length, inputs, begin_state, layout, merge_outputs):
+        """``unroll`` after its checks: step the cell ``length`` times (containers, fused
+        and modifier cells override this)."""
         inputs, _ = normalize_sequence(length, inputs, layout, False)
         if begin_state is None:
             begin_state = self.begin_state()

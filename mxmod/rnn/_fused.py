@@ -9,13 +9,13 @@ In mxmod the ``RNN`` operator is one compiled ``lax.scan`` per layer on every de
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from .. import initializer as init
 from .. import ndarray
 from .. import symbol
 from ..base import MXNetError
-from ._base_cell import BaseRNNCell, RNNParams, check_length, normalize_sequence
+from ._base_cell import BaseRNNCell, RNNParams, normalize_sequence
 from ._cells import GRUCell, LSTMCell, RNNCell
 from ._stack import BidirectionalCell, SequentialRNNCell
 from ._modifiers import DropoutCell
@@ -165,17 +165,8 @@ class FusedRNNCell(BaseRNNCell):
             "FusedRNNCell cannot be stepped; use unroll(), or unfuse() it into cells that can"
         )
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: Optional[list] = None,
-        layout: str = "NTC",
-        merge_outputs: Optional[bool] = None,
-    ) -> tuple[Any, list]:
+    def _unroll(self, length, inputs, begin_state, layout, merge_outputs):
         """Unroll as one ``RNN`` node named ``<prefix>rnn`` (see ``BaseRNNCell.unroll``)."""
-        check_length(length)
-        self.reset()
         inputs, axis = normalize_sequence(length, inputs, layout, True)
         if axis == 1:
             inputs = symbol.swapaxes(inputs, dim1=0, dim2=1)

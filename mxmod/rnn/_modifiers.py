@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .. import symbol
-from ._base_cell import BaseRNNCell, RNNParams, check_length, check_not_modified, normalize_sequence
+from ._base_cell import BaseRNNCell, RNNParams, check_not_modified, normalize_sequence
 
 
 class DropoutCell(BaseRNNCell):
@@ -37,23 +37,12 @@ class DropoutCell(BaseRNNCell):
             inputs = symbol.Dropout(data=inputs, p=self.dropout)
         return inputs, states
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: Optional[list] = None,
-        layout: str = "NTC",
-        merge_outputs: Optional[bool] = None,
-    ) -> tuple[Any, list]:
+    def _unroll(self, length, inputs, begin_state, layout, merge_outputs):
         """One Dropout over a merged input symbol, else one per step."""
-        check_length(length)
-        self.reset()
         inputs, _ = normalize_sequence(length, inputs, layout, merge_outputs)
         if isinstance(inputs, symbol.Symbol):
             return self(inputs, [])
-        return super().unroll(
-            length, inputs, begin_state=begin_state, layout=layout, merge_outputs=merge_outputs
-        )
+        return super()._unroll(length, inputs, begin_state, layout, merge_outputs)
 
 
 class ModifierCell(BaseRNNCell):
@@ -193,17 +182,8 @@ class ResidualCell(ModifierCell):
         output = symbol.elemwise_add(output, inputs, name=f"{output.name}_plus_residual")
         return output, states
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: Optional[list] = None,
-        layout: str = "NTC",
-        merge_outputs: Optional[bool] = None,
-    ) -> tuple[Any, list]:
+    def _unroll(self, length, inputs, begin_state, layout, merge_outputs):
         """Unroll the wrapped cell, then add the inputs to its outputs."""
-        check_length(length)
-        self.reset()
         self.base_cell._modified = False
         try:
             outputs, states = self.base_cell.unroll(

@@ -14,7 +14,6 @@ from ._base_cell import (
     cells_pack_weights,
     cells_state_info,
     cells_unpack_weights,
-    check_length,
     check_not_modified,
     normalize_sequence,
 )
@@ -90,17 +89,8 @@ class SequentialRNNCell(BaseRNNCell):
             next_states.extend(state)
         return inputs, next_states
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: Optional[list] = None,
-        layout: str = "NTC",
-        merge_outputs: Optional[bool] = None,
-    ) -> tuple[Any, list]:
+    def _unroll(self, length, inputs, begin_state, layout, merge_outputs):
         """Unroll every layer in turn (inner layers with ``merge_outputs=None``)."""
-        check_length(length)
-        self.reset()
         if begin_state is None:
             begin_state = self.begin_state()
         p = 0
@@ -163,17 +153,8 @@ class BidirectionalCell(BaseRNNCell):
         check_not_modified(self)
         return cells_begin_state(self._cells, **kwargs)
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: Optional[list] = None,
-        layout: str = "NTC",
-        merge_outputs: Optional[bool] = None,
-    ) -> tuple[Any, list]:
+    def _unroll(self, length, inputs, begin_state, layout, merge_outputs):
         """Unroll both directions; states are ``[l_states, r_states]`` (nested, as MXNet)."""
-        check_length(length)
-        self.reset()
         inputs, axis = normalize_sequence(length, inputs, layout, False)
         if begin_state is None:
             begin_state = self.begin_state()
