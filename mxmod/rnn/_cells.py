@@ -15,6 +15,14 @@ def _check_hidden(num_hidden: Any, cls: str) -> int:
     return num_hidden
 
 
+def _plain_fc_params(cell: BaseRNNCell) -> None:
+    """The i2h/h2h weight and bias variables of RNNCell and GRUCell, in MXNet's order."""
+    cell._iW = cell.params.get("i2h_weight")
+    cell._iB = cell.params.get("i2h_bias")
+    cell._hW = cell.params.get("h2h_weight")
+    cell._hB = cell.params.get("h2h_bias")
+
+
 def lstm_step(cell: BaseRNNCell, gates: Any, prev_c: Any, activation: Any, name: str):
     """MXNet's LSTM update from the sliced gates ``[i, f, c, o]``: ``(next_h, next_c)``;
     ``activation`` acts on the candidate and on the new cell state (tanh in ``LSTMCell``)."""
@@ -59,10 +67,7 @@ class RNNCell(BaseRNNCell):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = _check_hidden(num_hidden, "RNNCell")
         self._activation = activation
-        self._iW = self.params.get("i2h_weight")
-        self._iB = self.params.get("i2h_bias")
-        self._hW = self.params.get("h2h_weight")
-        self._hB = self.params.get("h2h_bias")
+        _plain_fc_params(self)
 
     @property
     def state_info(self) -> list:
@@ -158,10 +163,7 @@ class GRUCell(BaseRNNCell):
     def __init__(self, num_hidden: int, prefix: str = "gru_", params: Optional[RNNParams] = None):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = _check_hidden(num_hidden, "GRUCell")
-        self._iW = self.params.get("i2h_weight")
-        self._iB = self.params.get("i2h_bias")
-        self._hW = self.params.get("h2h_weight")
-        self._hB = self.params.get("h2h_bias")
+        _plain_fc_params(self)
 
     @property
     def state_info(self) -> list:
