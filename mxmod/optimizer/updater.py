@@ -186,6 +186,8 @@ class Updater:
         """
         opt = self.optimizer
         counts = held_counts(opt, self.states)
+        pending = getattr(self, "_pending_counts", {})  # loaded, not yet used
+        counts.per_index.update({k: c for k, c in pending.items() if k in self.states})
         kind = type(opt).__name__.lower()
         return _codec.dumps(self.states, opt if dump_optimizer else None, counts, kind)
 
