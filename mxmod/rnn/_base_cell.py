@@ -256,23 +256,3 @@ def _pop(args: dict, name: str, cell: BaseRNNCell) -> Any:
             "network this cell built"
         )
     return args.pop(name)
-
-
-def cells_state_info(cells: Sequence[BaseRNNCell]) -> list:
-    return [info for c in cells for info in c.state_info]
-
-
-def cells_begin_state(cells: Sequence[BaseRNNCell], **kwargs: Any) -> list:
-    return [s for c in cells for s in c.begin_state(**kwargs)]
-
-
-def cells_unpack_weights(cells: Sequence[BaseRNNCell], args: dict) -> dict:
-    for cell in cells:
-        args = cell.unpack_weights(args)
-    return args
-
-
-def cells_pack_weights(cells: Sequence[BaseRNNCell], args: dict) -> dict:
-    for cell in cells:
-        args = cell.pack_weights(args)
-    return args

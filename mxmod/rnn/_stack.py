@@ -10,10 +10,6 @@ from ..base import MXNetError
 from ._base_cell import (
     BaseRNNCell,
     RNNParams,
-    cells_begin_state,
-    cells_pack_weights,
-    cells_state_info,
-    cells_unpack_weights,
     check_not_modified,
     normalize_sequence,
 )
@@ -37,7 +33,29 @@ def _share_params(owner: BaseRNNCell, cells: list, override: bool, what: str) ->
         owner.params._params.update(cell.params._params)
 
 
-class SequentialRNNCell(BaseRNNCell):
+class _ContainerCell(BaseRNNCell):
+    """Base of the containers: states and weights are those of ``self._cells``, in order."""
+
+    @property
+    def state_info(self) -> list:
+        return [info for c in self._cells for info in c.state_info]
+
+    def begin_state(self, **kwargs: Any) -> list:
+        check_not_modified(self)
+        return [s for c in self._cells for s in c.begin_state(**kwargs)]
+
+    def unpack_weights(self, args: dict) -> dict:
+        for cell in self._cells:
+            args = cell.unpack_weights(args)
+        return args
+
+    def pack_weights(self, args: dict) -> dict:
+        for cell in self._cells:
+            args = cell.pack_weights(args)
+        return args
+
+
+class SequentialRNNCell(_ContainerCell):
     """A stack of cells, each feeding the next, as MXNet's ``mx.rnn.SequentialRNNCell``.
 
     Args:
@@ -58,20 +76,6 @@ class SequentialRNNCell(BaseRNNCell):
         _check_cell(cell, "SequentialRNNCell.add")
         _share_params(self, [cell], self._override_cell_params, "SequentialRNNCell")
         self._cells.append(cell)
-
-    @property
-    def state_info(self) -> list:
-        return cells_state_info(self._cells)
-
-    def begin_state(self, **kwargs: Any) -> list:
-        check_not_modified(self)
-        return cells_begin_state(self._cells, **kwargs)
-
-    def unpack_weights(self, args: dict) -> dict:
-        return cells_unpack_weights(self._cells, args)
-
-    def pack_weights(self, args: dict) -> dict:
-        return cells_pack_weights(self._cells, args)
 
     def __call__(self, inputs, states):
         self._counter += 1
@@ -110,7 +114,7 @@ class SequentialRNNCell(BaseRNNCell):
         return inputs, next_states
 
 
-class BidirectionalCell(BaseRNNCell):
+class BidirectionalCell(_ContainerCell):
     """Runs ``l_cell`` forwards and ``r_cell`` backwards over the sequence and concatenates
     their outputs, as MXNet's ``mx.rnn.BidirectionalCell``. It can only be unrolled.
 
@@ -136,22 +140,8 @@ class BidirectionalCell(BaseRNNCell):
         _share_params(self, [l_cell, r_cell], self._override_cell_params, "BidirectionalCell")
         self._cells = [l_cell, r_cell]
 
-    def unpack_weights(self, args: dict) -> dict:
-        return cells_unpack_weights(self._cells, args)
-
-    def pack_weights(self, args: dict) -> dict:
-        return cells_pack_weights(self._cells, args)
-
     def __call__(self, inputs, states):
         raise NotImplementedError("BidirectionalCell cannot be stepped; use unroll()")
-
-    @property
-    def state_info(self) -> list:
-        return cells_state_info(self._cells)
-
-    def begin_state(self, **kwargs: Any) -> list:
-        check_not_modified(self)
-        return cells_begin_state(self._cells, **kwargs)
 
     def _unroll(self, length, inputs, begin_state, layout, merge_outputs):
         """Unroll both directions; states are ``[l_states, r_states]`` (nested, as MXNet)."""
