@@ -9,6 +9,7 @@ import jax
 from ..base import MXNetError
 from ..ops import LowerCtx
 from ..symbol.graph import aux_var_ids, topo_order
+from .layout import Values, channel_last_enabled, lower_channel_last
 
 
 _SHAPE_OPS = ("_zeros", "_ones", "_full")
@@ -51,6 +52,8 @@ class GraphFn:
         self._pos = pos
         self._plan = self._reroll_plan(order, sym._outputs)
         self._aux_reached: dict = {}
+        # 2-D convolution regions lowered channel-last (layout.py; MXMOD_CONV_LAYOUT)
+        self.channel_last = channel_last_enabled()
         # aux states an operator's forward writes itself (Python custom ops), in any mode
         self.forward_aux = frozenset(
             c.name
@@ -103,20 +106,21 @@ class GraphFn:
     def __call__(self, args: dict, aux: dict, key: Any, is_train: bool, axis_name=None):
         """Run the graph; ``axis_name`` names the device axis when called per device inside
         a mesh program (cross-device operators such as SyncBatchNorm reduce over it)."""
-        env: dict[tuple[int, int], Any] = {}
+        env = Values()
         new_aux: dict[str, Any] = {}
         out_shapes = self._out_shapes(args, aux) if self._needs_shapes else {}
         stacked: dict = {}
         for step in self._plan or self._steps:
             if not isinstance(step, tuple):  # a rerolled loop of RNN time steps
                 res = step.run(
-                    lambda e: env[(self._pos[id(e[0])], e[1])],
+                    lambda e: env.first((self._pos[id(e[0])], e[1])),
                     key,
                     is_train,
                     stacked,
                     axis_name=axis_name,
                 )
-                env.update({(self._pos[id(n)], o): v for (n, o), v in res.items()})
+                for (n, o), v in res.items():
+                    env.set((self._pos[id(n)], o), v)
                 continue
             i, node, refs, aux_refs, aux_vars, _ = step
             if node is None:
@@ -124,10 +128,9 @@ class GraphFn:
                 src = args if name in args else aux
                 if name not in src:
                     raise MXNetError(f"no value bound for input {name!r}")
-                env[(i, 0)] = src[name]
+                env.set((i, 0), src[name])
                 continue
-            ins = [env[r] for r in refs]
-            aux_in = [new_aux.get(v, env[r]) for v, r in zip(aux_vars, aux_refs)]
+            aux_in = [new_aux.get(v, env.first(r)) for v, r in zip(aux_vars, aux_refs)]
             rng = jax.random.fold_in(key, i) if (node.op.random and key is not None) else None
             ctx = LowerCtx(
                 is_train=is_train,
@@ -136,7 +139,14 @@ class GraphFn:
                 axis_name=axis_name,
                 out_shapes=out_shapes.get(id(node)),
             )
-            res = node.op.lower(node.parsed(), ins, aux_in, ctx)
+            a = node.parsed()
+            done = (
+                lower_channel_last(node, a, refs, env, aux_in, ctx) if self.channel_last else None
+            )
+            if done is None:
+                res, last = node.op.lower(a, [env.first(r) for r in refs], aux_in, ctx), ()
+            else:
+                res, last = done
             if aux_vars:
                 outs, updated = res
                 if updated is not None:
@@ -145,11 +155,10 @@ class GraphFn:
             else:
                 outs = res
             for k, o in enumerate(outs):
-                env[(i, k)] = o
-        try:
-            outputs = [env[h] for h in self._heads]
-        except KeyError as e:
+                env.set((i, k), o, last=k < len(last) and last[k])
+        missing = [h for h in self._heads if h not in env]
+        if missing:
             raise MXNetError(
-                f"output {e} of the graph is a hidden output mxmod does not compute"
-            ) from None
-        return outputs, new_aux
+                f"output {missing[0]} of the graph is a hidden output mxmod does not compute"
+            )
+        return [env.first(h) for h in self._heads], new_aux
