@@ -292,7 +292,7 @@ def _run_block(module, block, metric):
         keys, stacked_keys = [_zero_key()], _ZERO_KEYS[n]
     first = None if box.state else []
     hypers = [box.optimizer.fused_hyper(first) for _ in block]
-    hypers = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *hypers)
+    hypers = jax.tree_util.tree_map(lambda *xs: np.array(xs), *hypers)  # stacked per leaf
     scaler = getattr(module, "_amp_scaler", None)
     fn = train_steps(
         group._progs,
