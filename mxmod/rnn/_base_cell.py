@@ -242,6 +242,11 @@ class BaseRNNCell:
         outputs, _ = normalize_sequence(length, outputs, layout, merge_outputs)
         return outputs, states
 
+    def _step_name(self) -> str:
+        """Count one more step; its node names start ``<prefix>t<step>_`` (MXNet's)."""
+        self._counter += 1
+        return f"{self._prefix}t{self._counter}_"
+
     def _get_activation(self, inputs: symbol.Symbol, activation: Any, **kwargs: Any):
         if isinstance(activation, str):
             return symbol.Activation(inputs, act_type=activation, **kwargs)

@@ -78,8 +78,7 @@ class RNNCell(BaseRNNCell):
         return ("",)
 
     def __call__(self, inputs, states):
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
+        name = self._step_name()
         i2h = symbol.FullyConnected(
             data=inputs,
             weight=self._iW,
@@ -136,8 +135,7 @@ class LSTMCell(BaseRNNCell):
         return ["_i", "_f", "_c", "_o"]
 
     def __call__(self, inputs, states):
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
+        name = self._step_name()
         h4 = self._num_hidden * 4
         i2h = symbol.FullyConnected(
             data=inputs, weight=self._iW, bias=self._iB, num_hidden=h4, name=f"{name}i2h"
@@ -174,9 +172,8 @@ class GRUCell(BaseRNNCell):
         return ["_r", "_z", "_o"]
 
     def __call__(self, inputs, states):
-        self._counter += 1
         # MXNet's names carry a double underscore here (``gru_t0__i2h``).
-        name = f"{self._prefix}t{self._counter}_"
+        name = self._step_name()
         prev_h = states[0]
         h3 = self._num_hidden * 3
         i2h = symbol.FullyConnected(

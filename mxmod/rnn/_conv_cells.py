@@ -176,8 +176,7 @@ class ConvRNNCell(BaseConvRNNCell):
         return ("",)
 
     def __call__(self, inputs, states):
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
+        name = self._step_name()
         i2h, h2h = self._conv_forward(inputs, states, name)
         output = self._get_activation(i2h + h2h, self._activation, name=f"{name}out")
         return output, [output]
@@ -194,8 +193,7 @@ class ConvLSTMCell(BaseConvRNNCell):
         return ["_i", "_f", "_c", "_o"]
 
     def __call__(self, inputs, states):
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
+        name = self._step_name()
         i2h, h2h = self._conv_forward(inputs, states, name)
         gates = symbol.SliceChannel(
             i2h + h2h, num_outputs=4, axis=self._conv_layout.find("C"), name=f"{name}slice"
@@ -216,8 +214,7 @@ class ConvGRUCell(BaseConvRNNCell):
         return ["_r", "_z", "_o"]
 
     def __call__(self, inputs, states):
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
+        name = self._step_name()
         i2h, h2h = self._conv_forward(inputs, states, name)
         next_h = gru_step(self, i2h, h2h, states[0], self._activation, name)
         return next_h, [next_h]
