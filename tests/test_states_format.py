@@ -6,6 +6,7 @@ the update counts, in mxmod's safe codec. Either side reads the other's files; f
 mxmod's first Module format (``tests/fixtures/states_v1``) still load.
 """
 
+import io
 import sys
 from pathlib import Path
 
@@ -118,6 +119,16 @@ def states_numpy(upd):
         k: [a.asnumpy() for a in (v if isinstance(v, tuple) else (v,))]
         for k, v in upd.states.items()
     }
+
+
+def same_content(f1, f2):
+    """Two states files hold the same description and arrays (zip timestamps aside)."""
+    import test_state_file_errors as tse
+
+    m1, m2 = (tse.members(f.read_bytes()) for f in (f1, f2))
+    return m1.keys() == m2.keys() and all(
+        np.array_equal(np.load(io.BytesIO(m1[k])), np.load(io.BytesIO(m2[k]))) for k in m1
+    )
 
 
 def assert_same_params(a, b, atol=1e-6):
@@ -278,6 +289,7 @@ def test_round_trip_module_updater_module(tmp_path, opt):
     upd.set_states((tmp_path / "a.states").read_bytes())
     assert sorted(upd.states) == [0, 1, 2, 3] and upd.optimizer.num_update == 2
     (tmp_path / "b.states").write_bytes(upd.get_states())
+    assert same_content(tmp_path / "a.states", tmp_path / "b.states")  # what it would write
     other = bound(opt)
     other.load_optimizer_states(str(tmp_path / "b.states"))
     other.save_optimizer_states(str(tmp_path / "c.states"))

@@ -77,7 +77,6 @@ def states_bytes(
         layout: how the module keys its states.
         kind: the optimizer's lower-case class name (``type(opt).__name__.lower()``).
     """
-    from ..ndarray import NDArray
     from ..optimizer import _codec
 
     table, per_index = {}, {}
@@ -85,7 +84,9 @@ def states_bytes(
         host = jax.tree_util.tree_map(np.asarray, states[name])
         for key in layout.keys(name):
             ctx = layout.key_context(key)
-            table[key] = jax.tree_util.tree_map(lambda a, c=ctx: NDArray(a, c), host)
+            table[key] = jax.tree_util.tree_map(
+                lambda a, c=ctx: _codec.HostNDArray(a, c.device_type, c.device_id), host
+            )
             if name in counts:
                 per_index[key] = int(counts[name])
     return _codec.dumps(table, None, _codec.Counts(int(num_update), per_index), kind)

@@ -35,6 +35,15 @@ class Counts(NamedTuple):
     per_index: dict
 
 
+class HostNDArray(NamedTuple):
+    """A host array written as an NDArray on ``(device_type, device_id)`` (what a Module
+    writes for each device's copy, without placing the copies on the devices)."""
+
+    array: np.ndarray
+    device_type: str
+    device_id: int
+
+
 class StatesFile(NamedTuple):
     """What a states blob holds; ``version`` is the format version that wrote it."""
 
@@ -99,6 +108,9 @@ class _Encoder:
             return obj
         if isinstance(obj, np.generic):
             return obj.item()
+        if isinstance(obj, HostNDArray):
+            ctx = [obj.device_type, obj.device_id]
+            return self.array(obj.array, "__nd__", {"ctx": ctx})
         if hasattr(obj, "_set_data") and hasattr(obj, "_data"):  # NDArray
             ctx = obj.context
             return self.array(obj._data, "__nd__", {"ctx": [ctx.device_type, ctx.device_id]})
