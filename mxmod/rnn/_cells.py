@@ -15,6 +15,11 @@ def _check_hidden(num_hidden: Any, cls: str) -> int:
     return num_hidden
 
 
+def _nc_states(num_hidden: int, count: int) -> list:
+    """``state_info`` of the fully connected cells: ``count`` states of (batch, num_hidden)."""
+    return [{"shape": (0, num_hidden), "__layout__": "NC"} for _ in range(count)]
+
+
 def _plain_fc_params(cell: BaseRNNCell) -> None:
     """The i2h/h2h weight and bias variables of RNNCell and GRUCell, in MXNet's order."""
     cell._iW = cell.params.get("i2h_weight")
@@ -71,7 +76,7 @@ class RNNCell(BaseRNNCell):
 
     @property
     def state_info(self) -> list:
-        return [{"shape": (0, self._num_hidden), "__layout__": "NC"}]
+        return _nc_states(self._num_hidden, 1)
 
     @property
     def _gate_names(self):
@@ -125,10 +130,7 @@ class LSTMCell(BaseRNNCell):
 
     @property
     def state_info(self) -> list:
-        return [
-            {"shape": (0, self._num_hidden), "__layout__": "NC"},
-            {"shape": (0, self._num_hidden), "__layout__": "NC"},
-        ]
+        return _nc_states(self._num_hidden, 2)
 
     @property
     def _gate_names(self):
@@ -165,7 +167,7 @@ class GRUCell(BaseRNNCell):
 
     @property
     def state_info(self) -> list:
-        return [{"shape": (0, self._num_hidden), "__layout__": "NC"}]
+        return _nc_states(self._num_hidden, 1)
 
     @property
     def _gate_names(self):
