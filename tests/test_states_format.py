@@ -364,7 +364,8 @@ def test_bad_files_name_the_problem(tmp_path):
     upd.states = {i: upd.states[0] for i in range(4)}
     with pytest.raises(
         mx.base.MXNetFileError,
-        match=r"state of 'fc1_bias' has shape \(5, 6\) but the bound parameter needs \(5,\)",
+        match=r"state of 'fc1_bias' has shape \(5, 6\) but the bound parameter needs \(5,\) "
+        r"\(the file's key 1\)",
     ):
         load(upd.get_states())
     upd.states = {}

@@ -295,41 +295,35 @@ def _num_device(fname, states, reference, layout) -> int:
 def _checked(fname: str, name: str, key: Any, theirs: Any, mine: Any) -> Any:
     """``theirs`` if it has ``mine``'s layout, shapes and dtypes and finite values."""
     where = f"state of {name!r} (key {key!r})"
+
+    def bad(problem: str) -> MXNetFileError:
+        return _bad(fname, where, f"{problem} (the file's key {key!r})")
+
     mine = _host(mine)
     got_tree, want_tree = (jax.tree_util.tree_structure(t) for t in (theirs, mine))
     if got_tree != want_tree:
-        raise _bad(
-            fname,
-            where,
+        raise bad(
             f"the state of {name!r} is {got_tree} but this optimizer keeps {want_tree}; "
             "use the optimizer (and momentum / multi_precision settings) the states were "
             "saved with",
         )
     for new, old in zip(jax.tree_util.tree_leaves(theirs), jax.tree_util.tree_leaves(mine)):
         if not isinstance(new, np.ndarray):
-            raise _bad(
-                fname,
-                where,
+            raise bad(
                 f"the state of {name!r} holds a {type(new).__name__} where the optimizer "
                 "keeps an array",
             )
         if new.shape != old.shape:
-            raise _bad(
-                fname,
-                where,
+            raise bad(
                 f"the state of {name!r} has shape {new.shape} but the bound parameter "
                 f"needs {old.shape}",
             )
         if new.dtype != old.dtype:
-            raise _bad(
-                fname,
-                where,
+            raise bad(
                 f"the state of {name!r} is {new.dtype} but the bound parameter's is {old.dtype}",
             )
         if new.dtype.kind == "f" and not np.isfinite(new).all():
-            raise _bad(
-                fname, where, f"the state of {name!r} holds non-finite values; the file is damaged"
-            )
+            raise bad(f"the state of {name!r} holds non-finite values; the file is damaged")
     return theirs
 
 
