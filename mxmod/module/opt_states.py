@@ -64,6 +64,9 @@ class Loaded(NamedTuple):
     num_update: int | None
 
 
+MAX_DEVICES = 4096  # device counts tried when mapping a file's indices onto parameters
+
+
 # ------------------------------------------------------------ writing
 def states_bytes(
     states: dict, counts: dict, num_update: int, layout: Layout, kind: str | None = None
@@ -275,7 +278,10 @@ def _num_device(fname, states, reference, layout) -> int:
             for key, state in states.items()
         )
 
-    candidates = dict.fromkeys([layout.num_device, *range(1, max(states) + 2)])
+    # the largest key must belong to the last trained position p: p*D <= key < (p+1)*D
+    top, last = max(states), max((names.index(n) for n in trained), default=0)
+    lo, hi = top // (last + 1) + 1, min(top // last if last else top + 1, MAX_DEVICES)
+    candidates = dict.fromkeys([layout.num_device, *range(lo, hi + 1)])
     covering = [d for d in candidates if covers(d)]
     for d in covering:
         if shaped(d):
