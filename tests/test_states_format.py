@@ -368,6 +368,13 @@ def test_bad_files_name_the_problem(tmp_path):
         r"\(the file's key 1\)",
     ):
         load(upd.get_states())
+    upd.states[10**15] = upd.states[0]  # a damaged key: refused at once
+    with pytest.raises(
+        mx.base.MXNetFileError,
+        match=r"keyed by indices \[0, 1, 2, 3, 1000000000000000\], which do not map onto "
+        r"this module's trained parameters",
+    ):
+        load(upd.get_states())
     upd.states = {}
     with pytest.raises(mx.base.MXNetFileError, match=r"holds no states"):
         load(upd.get_states())
