@@ -138,18 +138,10 @@ def assert_same_params(a, b, atol=1e-6):
 
 
 # ------------------------------------------------------------ one format
-NON_FUSED_2DEV_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="non-fused optimizer over 2 devices without update_on_kvstore: the reduced "
-    "gradient spans devices [0, 1] while device 0's weight does not (executor group)",
-)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "opt,ndev",
-    [("adam", 1), ("adam", 2), ("host", 1), pytest.param("host", 2, marks=NON_FUSED_2DEV_BUG)],
+    [("adam", 1), ("adam", 2), ("host", 1), ("host", 2)],
 )
 def test_module_file_is_an_updater_file(tmp_path, monkeypatch, opt, ndev):
     """Keys are MXNet's indices i*D+k (update_on_kvstore off), fused or not; the counts

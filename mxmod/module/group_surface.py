@@ -15,7 +15,7 @@ import numpy as np
 from ..base import MXNetError
 from ..ndarray import NDArray
 from .slicing import decide_slices, sliced_shape
-from .views import ArrayTable, ExecView, StateView, on_device
+from .views import stacked_replace, stacked_slot, ArrayTable, ExecView, StateView, on_device
 
 
 def _slice_of(x, axis, s):
@@ -102,7 +102,8 @@ class GroupSurface:
                 return jnp.zeros(self._arg_shape[name], self._arg_type[name])
             if self._grads_stacked:
                 if k is not None or g.shape[0] == 1:  # this worker's devices (dist_sync)
-                    return self._progs.placement.local(g, 0)[0 if k is None else k]
+                    local = self._progs.placement.local(g, 0)
+                    return stacked_slot(local, 0 if k is None else k, self._dev(k or 0))
                 return g.sum(0)
             return g
 
@@ -112,7 +113,7 @@ class GroupSurface:
             value = jnp.asarray(value)
             if self._grads_stacked:
                 idx = 0 if k is None else k
-                cur[name] = cur[name].at[idx].set(value.astype(cur[name].dtype))
+                cur[name] = stacked_replace(cur[name], idx, value.astype(cur[name].dtype))
             else:
                 cur[name] = value.astype(self._arg_type[name])
 

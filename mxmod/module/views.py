@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 import jax
+from jax.sharding import NamedSharding, PartitionSpec
 
 from ..ndarray import NDArray
 
@@ -57,6 +58,33 @@ def on_device(arr, device):
         if shard.device == device and shard.data.shape == arr.shape:
             return shard.data
     return jax.device_put(arr, device)
+
+
+def stacked_slot(stacked, k: int, device):
+    """Row ``k`` of a per-device stacked array, committed to ``device`` alone (the row's own
+    shard where it lives there), so per-device arithmetic never meets a mesh-wide array."""
+    for shard in getattr(stacked, "addressable_shards", ()):
+        idx = shard.index[0] if shard.index else slice(None)
+        if shard.device == device and shard.data.shape[0] == 1 and (idx.start or 0) == k:
+            return shard.data[0]
+    return on_device(stacked[k], device)
+
+
+def stacked_replace(stacked, k: int, row):
+    """``stacked`` with row ``k`` replaced by ``row``, keeping its sharding (the row's shard
+    is swapped where each device holds one row; otherwise one scatter)."""
+    shards = list(getattr(stacked, "addressable_shards", ()))
+    if len(shards) == stacked.shape[0] and all(s.data.shape[0] == 1 for s in shards):
+        parts = []
+        for s in shards:
+            if (s.index[0].start or 0) == k:
+                parts.append(jax.device_put(row[None], s.device))
+            else:
+                parts.append(s.data)
+        return jax.make_array_from_single_device_arrays(stacked.shape, stacked.sharding, parts)
+    mesh = getattr(stacked.sharding, "mesh", None)
+    target = NamedSharding(mesh, PartitionSpec()) if mesh is not None else stacked.sharding
+    return stacked.at[k].set(jax.device_put(row, target))
 
 
 class ExecView:
