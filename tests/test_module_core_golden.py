@@ -77,6 +77,23 @@ def test_subclass_clipping_per_device_grads_through_update_params(n_dev):
 
 
 @pytest.mark.parametrize("n_dev", [1, 2])
+def test_subclass_per_device_updates_with_a_host_optimizer(n_dev, monkeypatch):
+    """MXNET_UPDATE_ON_KVSTORE=0: the kvstore sums, then the (uncompilable) optimizer
+    updates each device's copy through the per-index Updater."""
+    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", "0")
+    x, y = cases.data()
+    name = cases.register_host_sgd(mx)
+    ctx = [mx.cpu(i) for i in range(n_dev)]
+    cls = cases.clipping_module_class(mx)
+    mod = cls(cases.mlp(mx), context=ctx)
+    mod, _ = fit(cases.mlp(mx), mod, x, y, name, {"learning_rate": 0.3, "wd": 1e-3})
+    assert not mod._exec_group.state.opt.fused
+    gold = golden(f"clip_host_{n_dev}dev")
+    np.testing.assert_allclose(mod.norms, gold["norms"], rtol=1e-4)
+    check_params(mod, gold)
+
+
+@pytest.mark.parametrize("n_dev", [1, 2])
 def test_mxnet_style_optimizer_trains_a_module_through_fit(n_dev):
     x, y = cases.data()
     name = cases.register_custom_sgd(mx)
