@@ -201,3 +201,19 @@ def test_fit_over_placed_iterator_trains_as_host_path(ctx, monkeypatch):
     for k in params_h:
         np.testing.assert_array_equal(params[k], params_h[k])
     assert acc == acc_h and score == score_h
+
+
+def test_a_long_used_iterator_places_itself_on_the_cpu(monkeypatch):
+    monkeypatch.setattr(mx.io.NDArrayIter, "auto_place_after", 5)
+    host, _ = _iters(n=10, batch=4, last_batch_handle="roll_over", shuffle=True)
+    host.auto_place_after = 10**9  # this one stays on the host
+    auto, _ = _iters(n=10, batch=4, last_batch_handle="roll_over", shuffle=True)
+    assert not auto.placed_on_device
+    expect, got = _epochs(host, 6), _epochs(auto, 6)  # placed at the reset after batch 5
+    assert got == expect and auto.placed_on_device and not host.placed_on_device
+    with mx.Context(mx.cpu(2)):  # another current context: batches go there, from the host
+        b = next(auto)
+        assert b.data[0].context == mx.cpu(2)
+    np.testing.assert_array_equal(b.data[0].asnumpy(), next(host).data[0].asnumpy())
+    auto.place_on(None)
+    assert not auto.placed_on_device

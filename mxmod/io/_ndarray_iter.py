@@ -146,6 +146,10 @@ class NDArrayIter(DataIter):
     #: Bytes of data (all sources, one copy per device) that ``place_on`` keeps on the
     #: device(s); bigger data stays on the host and each batch is copied over.
     device_data_limit = 1 << 30
+    #: Host-built batches after which an iterator never placed (a hand-written training
+    #: loop) keeps its data on the current context's device too, when that is a CPU: the
+    #: copy costs no accelerator memory, and one compile pays for itself by then.
+    auto_place_after = 256
 
     def __init__(
         self,
@@ -206,6 +210,8 @@ class NDArrayIter(DataIter):
         self._nd_cache = None
         self._targets = None  # per source: where batches go (None: the current context)
         self._device = None  # DeviceSources once placed and small enough
+        self._auto_device = None  # the CPU device of an automatic placement
+        self._host_batches = 0  # batches built on the host while never placed
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
         self.cursor = -self.batch_size
@@ -271,6 +277,7 @@ class NDArrayIter(DataIter):
         ``target``. A target spanning several processes is ignored (each worker's batch
         is its own rows of the global batch, placed by the Module).
         """
+        self._auto_device = None
         if target is None:
             self._targets = self._device = None
             return
@@ -294,6 +301,21 @@ class NDArrayIter(DataIter):
             self._device = DeviceSources(
                 [v for _, v in sources], shardings, self._axis, self.batch_size
             )
+
+    def _maybe_auto_place(self):
+        """At an epoch boundary: give a long-used, never placed iterator a device copy on
+        the current context when that is a CPU (see ``auto_place_after``)."""
+        if self._targets is not None or self._device is not None:
+            return
+        if self._host_batches < self.auto_place_after:
+            return
+        dev = current_context().jax_device
+        sources = self._data + self._label
+        if dev.platform != "cpu" or sum(v.nbytes for _, v in sources) > self.device_data_limit:
+            return
+        where = [SingleDeviceSharding(dev)] * len(sources)
+        self._device = DeviceSources([v for _, v in sources], where, self._axis, self.batch_size)
+        self._auto_device = dev
 
     @property
     def placed_on_device(self):
@@ -324,6 +346,7 @@ class NDArrayIter(DataIter):
         self.cursor = -self.batch_size
         self._cache_data = None
         self._cache_label = None
+        self._maybe_auto_place()
 
     def reset(self):
         """Reset to the start; in ``roll_over`` mode keep the leftover of the last epoch."""
@@ -337,6 +360,7 @@ class NDArrayIter(DataIter):
             self.cursor = self.cursor - self.num_data - self.batch_size
         else:
             self.cursor = -self.batch_size
+        self._maybe_auto_place()
 
     @property
     def epoch(self):
@@ -429,6 +453,7 @@ class NDArrayIter(DataIter):
             self._device is not None
             and not self._rolled()
             and (self.cursor + self.batch_size <= self.num_data or self.last_batch_handle == "pad")
+            and (self._auto_device is None or self._auto_device == current_context().jax_device)
         )
 
     def _placed_batch(self, which):
@@ -440,6 +465,7 @@ class NDArrayIter(DataIter):
     def _to_batch(self, host, which):
         """NDArrays of host batch arrays, sent where the iterator is placed."""
         if self._targets is None:
+            self._host_batches += 1
             return _send(host, None)
         return _send(host, [self._targets[i] for i in which])
 
