@@ -47,7 +47,7 @@ def replicated(sharding):
     return NamedSharding(Mesh(np.array(devices), ("_all",)), P())
 
 
-MAX_RUN = 16  # batches gathered per dispatch
+MAX_RUN = 32  # batches gathered per dispatch
 RUN_BYTES = 4 << 20  # ...and at most this many bytes of them
 
 
