@@ -170,8 +170,7 @@ def _locals_seen(n, batch="data_batch", next_batch="next_data_batch"):
 def test_callbacks_see_mxnet_fit_locals():
     # MXNet 1.9.1's loop: end_of_batch (True at the epoch's last batch, with eval_name_vals),
     # data_batch, next_data_batch and fit's own arguments; 5 batches: a block of 3 + 2 singles
-    # (mxmod's single-step loop names the batches batch/next_batch; blocks give both names)
-    ref = _locals_seen(1, "batch", "next_batch")
+    ref = _locals_seen(1)
     got = _locals_seen(3)
     assert got == ref
     assert [s[1] for s in got] == [False] * 4 + [True] + [False] * 4 + [True]

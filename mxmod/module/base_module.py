@@ -316,13 +316,13 @@ class BaseModule:
             nbatch = 0
             data_iter = iter(train_data)
             end_of_batch = False
-            next_batch = _first_batch(train_data, data_iter)
+            next_data_batch = _first_batch(train_data, data_iter)
             eval_name_vals = []
             if blocks:
                 eval_name_vals = multi_step.fit_epoch(
                     self,
                     data_iter,
-                    next_batch,
+                    next_data_batch,
                     eval_metric,
                     epoch,
                     steps_per_dispatch,
@@ -331,18 +331,18 @@ class BaseModule:
                 )
                 end_of_batch = True
             while not end_of_batch:
-                batch = next_batch
+                data_batch = next_data_batch
                 if monitor is not None:
                     monitor.tic()
-                self.forward_backward(batch)
+                self.forward_backward(data_batch)
                 self.update()
-                if isinstance(batch, list):
-                    self.update_metric(eval_metric, [b.label for b in batch], pre_sliced=True)
+                if isinstance(data_batch, list):
+                    self.update_metric(eval_metric, [b.label for b in data_batch], pre_sliced=True)
                 else:
-                    self.update_metric(eval_metric, batch.label)
+                    self.update_metric(eval_metric, data_batch.label)
                 try:
-                    next_batch = next(data_iter)
-                    self.prepare(next_batch, sparse_row_id_fn=sparse_row_id_fn)
+                    next_data_batch = next(data_iter)
+                    self.prepare(next_data_batch, sparse_row_id_fn=sparse_row_id_fn)
                 except StopIteration:
                     end_of_batch = True
                 if monitor is not None:
