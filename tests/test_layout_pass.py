@@ -100,7 +100,7 @@ def _check_same(make, shapes, monkeypatch, channel_last, is_train=True):
 IMG = {"data": (4, 3, 12, 12)}
 
 
-@pytest.mark.parametrize("is_train", [True, False])
+@pytest.mark.parametrize("is_train", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_resnet_block(monkeypatch, is_train):
     shapes = dict(IMG, softmax_label=(4,))
     _check_same(resnet_block, shapes, monkeypatch, True, is_train)
@@ -209,6 +209,7 @@ def test_explicit_channel_last_layout_is_left_alone(monkeypatch):
     _check_same(make, {"data": (2, 9, 9, 3)}, monkeypatch, False)
 
 
+@pytest.mark.slow
 def test_module_training_matches(monkeypatch):
     """Three Module SGD steps: same parameters (NCHW shapes) and moving statistics."""
     rng = np.random.RandomState(3)
