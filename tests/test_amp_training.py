@@ -152,7 +152,7 @@ def _fit_scaled(sym, start=None, steps_per_dispatch=1, metric="acc"):
     return mod, scaler, init, arg
 
 
-@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("n", [1, pytest.param(3, marks=pytest.mark.slow)])
 def test_fit_with_loss_scaling_equals_unscaled_float32(n):
     # a power-of-two scale times float32 gradients, then divided out: bit for bit
     _, _, _, plain = _fit_scaled(_mlp())
