@@ -236,5 +236,6 @@ def test_loss_scaling_with_a_batch_of_another_shape():
         mod.fit(it, num_epoch=2, optimizer_params={"learning_rate": 0.5}, steps_per_dispatch=2)
         got.append({k: v.asnumpy() for k, v in mod.get_params()[0].items()})
     for k in got[0]:
-        np.testing.assert_array_equal(got[0][k], got[1][k], err_msg=k)
+        # power-of-two scaling is exact; newer jax may fuse the unscale differently (1 ulp)
+        np.testing.assert_allclose(got[0][k], got[1][k], rtol=1e-6, atol=0, err_msg=k)
     assert scaler.loss_scale == 2.0**16 and scaler._unskipped == 8

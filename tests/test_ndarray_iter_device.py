@@ -115,7 +115,7 @@ def test_arrays_stay_on_the_given_sharding():
     dev.place_on({"data": split, "softmax_label": one})
     assert dev.placed_on_device is False  # two device sets: batches come from the host
     dev.place_on({"data": split, "softmax_label": split})
-    assert dev.placed_on_device
+    assert dev.placed_on_device is False  # several devices: host batches (see place_on)
     for h, b in zip(host, dev):
         assert b.data[0]._data.sharding == split and b.label[0]._data.sharding == split
         np.testing.assert_array_equal(h.data[0].asnumpy(), b.data[0].asnumpy())

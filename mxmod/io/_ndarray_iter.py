@@ -273,7 +273,7 @@ class NDArrayIter(DataIter):
         or None (back to the current context, batches built on the host). When all the
         sources together fit :attr:`device_data_limit` bytes they are copied once to the
         target's devices (a full copy on each) and every batch is then gathered there by
-        one compiled program; bigger data stays on the host and each batch is copied to
+        one compiled program; bigger data, or several target devices, stay on the host and each batch is copied to
         ``target``. A target spanning several processes is ignored (each worker's batch
         is its own rows of the global batch, placed by the Module).
         """
@@ -295,9 +295,12 @@ class NDArrayIter(DataIter):
         if self._device is not None and self._device.shardings == shardings:
             return  # already there
         self._device = None
-        one_device_set = len({frozenset(s.device_set) for s in shardings}) == 1
+        device_sets = {frozenset(s.device_set) for s in shardings}
+        # one device only: on XLA:CPU a gather over several devices beside the sharded
+        # step can deadlock the in-process all-reduce (seen with 2 devices, 2 cores)
+        one_device = len(device_sets) == 1 and len(next(iter(device_sets))) == 1
         nbytes = sum(v.nbytes for _, v in sources)
-        if one_device_set and nbytes <= self.device_data_limit and self.num_data < 2**31:
+        if one_device and nbytes <= self.device_data_limit and self.num_data < 2**31:
             self._device = DeviceSources(
                 [v for _, v in sources], shardings, self._axis, self.batch_size
             )
