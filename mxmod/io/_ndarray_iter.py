@@ -271,10 +271,10 @@ class NDArrayIter(DataIter):
         ``target``: a ``{input name: Sharding, Device or Context}`` dict (sources not
         named go to the current context), one Sharding/Device/Context for every source,
         or None (back to the current context, batches built on the host). When all the
-        sources together fit :attr:`device_data_limit` bytes they are copied once to the
-        target's devices (a full copy on each) and every batch is then gathered there by
-        one compiled program; bigger data, or several target devices, stay on the host and each batch is copied to
-        ``target``. A target spanning several processes is ignored (each worker's batch
+        sources together fit :attr:`device_data_limit` bytes and the target is one device,
+        they are copied once to it and every batch is then gathered there by one compiled
+        program; bigger data, or several target devices, stay on the host and each batch
+        is copied to ``target``. A target spanning several processes is ignored (each worker's batch
         is its own rows of the global batch, placed by the Module).
         """
         self._auto_device = None
