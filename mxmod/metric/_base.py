@@ -30,6 +30,10 @@ def _layout(entry):
     leaves, treedef = jax.tree_util.tree_flatten(stats)
     if not all(isinstance(x, jax.Array) for x in leaves):
         return None
+    # one device only: on XLA:CPU a multi-device stacking program beside the sharded
+    # step can deadlock the in-process all-reduce
+    if any(len(x.sharding.device_set) > 1 for x in leaves):
+        return None
     return stacked, treedef, tuple((x.shape, x.dtype, x.sharding) for x in leaves)
 
 
