@@ -41,6 +41,19 @@ def _take(arr, axis, s, n_dev):
     return NDArray(x[tuple(idx)])
 
 
+def _serial_on_cpu(placement) -> bool:
+    """Whether a step over several CPU devices must finish before the host goes on:
+    XLA:CPU orders programs only by their data, so a collective program still running
+    beside another one can deadlock its in-process all-reduce (seen with 2 simulated
+    devices: `Termination timeout for all reduce`)."""
+    known = getattr(placement, "_serial_on_cpu", None)
+    if known is None:
+        devices = getattr(placement, "devices", None) or []
+        known = len(devices) > 1 and all(d.platform == "cpu" for d in devices)
+        placement._serial_on_cpu = known
+    return known
+
+
 class GroupRunner:
     """Mixin of ``DataParallelExecutorGroup``: everything that runs the programs."""
 
@@ -318,6 +331,8 @@ class GroupRunner:
             if owes_update:
                 self._apply_update()
                 p.update_done = True
+        if _serial_on_cpu(self._progs.placement):
+            jax.block_until_ready((self.state.params, stats))
         metrics, p.metrics = p.metrics, []
         local = self._progs.placement.local  # a worker's metric counts its own batch
         for i, m in enumerate(metrics):
