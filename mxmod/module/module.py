@@ -557,18 +557,9 @@ class Module(BaseModule):
         atomic_write(fname, self._optimizer_states_bytes())
 
     def _optimizer_states_bytes(self) -> bytes:
-        from ..optimizer.updater import held_counts
-        from .opt_states import states_bytes
+        from .module_states import states_bytes_of
 
-        require(self, "save_optimizer_states", "optimizer_initialized")
-        self._exec_group.flush()
-        box = self._exec_group.state.opt
-        if not box.fused:
-            return _box_updater(box).get_states()
-        opt = box.optimizer
-        counts = held_counts(opt, box.state).per_index
-        layout = self._states_layout(box)
-        return states_bytes(box.state, counts, opt.num_update, layout, type(opt).__name__.lower())
+        return states_bytes_of(self)
 
     def load_optimizer_states(self, fname, allow_pickle=False):
         """Load a ``.states`` file: one written by :meth:`save_optimizer_states` or
@@ -576,38 +567,9 @@ class Module(BaseModule):
         mxmod's first Module format, or, only with ``allow_pickle=True`` (mxmod addition:
         unpickling can run code), an MXNet pickle read by a restricted unpickler. The states
         are checked against this module's before any is used."""
-        from . import opt_states as fmt
+        from .module_states import load_states_into
 
-        require(self, "load_optimizer_states", "optimizer_initialized")
-        group = self._exec_group
-        group.flush()
-        box = group.state.opt
-        layout = self._states_layout(box)
-        if box.fused:
-            loaded = fmt.read_states(fname, box.optimizer, box.state, layout, allow_pickle)
-            box.state = fmt.place_like(loaded.states, box.state)
-            if loaded.counts is not None:
-                box.optimizer.num_update = loaded.num_update
-                box.optimizer._index_update_count.update(loaded.counts)
-            return
-        reference = _created_states(box.optimizer, group, layout)
-        loaded = fmt.read_states(
-            fname, box.optimizer, reference, layout, allow_pickle, allow_empty=True
-        )
-        _box_updater(box).adopt_states(
-            fmt.updater_table(loaded.states, layout), fmt.updater_counts(loaded, layout)
-        )
-
-    def _states_layout(self, box):
-        from .opt_states import Layout
-
-        trained = set(self._exec_group._diff_params)
-        return Layout(
-            tuple(self._param_names),
-            tuple(n for n in self._param_names if n in trained),
-            tuple(self._context),
-            bool(box.update_on_kvstore),
-        )
+        load_states_into(self, fname, allow_pickle)
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
         require(self, "prepare", "binded")
@@ -617,24 +579,6 @@ class Module(BaseModule):
                     "Parameters are not updated in the KVStore. No need to call sparse_row_id_fn."
                 )
             )
-
-
-def _box_updater(box):
-    """The per-index Updater that holds a non-fused optimizer's states."""
-    if box.update_on_kvstore:
-        return box.kvstore._check_updater("save or load")
-    return box.updater
-
-
-def _created_states(optimizer, group, layout) -> dict:
-    """``{name: state}`` the optimizer creates for each trained weight (device 0's copy)."""
-    states = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name in layout.trained:
-            weight = group.param_arrays[group.param_names.index(name)][0]
-            states[name] = optimizer.create_state_multi_precision(layout.keys(name)[0], weight)
-    return states
 
 
 def _copy_param(name: str, src: Any, dst) -> None:
