@@ -242,3 +242,19 @@ def test_image_iter_user_augmenter_and_errors(tmp_path):
     it = mx.image.ImageIter(1, (3, 4, 4), imglist=[[1.0, "bad.jpg"]], path_root=str(tmp_path))
     with pytest.raises(MXNetError, match="Broken image filename: bad.jpg"):
         it.next()
+
+
+def test_out_arguments_and_empty_buffer():
+    src = mx.nd.array(np.arange(5 * 6 * 3).reshape(5, 6, 3), dtype="uint8")
+    out = mx.nd.zeros((3, 4, 3), dtype="uint8")
+    assert mx.image.imresize(src, 4, 3, interp=0, out=out) is out
+    np.testing.assert_array_equal(out.asnumpy(), mx.image.imresize(src, 4, 3, interp=0).asnumpy())
+    out = mx.nd.zeros((7, 8, 3), dtype="uint8")
+    res = mx.image.copyMakeBorder(src, 1, 1, 1, 1, type=0, values=[9, 9, 9], out=out)
+    assert res is out and (out.asnumpy()[0] == 9).all()
+    np.testing.assert_array_equal(out.asnumpy()[1:-1, 1:-1], src.asnumpy())
+    with pytest.raises(ValueError, match=r"out has shape \(2, 2, 3\), the result \(3, 4, 3\)"):
+        mx.image.imresize(src, 4, 3, out=mx.nd.zeros((2, 2, 3), dtype="uint8"))
+    with pytest.raises(MXNetError, match="empty buffer"):
+        mx.image.imdecode(b"")
+    assert mx.image.image.imread is mx.image.imread and mx.img is mx.image

@@ -254,8 +254,8 @@ class ImageIter(DataIter):
         if self._cache_data is not None:
             batch_data, batch_label, i = self._cache_data, self._cache_label, self._cache_idx
         else:
-            batch_data = np.zeros((self.batch_size,) + self.data_shape, np.float32)
-            batch_label = np.zeros(self.provide_label[0][1], np.float32)
+            batch_data = np.zeros((self.batch_size,) + tuple(self.data_shape), np.float32)
+            batch_label = self._new_label_batch()
             i = self._batchify(batch_data, batch_label)
         pad = self.batch_size - i
         if pad != 0:
@@ -270,6 +270,10 @@ class ImageIter(DataIter):
             else:
                 self._cache_data = self._cache_label = self._cache_idx = None
         return DataBatch([_nd_array(batch_data)], [_nd_array(batch_label)], pad=pad)
+
+    def _new_label_batch(self):
+        """The label buffer of one batch (zeros)."""
+        return np.zeros(self.provide_label[0][1], np.float32)
 
     def check_data_shape(self, data_shape):
         """Raise ValueError unless ``data_shape`` is ``(3, h, w)``."""

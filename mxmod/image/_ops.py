@@ -64,6 +64,8 @@ def decode_np(buf, flag=1, to_rgb=True, what="image"):
         MXNetError: the bytes are not a decodable image (names ``what``).
     """
     data = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf
+    if data.size == 0:
+        raise MXNetError(f"Decoding failed: {what} is an empty buffer (0 bytes)")
     img = cv2().imdecode(data.reshape(-1).astype(np.uint8, copy=False), int(flag))
     if img is None:
         raise MXNetError(f"Decoding failed: {what} ({data.size} bytes) is not a valid image file")
@@ -134,13 +136,28 @@ def _interp(interp):
     return int(interp)
 
 
-def imresize(src, w, h, interp=1):
-    """Resize to width ``w`` and height ``h`` with ``cv2.resize``, as ``mx.image.imresize``."""
+def _into(res, out):
+    """Write ``res`` into the NDArray ``out`` (MXNet's ``out=``) and return ``out``.
+
+    Raises:
+        ValueError: ``out`` has another shape than the result.
+    """
+    if out is None:
+        return res
+    if tuple(out.shape) != tuple(np.shape(res)):
+        raise ValueError(f"out has shape {tuple(out.shape)}, the result {np.shape(res)}")
+    out[:] = res if isinstance(res, NDArray) else _nd_array(res, dtype=res.dtype)
+    return out
+
+
+def imresize(src, w, h, interp=1, out=None):
+    """Resize to width ``w`` and height ``h`` with ``cv2.resize``, as ``mx.image.imresize``
+    (into the NDArray ``out`` when given)."""
     arr, nd = as_numpy(src)
-    out = cv2().resize(arr, (int(w), int(h)), interpolation=_interp(interp))
-    if out.ndim == 2 and arr.ndim == 3:
-        out = out[:, :, None]
-    return like(out, nd)
+    res = cv2().resize(arr, (int(w), int(h)), interpolation=_interp(interp))
+    if res.ndim == 2 and arr.ndim == 3:
+        res = res[:, :, None]
+    return _into(like(res, nd), out)
 
 
 def scale_down(src_size, size):
@@ -154,16 +171,17 @@ def scale_down(src_size, size):
     return int(w), int(h)
 
 
-def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=()):  # noqa: A002
-    """Pad an image with ``cv2.copyMakeBorder``, as ``mx.image.copyMakeBorder``."""
+def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=(), out=None):  # noqa: A002
+    """Pad an image with ``cv2.copyMakeBorder``, as ``mx.image.copyMakeBorder`` (into the
+    NDArray ``out`` when given)."""
     arr, nd = as_numpy(src)
     fill = tuple(values) if values else (value,) * 4
-    out = cv2().copyMakeBorder(
+    res = cv2().copyMakeBorder(
         arr, int(top), int(bot), int(left), int(right), int(type), value=fill
     )
-    if out.ndim == 2 and arr.ndim == 3:
-        out = out[:, :, None]
-    return like(out, nd)
+    if res.ndim == 2 and arr.ndim == 3:
+        res = res[:, :, None]
+    return _into(like(res, nd), out)
 
 
 def _get_interp_method(interp, sizes=()):
