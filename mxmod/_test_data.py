@@ -21,6 +21,7 @@ __all__ = [
     "get_mnist",
     "get_mnist_ubyte",
     "get_cifar10",
+    "get_bz2_data",
     "get_mnist_iterator",
 ]
 
@@ -122,6 +123,29 @@ def get_mnist_ubyte() -> None:
         raise FileNotFoundError(
             _NOT_BUNDLED.format(what="MNIST (ubyte)", files=", ".join(missing), where="data/")
         )
+
+
+def get_bz2_data(data_dir: str, data_name: str, url: str, data_origin_name: str) -> None:
+    """Make ``data_dir/data_name`` from ``data_dir/data_origin_name`` (bz2), as MXNet's
+    helper, but never download: one of the two files must be there already.
+
+    Raises:
+        FileNotFoundError: neither file is there (says what to fetch and where).
+    """
+    import bz2
+    import shutil
+
+    target = os.path.join(data_dir, data_name)
+    if os.path.exists(target):
+        return
+    origin = os.path.join(data_dir, data_origin_name)
+    if not os.path.exists(origin):
+        raise FileNotFoundError(
+            f"{target} is not there and mxmod never downloads: fetch {url} and save it "
+            f"as {origin} (or its decompressed content as {target})"
+        )
+    with bz2.BZ2File(origin, "rb") as src, open(target, "wb") as dst:
+        shutil.copyfileobj(src, dst)
 
 
 def get_cifar10() -> None:

@@ -64,8 +64,10 @@ def test_mnist_errors(tmp_path):
         mx.io.MNISTIter(image=IMG, label=str(tmp_path / "lab"))
     with pytest.raises(TypeError, match="can only accept keyword arguments"):
         mx.io.MNISTIter(IMG)
-    with pytest.raises(MXNetError, match=r"unknown parameter\(s\) \['flatten'\]"):
-        mx.io.MNISTIter(image=IMG, label=LAB, flatten=True)
+    with pytest.warns(
+        UserWarning, match=r"unknown parameter\(s\) \['data_shape', 'flatten'\] ignored"
+    ):
+        mx.io.MNISTIter(image=IMG, label=LAB, flatten=True, data_shape=(784,))
 
 
 CSV = {
@@ -110,3 +112,23 @@ def test_csv_errors_and_libsvm(tmp_path):
         mx.io.CSVIter(data_csv=os.path.join(D, "data.csv"), data_shape=(6,), batch_size=0)
     with pytest.raises(NotImplementedError, match="LibSVMIter is not available.*CSR sparse"):
         mx.io.LibSVMIter(data_libsvm="x.libsvm", data_shape=(3,), batch_size=1)
+
+
+def test_csv_integer_dtypes_and_native_accessors(tmp_path):
+    (tmp_path / "d.csv").write_text("200000001,2\n3,2147483647\n5,6\n")
+    (tmp_path / "l.csv").write_text("1\n2\n3\n")
+    for dtype in ("int32", "float32"):
+        it = mx.io.CSVIter(
+            data_csv=str(tmp_path / "d.csv"),
+            label_csv=str(tmp_path / "l.csv"),
+            data_shape=(2,),
+            batch_size=2,
+            dtype=dtype,
+        )
+        it.next()
+        # MXNet's native iterators: getdata/getlabel give one NDArray, getindex the rows
+        data, label = it.getdata(), it.getlabel()
+        assert isinstance(data, mx.nd.NDArray) and data.dtype == np.dtype(dtype)
+        assert label.dtype == np.dtype(dtype) and it.getindex().tolist() == [0, 1]
+        want = np.array([[200000001, 2], [3, 2147483647]]).astype(dtype)
+        np.testing.assert_array_equal(data.asnumpy(), want)

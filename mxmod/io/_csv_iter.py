@@ -38,7 +38,18 @@ _PARAMS = {
 }
 
 
-def _load_csv(path, shape, what):
+def _parse_row(line, dtype):
+    """One CSV row in ``dtype`` (integers parsed exactly: 2147483648 stays exact in int64)."""
+    fields = line.split(",")
+    if dtype.kind in "iu":
+        try:
+            return np.array([int(x) for x in fields], dtype=dtype)
+        except ValueError:
+            pass  # "1.0" and friends: through float, as strtod would
+    return np.array([float(x) for x in fields]).astype(dtype)
+
+
+def _load_csv(path, shape, what, dtype):
     width = int(np.prod(shape))
     rows = []
     try:
@@ -48,8 +59,8 @@ def _load_csv(path, shape, what):
                 if not line:
                     continue
                 try:
-                    vals = [float(x) for x in line.split(",")]
-                except ValueError:
+                    vals = _parse_row(line, dtype)
+                except (ValueError, OverflowError):
                     raise MXNetError(f"{path}:{lineno}: not a number in {line!r}") from None
                 if len(vals) != width:
                     raise MXNetError(
@@ -59,7 +70,7 @@ def _load_csv(path, shape, what):
                 rows.append(vals)
     except OSError as e:
         raise MXNetError(f"CSVIter: cannot open {path!r}: {e.strerror}") from None
-    return np.asarray(rows, np.float32).reshape((len(rows),) + tuple(shape))
+    return np.asarray(rows, dtype).reshape((len(rows),) + tuple(shape))
 
 
 class CSVIter(DataIter):
@@ -78,17 +89,17 @@ class CSVIter(DataIter):
         super().__init__(p["batch_size"])
         self.p = p
         dtype = np.dtype(p["dtype"] or "float32")
-        self._data = _load_csv(p["data_csv"], p["data_shape"], "data_shape").astype(dtype)
+        self._data = _load_csv(p["data_csv"], p["data_shape"], "data_shape", dtype)
         n = len(self._data)
         if p["label_csv"] != "NULL":
-            self._label = _load_csv(p["label_csv"], p["label_shape"], "label_shape")
+            self._label = _load_csv(p["label_csv"], p["label_shape"], "label_shape", dtype)
             if len(self._label) != n:
                 raise MXNetError(
                     f"CSVIter: {p['data_csv']} has {n} rows but {p['label_csv']} "
                     f"has {len(self._label)}"
                 )
         else:
-            self._label = np.zeros((n,) + tuple(p["label_shape"]), np.float32)
+            self._label = np.zeros((n,) + tuple(p["label_shape"]), dtype)
         if tuple(p["label_shape"]) == (1,):
             self._label = self._label.reshape(n)
         if n == 0:
@@ -97,7 +108,7 @@ class CSVIter(DataIter):
             DataDesc(p["data_name"], (self.batch_size,) + self._data.shape[1:], dtype)
         ]
         self.provide_label = [
-            DataDesc(p["label_name"], (self.batch_size,) + self._label.shape[1:], np.float32)
+            DataDesc(p["label_name"], (self.batch_size,) + self._label.shape[1:], dtype)
         ]
         self.placement = Placement()
         self._pos, self._wrapped, self._done = 0, False, False
@@ -135,6 +146,7 @@ class CSVIter(DataIter):
             [NDArray(self.placement.put(self.provide_data[0].name, self._data[idx]))],
             [NDArray(self.placement.put(self.provide_label[0].name, self._label[idx]))],
             pad=pad,
+            index=idx,
             provide_data=self.provide_data,
             provide_label=self.provide_label,
         )
@@ -146,13 +158,19 @@ class CSVIter(DataIter):
         raise StopIteration
 
     def getdata(self):
-        return self._current.data
+        """The current batch's data: one NDArray, as MXNet's native iterators."""
+        return self._current.data[0]
 
     def getlabel(self):
-        return self._current.label
+        """The current batch's label: one NDArray, as MXNet's native iterators."""
+        return self._current.label[0]
 
     def getpad(self):
         return self._current.pad
+
+    def getindex(self):
+        """Row numbers of the current batch (numpy), as MXNet's CSVIter."""
+        return self._current.index
 
 
 def LibSVMIter(*args, **kwargs):

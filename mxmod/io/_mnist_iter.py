@@ -145,10 +145,12 @@ class MNISTIter(DataIter):
         raise StopIteration
 
     def getdata(self):
-        return self._current.data
+        """The current batch's data: one NDArray, as MXNet's native iterators."""
+        return self._current.data[0]
 
     def getlabel(self):
-        return self._current.label
+        """The current batch's label: one NDArray, as MXNet's native iterators."""
+        return self._current.label[0]
 
     def getpad(self):
         return 0

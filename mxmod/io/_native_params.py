@@ -5,6 +5,7 @@ Python values or strings, and names any unknown or unsupported parameter)."""
 from __future__ import annotations
 
 import ast
+import warnings
 
 from ..base import MXNetError
 
@@ -65,15 +66,17 @@ def check_params(iter_name, kwargs, params, unsupported, required):
     """Parameters with defaults filled in and values converted to their types.
 
     Raises:
-        MXNetError: unknown names, or a required one missing.
+        MXNetError: a required name missing (unknown names only warn, as MXNet ignores
+            them).
         NotImplementedError: an MXNet option mxmod does not implement, set to a
             non-default value.
     """
     unknown = sorted(k for k in kwargs if k not in params and k not in unsupported)
-    if unknown:
-        raise MXNetError(
-            f"{iter_name}: unknown parameter(s) {unknown}; see "
-            f"help(mx.io.{iter_name}) for the accepted ones"
+    if unknown:  # MXNet's C++ iterators ignore them silently; a warning catches typos
+        warnings.warn(
+            f"{iter_name}: unknown parameter(s) {unknown} ignored, as MXNet does; see "
+            f"help(mx.io.{iter_name}) for the accepted ones",
+            stacklevel=3,
         )
     for k, default in unsupported.items():
         if k in kwargs and float(kwargs[k]) != default:
