@@ -14,13 +14,29 @@ raise FileNotFoundError saying where to put them.
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import errno
+import gzip
+import json
+import logging
 import numbers
 import os
+import platform
+import struct
+import sys
+import time
+import traceback
+import zipfile
+from collections import OrderedDict
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+import numpy.random as rnd
 import numpy.testing as npt
+
+import mxmod as mx
 
 from .context import Context, current_context
 from .ndarray import NDArray, array, waitall
@@ -68,6 +84,29 @@ __all__ = [
     "check_symbolic_backward",
     "check_consistency",
     "compare_optimizer",
+    # MXNet's module has no __all__, so its star import also brings these names; tests use them
+    "bz2",
+    "errno",
+    "gzip",
+    "json",
+    "logging",
+    "mx",
+    "np",
+    "npt",
+    "numbers",
+    "os",
+    "platform",
+    "rnd",
+    "struct",
+    "sys",
+    "time",
+    "traceback",
+    "zipfile",
+    "Context",
+    "OrderedDict",
+    "array",
+    "contextmanager",
+    "current_context",
 ]
 
 _INT_TYPES = (np.bool_, np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64)
@@ -389,7 +428,6 @@ def compare_ndarray_tuple(t1: Any, t2: Any, rtol: Any = None, atol: Any = None) 
 
 def same_symbol_structure(sym1: Any, sym2: Any) -> bool:
     """True if the two symbols have the same operator at every node position."""
-    import json
 
     nodes1 = json.loads(sym1.tojson())["nodes"]
     nodes2 = json.loads(sym2.tojson())["nodes"]
@@ -455,4 +493,11 @@ from ._test_checks import (  # noqa: E402
     compare_optimizer,
     numeric_grad,
     simple_forward,
+)
+from ._test_misc import (  # noqa: E402
+    discard_stderr,
+    is_op_runnable,
+    np_reduce,
+    random_sample,
+    use_np,
 )

@@ -249,13 +249,19 @@ def test_wrong_label_name_suggests_the_symbol_label():
         mx.mod.Module(mlp(), label_names=["label"])
 
 
-def test_update_without_backward_is_an_error():
-    mod = bound()
-    mod.init_optimizer()
-    x, y = toy(8)
-    mod.forward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)]), is_train=True)
-    with pytest.raises(MXNetError, match="update\\(\\) has no gradients"):
+def test_update_before_any_backward_steps_on_zero_gradients_as_mxnet():
+    # MXNet's update() reads the gradient buffers, zeros until a backward writes them:
+    # only weight decay moves the weights, and the momentum states come into being
+    for ctx in (mx.cpu(), [mx.cpu(0), mx.cpu(1)]):
+        mod = bound(ctx=ctx)
+        before = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+        mod.init_optimizer(optimizer_params={"learning_rate": 0.1, "momentum": 0.9, "wd": 0.1})
+        x, y = toy(8)
+        mod.forward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)]), is_train=True)
         mod.update()
+        after = mod.get_params()[0]
+        for name, w in before.items():
+            np.testing.assert_allclose(after[name].asnumpy(), w * (1 - 0.1 * 0.1), rtol=1e-6)
 
 
 def test_sync_batchnorm_uses_whole_batch_statistics_across_devices():

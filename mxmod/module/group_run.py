@@ -60,7 +60,7 @@ class GroupRunner:
     # ------------------------------------------------------------ loading
     def _load(self, data_batch, is_train) -> dict:
         """Device arrays for every bound input of ``data_batch``."""
-        if isinstance(data_batch, (list, tuple)):
+        if isinstance(data_batch, list):
             data_batch = self.merge_presliced(data_batch)
         inputs = {}
         data = list(data_batch.data or [])
@@ -71,7 +71,7 @@ class GroupRunner:
             )
         for desc, arr in zip(self.data_shapes, data):
             inputs[desc.name] = self._put(desc, arr, "data")
-        labels = list(data_batch.label or []) if data_batch.label is not None else []
+        labels = list(getattr(data_batch, "label", None) or [])
         if self.label_shapes and labels:
             if len(labels) != len(self.label_names):
                 raise MXNetError(
@@ -157,7 +157,7 @@ class GroupRunner:
         else:
             key = _zero_key()
         self._pending = PendingStep(
-            self._load(data_batch, is_train), data_batch.label, is_train, key
+            self._load(data_batch, is_train), getattr(data_batch, "label", None), is_train, key
         )
 
     def _require_pending(self, what) -> PendingStep:
@@ -174,7 +174,8 @@ class GroupRunner:
         p = self._require_pending("backward")
         if out_grads is None:
             missing = [n for n, loss in zip(self.output_names, self._graph.is_loss) if not loss]
-            if missing:
+            needs_grad = any(r != "null" for r in self.grad_req.values())
+            if missing and needs_grad:  # nothing to differentiate: MXNet's backward is empty
                 raise MXNetError(
                     f"backward() needs out_grads: the outputs {missing} are not loss "
                     "outputs, so their head gradient must be given "
@@ -207,9 +208,11 @@ class GroupRunner:
         """``update()``: queue the optimizer step on this batch's gradients."""
         p = self._pending
         if p is None or not (p.backward or p.grads_done):
-            raise MXNetError(
-                "update() has no gradients: call forward(is_train=True) and backward() first"
-            )
+            # MXNet updates with what the gradient buffers hold: zeros before any backward
+            self.flush()
+            self._current_grads()
+            self._apply_update()
+            return
         if p.update_done:  # a second update on the same gradients
             self.flush()
             self._apply_update()

@@ -125,22 +125,27 @@ class GroupSurface:
             if p is not None and p.grads_done and not p.update_done:
                 self._run_fwd_bwd(p, None)
             else:
-                self.logger.warning(
-                    "gradients of steps run before they were first read are "
-                    "not kept; they are from the next step on"
-                )
-                n = len(self.contexts) if self._want_stacked else None
-                self._grads = {
-                    m: jnp.zeros(((n,) if n else ()) + tuple(self._arg_shape[m]), self._arg_type[m])
-                    for m in self._diff_params
-                }
-                self._grads_stacked = bool(n)
-                self._grads_valid = True
+                if p is not None:
+                    self.logger.warning(
+                        "gradients of steps run before they were first read are "
+                        "not kept; they are from the next step on"
+                    )
+                self._zero_grads()
         elif self._want_stacked and not self._grads_stacked and len(self.contexts) > 1:
             p = self._pending
             if p is not None and p.grads_done and not p.update_done:
                 self._run_fwd_bwd(p, None)
         return self._grads
+
+    def _zero_grads(self) -> None:
+        """Gradient buffers as MXNet's are before any backward: zeros."""
+        n = len(self.contexts) if self._want_stacked else None
+        self._grads = {
+            m: jnp.zeros(((n,) if n else ()) + tuple(self._arg_shape[m]), self._arg_type[m])
+            for m in self._diff_params
+        }
+        self._grads_stacked = bool(n)
+        self._grads_valid = True
 
     def _input_view(self, name, k):
         axis = self._input_axes.get(name, 0)
@@ -436,4 +441,10 @@ class GroupSurface:
             args, self.state.aux, p.key, is_train=p.is_train
         )
         names = internals.list_outputs()
-        return [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args]
+        found = [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args]
+        if p.backward or p.grads_done:
+            from .monitor_taps import backward_taps
+
+            taps = backward_taps(self._graph, args, self.state.aux, p.key, p.is_train, p.head_grads)
+            found += [(n, NDArray(g)) for n, g in taps]
+        return found

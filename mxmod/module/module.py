@@ -432,7 +432,7 @@ class Module(BaseModule):
     # ------------------------------------------------------------ computation
     def forward(self, data_batch, is_train=None):
         require(self, "forward", "binded", "params_initialized")
-        if isinstance(data_batch, (list, tuple)):
+        if isinstance(data_batch, list):  # pre-sliced; a namedtuple batch is one batch
             data_batch = self._exec_group.merge_presliced(data_batch)
         cur = [tuple(d.shape) for d in self._data_shapes]
         new = [tuple(x.shape) for x in data_batch.data]
@@ -446,7 +446,7 @@ class Module(BaseModule):
             new_label = None
             if getattr(data_batch, "provide_label", None):
                 new_label = data_batch.provide_label
-            elif data_batch.label and self._label_shapes:
+            elif getattr(data_batch, "label", None) and self._label_shapes:
                 new_label = [
                     DataDesc(d.name, tuple(x.shape), d.dtype, d.layout)
                     for d, x in zip(self._label_shapes, data_batch.label)

@@ -5,6 +5,7 @@
 """
 
 from . import contrib, random
+from .binary_funcs import *  # noqa: F403  (add, divide, equal ... as MXNet)
 from .creation import arange, array, empty, full, ones, waitall, zeros
 from .ndarray import NDArray, from_jax
 from .ops import (

@@ -1,0 +1,66 @@
+"""The per-node backward entries of ``mx.mon.Monitor`` (``fc1_backward_output0`` ...).
+
+MXNet's monitor sees every node of the backward graph: node ``N``'s backward writes the
+gradient that flows from ``N`` into each of its inputs, named ``N_backward_output<i>``
+(``N_backward_output`` when ``N`` has one input). The fused step keeps no such tensors,
+so they are recomputed for the monitored batch: the graph runs once more with a zero
+"tap" added to every node input, and the VJP with respect to the taps is exactly each
+node's contribution to its inputs' gradients.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ..ops import LowerCtx
+
+
+def _is_float(x) -> bool:
+    return jnp.issubdtype(x.dtype, jnp.floating)
+
+
+def backward_taps(graph, args: dict, aux: dict, key, is_train: bool, head_grads) -> list:
+    """``[(name, array)]`` of every node's backward outputs for one batch.
+
+    ``graph`` is the symbol's ``GraphFn``; ``head_grads`` the gradients of its outputs
+    (None: ones, as ``backward()`` without ``out_grads`` uses for loss outputs).
+    """
+    out_shapes = graph._out_shapes(args, aux) if graph._needs_shapes else {}
+
+    def run(taps, record):
+        env: dict = {}
+        for i, node, refs, aux_refs, aux_vars, _ in graph._steps:
+            if node is None:
+                env[(i, 0)] = args[refs] if refs in args else aux[refs]
+                continue
+            ins = [env[r] + taps[(i, j)] if (i, j) in taps else env[r] for j, r in enumerate(refs)]
+            if record is not None:
+                record.extend(((i, j), x) for j, x in enumerate(ins))
+            rng = jax.random.fold_in(key, i) if (node.op.random and key is not None) else None
+            ctx = LowerCtx(
+                is_train=is_train,
+                node_name=node.name,
+                rng=rng,
+                out_shapes=out_shapes.get(id(node)),
+            )
+            res = node.op.lower(node.parsed(), ins, [env[r] for r in aux_refs], ctx)
+            outs = res[0] if aux_vars else res
+            for k, o in enumerate(outs):
+                env[(i, k)] = o
+        return [env[h] for h in graph._heads]
+
+    seen: list = []
+    run({}, seen)  # the node inputs' shapes and dtypes
+    taps = {ref: jnp.zeros_like(x) for ref, x in seen if _is_float(x)}
+    outs, vjp = jax.vjp(lambda t: run(t, None), taps)
+    if head_grads is None:
+        head_grads = [jnp.ones_like(o) for o in outs]
+    (grads,) = vjp([jnp.asarray(g, o.dtype) for g, o in zip(head_grads, outs)])
+    names = {i: (node.name, len(refs)) for i, node, refs, *_ in graph._steps if node is not None}
+    result = []
+    for (i, j), x in seen:
+        name, n_in = names[i]
+        suffix = "" if n_in == 1 else str(j)
+        result.append((f"{name}_backward_output{suffix}", grads.get((i, j), jnp.zeros_like(x))))
+    return result

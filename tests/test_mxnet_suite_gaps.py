@@ -1,0 +1,102 @@
+"""Behaviours MXNet 1.9.1's own test files (test_module.py and friends) rely on."""
+
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import mxmod as mx
+from mxmod.base import MXNetError
+
+
+def test_test_utils_star_import_brings_the_modules_mxnet_tests_use():
+    names = {}
+    exec("from mxmod.test_utils import *", names)
+    for name in ("sys", "os", "np", "mx", "time", "logging", "assert_almost_equal"):
+        assert name in names, name
+    assert names["mx"] is mx
+
+
+def test_nd_binary_functions_broadcast_and_take_scalars():
+    a = mx.nd.array([[1, 2, 3], [4, 5, 6]])
+    b = mx.nd.array([2, 2, 2])
+    np.testing.assert_allclose(mx.nd.divide(a, b).asnumpy(), a.asnumpy() / 2)
+    np.testing.assert_allclose(mx.nd.subtract(3, a).asnumpy(), 3 - a.asnumpy())
+    np.testing.assert_allclose(mx.nd.power(a, 2).asnumpy(), a.asnumpy() ** 2)
+    eq = mx.nd.equal(a, b)
+    assert eq.dtype == np.float32 and eq.asnumpy().tolist() == [[0, 1, 0], [0, 0, 0]]
+    assert mx.nd.logical_xor(a, b).asnumpy().sum() == 0
+    assert mx.nd.add(1, 2) == 3
+    with pytest.raises(TypeError, match="mx.nd.array"):
+        mx.nd.add(np.ones(2), np.ones(2))
+
+
+def _monitored_net():
+    x = mx.sym.FullyConnected(mx.sym.Variable("data"), name="fc", num_hidden=2)
+    x = mx.sym.Activation(x, name="act", act_type="sigmoid")
+    return mx.sym.LinearRegressionOutput(x, name="out")
+
+
+def test_monitor_reports_each_nodes_backward_outputs():
+    mon = mx.mon.Monitor(1, stat_func=lambda x: mx.nd.sum(x), pattern=".*", sort=True)
+    mod = mx.mod.Module(_monitored_net(), label_names=["out_label"])
+    mod.bind([("data", (3, 4))], [("out_label", (3, 2))])
+    mod.install_monitor(mon)
+    mod.init_params(mx.init.Uniform(0.5))
+    rng = np.random.RandomState(0)
+    batch = mx.io.DataBatch([mx.nd.array(rng.rand(3, 4))], [mx.nd.array(rng.rand(3, 2))])
+    mon.tic()
+    mod.forward_backward(batch)
+    res = {name: float(v) for _, name, v in mon.toc()}
+    backward = sorted(n for n in res if "_backward_" in n)
+    assert backward == [
+        "act_backward_output",
+        "fc_backward_output0",
+        "fc_backward_output1",
+        "fc_backward_output2",
+        "out_backward_output0",
+        "out_backward_output1",
+    ]
+    grads = mod._exec_group.execs[0].grad_dict
+    assert res["fc_backward_output1"] == pytest.approx(grads["fc_weight"].asnumpy().sum(), 1e-5)
+    assert res["fc_backward_output2"] == pytest.approx(grads["fc_bias"].asnumpy().sum(), 1e-5)
+    assert res["out_backward_output1"] == 0.0  # loss heads give labels no gradient
+    mon.tic()
+    mod.forward(batch, is_train=False)
+    assert not any("_backward_" in name for _, name, _ in mon.toc())
+
+
+def test_forward_takes_a_namedtuple_batch_with_only_data():
+    mod = mx.mod.Module(mx.sym.Variable("data") * 2, label_names=None)
+    mod.bind([("data", (1, 4))])
+    mod.init_params()
+    Batch = namedtuple("Batch", ["data"])
+    mod.forward(Batch([mx.nd.ones((3, 2))]))
+    assert mod.get_outputs()[0].asnumpy().tolist() == [[2, 2]] * 3
+
+
+def test_positional_values_after_the_inputs_are_attributes():
+    data = mx.sym.Variable("data")
+    assert mx.sym.Dropout(data, 0.25).attr_dict()["dropout0"]["p"] == "0.25"
+    fc = mx.sym.FullyConnected(data, mx.sym.Variable("w"), mx.sym.Variable("b"), 7)
+    assert fc.infer_shape(data=(2, 3))[1] == [(2, 7)]
+    with pytest.raises(TypeError, match="multiple values for 'p'"):
+        mx.sym.Dropout(data, 0.5, p=0.1)
+    with pytest.raises(TypeError, match="at most"):
+        mx.sym.Activation(data, "relu", "extra")
+
+
+def test_backward_with_nothing_to_differentiate_needs_no_head_gradient():
+    mod = mx.mod.Module(mx.sym.Dropout(mx.sym.Variable("data"), p=0.5), label_names=None)
+    mod.bind([("data", (4, 4))])
+    mod.init_params()
+    mod.init_optimizer()
+    mod.forward_backward(mx.io.DataBatch([mx.nd.ones((4, 4))]))
+    mod.update()
+    assert mod.get_outputs()[0].shape == (4, 4)
+    mod = mx.mod.Module(mx.sym.Dropout(mx.sym.Variable("data"), p=0.5), label_names=None)
+    mod.bind([("data", (4, 4))], inputs_need_grad=True)
+    mod.init_params()
+    mod.forward(mx.io.DataBatch([mx.nd.ones((4, 4))]), is_train=True)
+    with pytest.raises(MXNetError, match="out_grads"):
+        mod.backward()
