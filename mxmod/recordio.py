@@ -190,9 +190,10 @@ class MXRecordIO:
         return d
 
     def __setstate__(self, d):
+        was_open = d["is_open"]  # read first: the next lines write into d
         self.__dict__ = d
         self.is_open = False
-        if d["is_open"]:
+        if was_open:
             self.open()
 
     def _check_pid(self, allow_reset=False):

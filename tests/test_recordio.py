@@ -217,3 +217,11 @@ def test_mxnet_reads_mxmod_files(tmp_path, expect):
         [MXNET_PY, CHECKER, str(tmp_path)], capture_output=True, text=True, timeout=120
     )
     assert res.returncode == 0 and "OK" in res.stdout, res.stdout + res.stderr[-3000:]
+
+
+def test_pickled_sequential_reader_is_open_from_the_start():
+    r = mx.recordio.MXRecordIO(os.path.join(FIX, "plain.rec"), "r")
+    first = r.read()
+    r.read()
+    r2 = pickle.loads(pickle.dumps(r))
+    assert r2.is_open and r2.read() == first  # reopened at record 0, as MXNet
