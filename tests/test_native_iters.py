@@ -130,5 +130,8 @@ def test_csv_integer_dtypes_and_native_accessors(tmp_path):
         data, label = it.getdata(), it.getlabel()
         assert isinstance(data, mx.nd.NDArray) and data.dtype == np.dtype(dtype)
         assert label.dtype == np.dtype(dtype) and it.getindex().tolist() == [0, 1]
+        # DataDesc dtypes are numpy scalar types, as MXNet prints them (<class 'numpy.int32'>)
+        assert it.provide_data[0].dtype is np.dtype(dtype).type
+        assert it.provide_label[0].dtype is np.dtype(dtype).type
         want = np.array([[200000001, 2], [3, 2147483647]]).astype(dtype)
         np.testing.assert_array_equal(data.asnumpy(), want)

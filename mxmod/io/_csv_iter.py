@@ -105,10 +105,10 @@ class CSVIter(DataIter):
         if n == 0:
             raise MXNetError(f"CSVIter: {p['data_csv']} holds no rows")
         self.provide_data = [
-            DataDesc(p["data_name"], (self.batch_size,) + self._data.shape[1:], dtype)
+            DataDesc(p["data_name"], (self.batch_size,) + self._data.shape[1:], dtype.type)
         ]
         self.provide_label = [
-            DataDesc(p["label_name"], (self.batch_size,) + self._label.shape[1:], dtype)
+            DataDesc(p["label_name"], (self.batch_size,) + self._label.shape[1:], dtype.type)
         ]
         self.placement = Placement()
         self._pos, self._wrapped, self._done = 0, False, False

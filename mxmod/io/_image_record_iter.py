@@ -136,7 +136,9 @@ class ImageRecordIter(DataIter):
             self.threads, p["prefetch_buffer"], self._start_batch, self._finish_batch
         )
         lw = p["label_width"]
-        self.provide_data = [DataDesc(p["data_name"], (self.batch_size,) + self.data_shape, dtype)]
+        self.provide_data = [
+            DataDesc(p["data_name"], (self.batch_size,) + self.data_shape, dtype.type)
+        ]
         self.provide_label = [
             DataDesc(
                 p["label_name"],

@@ -104,7 +104,7 @@ class MNISTIter(DataIter):
         )
         self._label = labels.astype(np.float32)
         self.provide_data = [
-            DataDesc(p["data_name"], (self.batch_size,) + self._data.shape[1:], dtype)
+            DataDesc(p["data_name"], (self.batch_size,) + self._data.shape[1:], dtype.type)
         ]
         self.provide_label = [DataDesc(p["label_name"], (self.batch_size,), np.float32)]
         self.placement = Placement()
