@@ -76,6 +76,7 @@ _SUBMODULES = {
     "test_utils": "test_utils",
     "profiler": "profiler",
     "gluon": "gluon",
+    "autograd": "autograd",
     "runtime": "runtime",
     "util": "util",
 }

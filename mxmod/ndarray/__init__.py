@@ -111,10 +111,10 @@ def __getattr__(name):
             "mx.nd.sparse: sparse storage (row_sparse/csr) is not supported by mxmod; use "
             "dense NDArrays (mx.nd.array(x.toarray()) for a scipy matrix)"
         )
-    if name == "utils":
+    if name in ("utils", "_internal"):
         import importlib
 
-        return importlib.import_module(f"{__name__}.utils")
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "Custom":
         from ..operator import nd_custom
 
@@ -129,3 +129,10 @@ def __getattr__(name):
         globals()[name] = fn
         return fn
     raise AttributeError(f"module 'mxmod.ndarray' has no attribute {name!r}")
+
+
+from . import extra as _extra  # noqa: E402
+from .extra import *  # noqa: E402,F403
+
+_extra.install()
+__all__ += _extra.__all__

@@ -56,12 +56,13 @@ def set_item(arr: NDArray, key: Any, value: Any) -> None:
     _index.check_key_types(key)
     if _index.is_basic_key(key):
         slices, int_axes, _ = _index.normalize_basic_key(key, arr.shape)
-        if all(s == slice(0, n, 1) for s, n in zip(slices, arr.shape)):
-            arr._set_data(value_as(arr, value, arr.shape, key))
-            return
         sub_shape = tuple(
             len(range(s.start, s.stop, s.step)) for ax, s in enumerate(slices) if ax not in int_axes
         )
+        if all(s == slice(0, n, 1) for s, n in zip(slices, arr.shape)):
+            # the value broadcasts against the indexed shape (int axes dropped), as numpy
+            arr._set_data(value_as(arr, value, sub_shape, key).reshape(arr.shape))
+            return
         idx = _jax_slices(slices, int_axes)
     else:
         idx = _advanced_key(arr, key)

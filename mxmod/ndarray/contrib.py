@@ -7,6 +7,8 @@ operator's lowering like any other ``mx.nd.<Op>`` (see :mod:`mxmod.ndarray.op_ta
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+
 from ..ops import OPS
 from ..ops.transformer import boolean_mask as _boolean_mask
 from ..ops.transformer import check_boolean_mask_axis
@@ -42,6 +44,26 @@ def boolean_mask(
         out._set_data(res._data)
         return out
     return res
+
+
+def _elementwise_test(name: str, fn):
+    def test(data: NDArray, out: NDArray | None = None, name: str | None = None) -> NDArray:
+        if not isinstance(data, NDArray):
+            raise TypeError(f"mx.nd.contrib.{test.__name__}: data must be an NDArray")
+        res = fn(data._data).astype(data._data.dtype)
+        if out is not None:
+            out._set_data(res)
+            return out
+        return NDArray(res, data.context)
+
+    test.__name__ = name
+    test.__doc__ = f"1 where ``jnp.{name}`` holds, else 0, in ``data``'s dtype (MXNet's)."
+    return test
+
+
+isinf = _elementwise_test("isinf", jnp.isinf)
+isnan = _elementwise_test("isnan", jnp.isnan)
+isfinite = _elementwise_test("isfinite", jnp.isfinite)
 
 
 def contrib_names() -> list:

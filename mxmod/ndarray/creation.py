@@ -89,18 +89,30 @@ def _filled(shape: Any, val: Any, ctx: Any, dtype: Any) -> NDArray:
     return NDArray(jnp.full(_shape(shape), fill, dtype=dt, device=ctx.jax_device), ctx)
 
 
+def _filled_out(shape: Any, val: Any, ctx: Any, dtype: Any, out: NDArray | None) -> NDArray:
+    """``_filled``, or (given ``out``) ``out`` filled in place, as MXNet's ``out=``."""
+    if out is None:
+        return _filled(shape, val, ctx, dtype)
+    if tuple(out.shape) != _shape(shape):
+        raise ValueError(f"out= has shape {out.shape}, expected {_shape(shape)}")
+    out[:] = val
+    return out
+
+
 def zeros(
     shape: Any, ctx: Context | None = None, dtype: Any = None, stype: Any = None, **kwargs: Any
 ) -> NDArray:
     """Array of zeros (dtype float32 unless given)."""
+    out = kwargs.pop("out", None)
     _check_stype(stype, "zeros", kwargs)
-    return _filled(shape, 0, ctx, dtype)
+    return _filled_out(shape, 0, ctx, dtype, out)
 
 
 def ones(shape: Any, ctx: Context | None = None, dtype: Any = None, **kwargs: Any) -> NDArray:
     """Array of ones (dtype float32 unless given)."""
+    out = kwargs.pop("out", None)
     _check_stype(kwargs.pop("stype", None), "ones", kwargs)
-    return _filled(shape, 1, ctx, dtype)
+    return _filled_out(shape, 1, ctx, dtype, out)
 
 
 def full(

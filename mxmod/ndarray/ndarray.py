@@ -36,6 +36,8 @@ from ._device import _ctx_of, _fresh, _put, _read_flat, _write_flat, jax_dtype
 
 __all__ = ["NDArray", "from_jax", "jax_dtype"]
 
+py_slice = slice  # MXNet's name for the builtin (its tests import it from here)
+
 
 class NDArray:
     """A mutable n-d array on a device: the ``mx.nd.NDArray`` namesake.

@@ -1,0 +1,47 @@
+"""``mx.nd._internal``: MXNet's underscore-named operators, imperative.
+
+``_crop_assign``/``_crop_assign_scalar`` (= ``_slice_assign``/``_slice_assign_scalar``)
+write a value into a ``begin``/``end`` box of ``lhs``; every other name is the table
+operator of that name (``_plus_scalar``...), as in MXNet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .ndarray import NDArray
+
+
+def _box(begin: Any, end: Any, step: Any = ()) -> tuple:
+    step = tuple(step) or (None,) * len(begin)
+    return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
+
+
+def _slice_assign(
+    lhs: NDArray, rhs: NDArray, begin: Any, end: Any, step: Any = (), out: NDArray | None = None
+) -> NDArray:
+    """Copy of ``lhs`` (or ``out`` written in place) with ``rhs`` in the box."""
+    res = out if out is not None else lhs.copy()
+    if res is not lhs and out is not None:
+        res[:] = lhs
+    res[_box(begin, end, step)] = rhs
+    return res
+
+
+def _slice_assign_scalar(
+    lhs: NDArray, scalar: float, begin: Any, end: Any, step: Any = (), out: NDArray | None = None
+) -> NDArray:
+    """Copy of ``lhs`` (or ``out`` written in place) with ``scalar`` in the box."""
+    return _slice_assign(lhs, scalar, begin, end, step, out)
+
+
+_crop_assign = _slice_assign
+_crop_assign_scalar = _slice_assign_scalar
+
+
+def __getattr__(name: str):
+    from .. import ndarray
+
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(ndarray, name)

@@ -1,0 +1,238 @@
+"""More of ``mx.nd``: MXNet's Python-level helpers and legacy operators, and the fluent
+methods of ``NDArray`` that dispatch to an operator of the table.
+
+* ``moveaxis``, ``linspace``, ``split_v2``, ``from_numpy``, ``eye`` as MXNet 1.9.1's.
+* Legacy operators kept by MXNet for old scripts: ``choose_element_0index``,
+  ``fill_element_0index``, ``onehot_encode``, ``crop`` (= ``slice``), and the samplers
+  ``random_uniform``/``random_normal``/``random_randint``.
+* ``arr.<op>(...)`` for every MXNet fluent operator name is ``mx.nd.<op>(arr, ...)``;
+  ``flatten``/``expand_dims``/``squeeze`` take ``inplace=True`` and then return a view
+  sharing ``arr``'s memory (MXNet's reshape-in-place).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import MXNetError
+from . import _index
+from ._random import normal, randint, uniform
+from .ndarray import NDArray
+
+__all__ = [
+    "moveaxis",
+    "linspace",
+    "eye",
+    "split_v2",
+    "from_numpy",
+    "choose_element_0index",
+    "fill_element_0index",
+    "onehot_encode",
+    "crop",
+    "random_uniform",
+    "random_normal",
+    "random_randint",
+]
+
+random_uniform = uniform
+random_normal = normal
+random_randint = randint
+
+
+def _nd(name: str):
+    from .. import ndarray
+
+    return getattr(ndarray, name)
+
+
+def _as_axes(axes: Any, ndim: int, what: str) -> list:
+    seq = [axes] if isinstance(axes, (int, np.integer)) else list(axes)
+    out = []
+    for ax in seq:
+        ax = operator.index(ax)
+        if not -ndim <= ax < ndim:
+            raise ValueError(f"moveaxis: {what} axis {ax} is out of bounds for {ndim} dimensions")
+        out.append(ax % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"moveaxis: repeated axis in {what} {axes!r}")
+    return out
+
+
+def moveaxis(tensor: NDArray, source: Any, destination: Any) -> NDArray:
+    """Move axes ``source`` to positions ``destination`` (as ``numpy.moveaxis``)."""
+    src = _as_axes(source, tensor.ndim, "source")
+    dst = _as_axes(destination, tensor.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source and destination must have the same number of axes")
+    order = [n for n in range(tensor.ndim) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _nd("transpose")(tensor, axes=tuple(order))
+
+
+def linspace(
+    start: float,
+    stop: float,
+    num: int,
+    endpoint: bool = True,
+    ctx: Any = None,
+    dtype: Any = "float32",
+) -> NDArray:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (computed in float64)."""
+    host = np.linspace(start, stop, int(num), endpoint=endpoint, dtype=np.float64)
+    return _nd("array")(host.astype(np.dtype(dtype)), ctx=ctx, dtype=dtype)
+
+
+def eye(N: int, M: int = 0, k: int = 0, ctx: Any = None, dtype: Any = "float32", **kw) -> NDArray:
+    """2-D array with ones on diagonal ``k`` (``M=0`` means ``M=N``), as MXNet's ``eye``."""
+    if kw.get("out") is not None:
+        kw["out"][:] = eye(N, M, k, ctx, dtype)
+        return kw["out"]
+    host = np.eye(int(N), int(M) or None, int(k), dtype=np.dtype(dtype))
+    return _nd("array")(host, ctx=ctx, dtype=dtype)
+
+
+def split_v2(ary: NDArray, indices_or_sections: Any, axis: int = 0, squeeze_axis: bool = False):
+    """Split into equal sections (an int) or at the given indices (a tuple), as MXNet's."""
+    size = ary.shape[axis]
+    if isinstance(indices_or_sections, int):
+        if size % indices_or_sections:
+            raise ValueError(
+                f"split_v2: axis {axis} of size {size} does not split into "
+                f"{indices_or_sections} equal sections"
+            )
+        cuts = list(range(0, size, size // indices_or_sections))[1:]
+    else:
+        cuts = [int(i) for i in indices_or_sections if int(i) != 0]
+    parts = jnp.split(ary._data, cuts, axis=axis)
+    if squeeze_axis:
+        parts = [jnp.squeeze(p, axis=axis) for p in parts]
+    outs = [NDArray(p, ary.context) for p in parts]
+    return outs[0] if len(outs) == 1 else outs
+
+
+def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:
+    """NDArray holding ``ndarray``'s values (C-contiguous arrays only, as MXNet).
+
+    MXNet shares the buffer and makes the numpy array read-only; a JAX array cannot
+    alias host memory, so the values are copied, and the numpy array is still made
+    read-only when ``zero_copy`` is set (writes to it raise ValueError, as in MXNet).
+    """
+    if not ndarray.flags["C_CONTIGUOUS"]:
+        raise ValueError(
+            "from_numpy: only C-contiguous arrays are supported (np.ascontiguousarray)"
+        )
+    out = _nd("array")(ndarray, dtype=ndarray.dtype)
+    if zero_copy:
+        ndarray.flags.writeable = False
+    return out
+
+
+def choose_element_0index(lhs: NDArray, rhs: NDArray, out: NDArray | None = None) -> NDArray:
+    """``lhs[i, rhs[i]]`` for every row ``i`` (legacy form of ``pick(axis=1)``)."""
+    res = _nd("pick")(lhs, rhs, axis=1)
+    if out is not None:
+        out[:] = res
+        return out
+    return res
+
+
+def fill_element_0index(
+    lhs: NDArray, mhs: NDArray, rhs: NDArray, out: NDArray | None = None
+) -> NDArray:
+    """Copy of ``lhs`` with ``lhs[i, rhs[i]] = mhs[i]`` for every row ``i``."""
+    rows = jnp.arange(lhs.shape[0])
+    cols = rhs._data.astype(jnp.int32)
+    data = lhs._data.at[rows, cols].set(mhs._data.astype(lhs._data.dtype))
+    if out is not None:
+        out._set_data(data)
+        return out
+    return NDArray(data, lhs.context)
+
+
+def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
+    """Write the one-hot rows of ``indices`` into ``out`` (its width is the depth)."""
+    if out.ndim != 2 or indices.shape != (out.shape[0],):
+        raise MXNetError(
+            f"onehot_encode: out {out.shape} must be 2-D with one row per index ({indices.shape})"
+        )
+    hot = jnp.arange(out.shape[1]) == indices._data.astype(jnp.int32)[:, None]
+    out._set_data(hot.astype(out._data.dtype))
+    return out
+
+
+def crop(data: NDArray, begin: Any, end: Any, step: Any = (), out: NDArray | None = None, **kw):
+    """MXNet's old name for ``slice``."""
+    return _nd("slice")(data, begin=begin, end=end, step=step, out=out, **kw)
+
+
+_FLUENT_OPS = (
+    "broadcast_axes repeat pad swapaxes split slice slice_like take sort topk argsort "
+    "argmax_channel sign shape_array size_array tile flip depth_to_space space_to_depth "
+    "diag nansum nanprod round rint fix floor ceil trunc sin cos tan arcsin arccos arctan "
+    "degrees radians sinh cosh tanh arcsinh arccosh arctanh expm1 log10 log2 log1p "
+    "log_sigmoid rsqrt cbrt rcbrt reciprocal relu sigmoid softmin mish broadcast_like "
+    "reshape_like"
+).split()
+
+
+def _fluent(name: str):
+    def method(self, *args: Any, **kwargs: Any):
+        return _nd(name)(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"Fluent form of ``mx.nd.{name}(self, ...)``."
+    return method
+
+
+def _squeezed_shape(shape: tuple, axis: Any) -> tuple:
+    if axis is None:
+        keep = [d for d in shape if d != 1]
+        return tuple(keep) or (1,)
+    axes = {a % len(shape) for a in ([axis] if isinstance(axis, int) else axis)}
+    for a in axes:
+        if shape[a] != 1:
+            raise MXNetError(f"squeeze: axis {a} has size {shape[a]}, not 1")
+    return tuple(d for i, d in enumerate(shape) if i not in axes) or (1,)
+
+
+def _reshaping(name: str, new_shape):
+    """Fluent ``flatten``/``expand_dims``/``squeeze`` with MXNet's ``inplace`` flag."""
+
+    def method(self, *args: Any, inplace: bool = False, **kwargs: Any):
+        if inplace:
+            return self.reshape(new_shape(self.shape, *args, **kwargs))
+        return _nd(name)(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = (
+        f"Fluent ``mx.nd.{name}(self, ...)``; ``inplace=True`` returns a view sharing memory."
+    )
+    return method
+
+
+def _expanded_shape(shape: tuple, axis: int) -> tuple:
+    axis = axis % (len(shape) + 1)
+    return shape[:axis] + (1,) + shape[axis:]
+
+
+def _slice_is_contiguous(slc: Any, shape: tuple) -> bool:
+    """True if basic index ``slc`` selects a contiguous block (then ``arr[slc]`` is a view)."""
+    slices, _, _ = _index.normalize_basic_key(tuple(slc), shape)
+    return _index.contiguous_flat_range(slices, shape) is not None
+
+
+def install() -> None:
+    """Attach the fluent methods to NDArray (names NDArray already has stay)."""
+    for name in _FLUENT_OPS:
+        if not hasattr(NDArray, name):
+            setattr(NDArray, name, _fluent(name))
+    NDArray._basic_indexing_slice_is_contiguous = staticmethod(_slice_is_contiguous)
+    NDArray.split_v2 = lambda self, *a, **k: split_v2(self, *a, **k)
+    NDArray.flatten = _reshaping("flatten", lambda s: (s[0], int(np.prod(s[1:]))) if s else (1,))
+    NDArray.expand_dims = _reshaping("expand_dims", _expanded_shape)
+    NDArray.squeeze = _reshaping("squeeze", lambda s, axis=None: _squeezed_shape(s, axis))
