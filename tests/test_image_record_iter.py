@@ -163,8 +163,6 @@ def test_parameter_errors():
         mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2, ctx="tpu")
     with pytest.raises(MXNetError, match="required parameter data_shape is missing"):
         mx.io.ImageRecordIter(path_imgrec=rec, batch_size=2)
-    with pytest.raises(NotImplementedError, match="option brightness=0.4 is not implemented"):
-        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2, brightness=0.4)
     with pytest.raises(NotImplementedError, match="aug_seq='det_aug_default'"):
         mx.io.ImageRecordIter(
             path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2, aug_seq="det_aug_default"
@@ -398,3 +396,42 @@ def test_train_conv_net_from_im2rec(tmp_path):
         "acc",
     )[0][1]
     assert acc >= 0.9
+
+
+def _raw_batch(**kw):
+    rec = os.path.join(REC, "imgs.rec")
+    it = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=8, **kw)
+    return it.next().data[0].asnumpy().astype(np.float64)
+
+
+def test_brightness_scales_each_image_by_one_factor():
+    base, out = _raw_batch(dtype="uint8"), _raw_batch(dtype="uint8", brightness=0.4, seed=3)
+    factors = []
+    for b, o in zip(base, out):
+        fit = o < 255  # least-squares factor of this image, on unclipped pixels
+        a = (o * b)[fit].sum() / (b * b)[fit].sum()
+        assert 0.6 - 1e-2 <= a <= 1.4 + 1e-2
+        assert np.abs(np.clip(np.rint(b * a), 0, 255) - o).max() <= 1
+        factors.append(a)
+    assert np.std(factors) > 0.02  # one random factor per image
+
+
+def test_pca_noise_shifts_each_channel_by_a_constant():
+    base, out = _raw_batch(dtype="uint8"), _raw_batch(dtype="uint8", pca_noise=0.1, seed=5)
+    shifts = []
+    for b, o in zip(base, out):
+        for c in range(3):
+            keep = (b[c] > 20) & (b[c] < 235)  # away from clipping
+            d = (o[c] - b[c])[keep]
+            assert d.size and d.min() == d.max()
+            shifts.append(d[0])
+    assert len(set(shifts)) > 3
+    # contrast/saturation keep an image's mean brightness roughly, and need color
+    out = _raw_batch(dtype="uint8", contrast=0.3, saturation=0.3, seed=1)
+    means = base.mean(axis=(1, 2, 3))
+    assert (np.abs(out.mean(axis=(1, 2, 3)) - means) < 0.15 * means).all()
+    assert not np.array_equal(out, base)
+    rec = os.path.join(REC, "imgs.rec")
+    gray = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(1, 8, 8), batch_size=2, contrast=0.2)
+    with pytest.raises(MXNetError, match="need 3-channel images"):
+        gray.next()

@@ -3,7 +3,8 @@ and its normalizer, on OpenCV/numpy arrays.
 
 Same order and integer arithmetic as MXNet 1.9.1: decode (gray for 1 channel, BGR for 3,
 unchanged for 4), shorter-edge resize, affine scale/aspect/rotate/shear, pad, crop
-(fixed-size, or ``min/max_crop_size`` then resize), HLS jitter, then per channel
+(fixed-size, or ``min/max_crop_size`` then resize), color jitter, HLS jitter, PCA
+lighting noise, then per channel
 ``(pixel - mean) * scale / std`` (RGB order) with mirroring, into a CHW slot.
 Random draws come from a per-sample ``numpy`` generator seeded by (seed, epoch, sample),
 so batches are reproducible whatever the number of threads (MXNet's per-thread engines
@@ -39,6 +40,10 @@ AUG_DEFAULTS = {
     "random_h": 0,
     "random_s": 0,
     "random_l": 0,
+    "brightness": 0.0,
+    "contrast": 0.0,
+    "saturation": 0.0,
+    "pca_noise": 0.0,
     "rotate": -1,
     "fill_value": 255,
     "inter_method": 1,
@@ -60,6 +65,13 @@ NORM_DEFAULTS = {
     "max_random_contrast": 0.0,
     "max_random_illumination": 0.0,
 }
+
+
+# ImageNet RGB eigenvectors (rows: r, g, b), each column scaled by its eigenvalue
+_PCA_EIGVEC = np.array(
+    [[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140], [-0.5836, -0.6948, 0.4203]],
+    np.float32,
+) * np.array([55.46, 4.794, 1.148], np.float32)
 
 
 def _inter(method, old_w, old_h, new_w, new_h, rng):
@@ -107,20 +119,26 @@ class DefaultAugmenter:
                 nh, nw = p["resize"], p["resize"] * cols // rows
             img = self._resize(img, nw, nh, _inter(p["inter_method"], cols, rows, nw, nh, rng))
         if p["random_resized_crop"]:
-            return self._random_resized_crop(img, rng)
-        if self.affine:
-            img = self._warp(img, rng)
-        if p["pad"] > 0:
-            fv = (p["fill_value"],) * 4
-            img = self._keep_dims(
-                img,
-                cv.copyMakeBorder(
-                    img, p["pad"], p["pad"], p["pad"], p["pad"], cv.BORDER_CONSTANT, value=fv
-                ),
-            )
-        img = self._crop(img, rng)
+            img = self._random_resized_crop(img, rng)
+        else:
+            if self.affine:
+                img = self._warp(img, rng)
+            if p["pad"] > 0:
+                fv = (p["fill_value"],) * 4
+                img = self._keep_dims(
+                    img,
+                    cv.copyMakeBorder(
+                        img, p["pad"], p["pad"], p["pad"], p["pad"], cv.BORDER_CONSTANT, value=fv
+                    ),
+                )
+            img = self._crop(img, rng)
+        # color steps follow every crop, random-resized included (as MXNet)
+        if p["brightness"] > 0 or p["contrast"] > 0 or p["saturation"] > 0:
+            img = self._color_jitter(img, rng)
         if p["random_h"] or p["random_s"] or p["random_l"]:
             img = self._hls(img, rng)
+        if p["pca_noise"] > 0:
+            img = self._pca_noise(img, rng)
         return img
 
     @staticmethod
@@ -222,6 +240,43 @@ class DefaultAugmenter:
             y, x = (rows - h) // 2, (cols - w) // 2
         method = _inter(p["inter_method"], w, h, self.w, self.h, rng)
         return self._resize(np.ascontiguousarray(img[y : y + h, x : x + w]), self.w, self.h, method)
+
+    @staticmethod
+    def _need_color(img, what):
+        if img.ndim != 3 or img.shape[2] != 3:
+            raise MXNetError(f"{what} need 3-channel images (data_shape[0] == 3)")
+
+    def _color_jitter(self, img, rng):
+        """Brightness, contrast and saturation factors in ``1 +- value``, applied in a random
+        order. As MXNet, the gray image is OpenCV's RGB2GRAY of the BGR pixels."""
+        p, cv = self.p, cv2()
+        self._need_color(img, "brightness/contrast/saturation")
+        alpha = {
+            k: 1.0 + rng.uniform(-p[k], p[k]) for k in ("brightness", "contrast", "saturation")
+        }
+        out = np.ascontiguousarray(img)
+        for step in rng.permutation(3):
+            x = out.astype(np.float32)
+            if step == 0:
+                x = x * np.float32(alpha["brightness"])
+            else:
+                gray = cv.cvtColor(out, cv.COLOR_RGB2GRAY).astype(np.float32)
+                a = np.float32(alpha["contrast" if step == 1 else "saturation"])
+                if step == 1:
+                    x = x * a + (1 - a) * np.float32(gray.mean())
+                else:
+                    x = x * a + gray[:, :, None] * (1 - a)
+            out = np.clip(np.rint(x), 0, 255).astype(np.uint8)
+        return out
+
+    def _pca_noise(self, img, rng):
+        """AlexNet-style lighting noise: ``eigvec * eigval * N(0, pca_noise)`` per channel,
+        added to the pixels (truncated to int, as MXNet's int arithmetic)."""
+        self._need_color(img, "pca_noise")
+        alphas = rng.normal(0.0, self.p["pca_noise"], 3).astype(np.float32)  # r, g, b
+        rgb = _PCA_EIGVEC @ alphas
+        out = np.trunc(img.astype(np.float32) + rgb[::-1].astype(np.float32))  # BGR pixels
+        return np.clip(out, 0, 255).astype(np.uint8)
 
     def _hls(self, img, rng):
         p, cv = self.p, cv2()

@@ -62,7 +62,7 @@ _PARAMS = {
     **NORM_DEFAULTS,
 }
 # MXNet 1.9.1 options mxmod does not implement: refused when set to anything but the default
-_UNSUPPORTED = {"brightness": 0.0, "contrast": 0.0, "saturation": 0.0, "pca_noise": 0.0}
+_UNSUPPORTED = {}
 
 
 class ImageRecordIter(DataIter):
