@@ -75,6 +75,7 @@ __all__ = [
     "get_mnist",
     "get_mnist_ubyte",
     "get_cifar10",
+    "get_bz2_data",
     "get_mnist_iterator",
     "download",
     "simple_forward",
@@ -480,6 +481,7 @@ def list_gpus() -> range:
 from ._test_data import (  # noqa: E402
     DummyIter,
     download,
+    get_bz2_data,
     get_cifar10,
     get_mnist,
     get_mnist_iterator,
