@@ -1,5 +1,5 @@
 """mx.io.MNISTIter and mx.io.CSVIter against MXNet 1.9.1 (tests/fixtures/data/
-small_iters.npz, made by gen_data_fixtures.py), LibSVMIter's refusal, and errors."""
+small_iters.npz, made by gen_data_fixtures.py) and errors (LibSVMIter: test_libsvm_iter.py)."""
 
 import os
 import struct
@@ -110,8 +110,6 @@ def test_csv_errors_and_libsvm(tmp_path):
         mx.io.CSVIter(data_csv=os.path.join(D, "data.csv"), batch_size=1)
     with pytest.raises(MXNetError, match="batch_size=0 must be at least 1"):
         mx.io.CSVIter(data_csv=os.path.join(D, "data.csv"), data_shape=(6,), batch_size=0)
-    with pytest.raises(NotImplementedError, match="LibSVMIter is not available.*CSR sparse"):
-        mx.io.LibSVMIter(data_libsvm="x.libsvm", data_shape=(3,), batch_size=1)
 
 
 def test_csv_integer_dtypes_and_native_accessors(tmp_path):

@@ -1,9 +1,9 @@
 """Data iterators, as ``mxnet.io``: DataDesc, DataBatch, DataIter, NDArrayIter, ResizeIter,
 PrefetchingIter (MXNet 1.9.1 behaviour; see :mod:`mxmod.io.io`) and the native iterators
-ImageRecordIter, MNISTIter, CSVIter (LibSVMIter raises NotImplementedError)."""
+ImageRecordIter, MNISTIter, CSVIter and LibSVMIter (dense batches: no sparse storage)."""
 
 from . import io as io
-from ._csv_iter import CSVIter, LibSVMIter
+from ._csv_iter import CSVIter
 from ._image_record_iter import (
     ImageDetRecordIter,
     ImageRecordInt8Iter,
@@ -11,6 +11,7 @@ from ._image_record_iter import (
     ImageRecordIter_v1,
     ImageRecordUInt8Iter,
 )
+from ._libsvm_iter import LibSVMIter
 from ._mnist_iter import MNISTIter
 from .io import DataBatch, DataDesc, DataIter, NDArrayIter, PrefetchingIter, ResizeIter
 

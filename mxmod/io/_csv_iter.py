@@ -1,5 +1,4 @@
-"""``mx.io.CSVIter`` (MXNet 1.9.1) and ``mx.io.LibSVMIter`` (not available: it yields
-CSR sparse batches, and mxmod has no sparse storage).
+"""``mx.io.CSVIter`` (MXNet 1.9.1).
 
 CSVIter keeps MXNet's batch stream: with ``round_batch`` (default) the last batch wraps
 to the first rows with ``pad`` set and the next epoch continues where the wrap ended;
@@ -20,7 +19,7 @@ from ._native_params import check_params
 from ._prefetch import Placement
 from .io import DataBatch, DataDesc, DataIter
 
-__all__ = ["CSVIter", "LibSVMIter"]
+__all__ = ["CSVIter"]
 
 _REQUIRED = object()
 _PARAMS = {
@@ -100,10 +99,15 @@ class CSVIter(DataIter):
                 )
         else:
             self._label = np.zeros((n,) + tuple(p["label_shape"]), dtype)
-        if tuple(p["label_shape"]) == (1,):
-            self._label = self._label.reshape(n)
         if n == 0:
             raise MXNetError(f"CSVIter: {p['data_csv']} holds no rows")
+        self._setup(dtype)
+
+    def _setup(self, dtype):
+        """Descriptors and cursor over the loaded ``self._data``/``self._label`` rows."""
+        p, n = self.p, len(self._data)
+        if tuple(p["label_shape"]) == (1,):
+            self._label = self._label.reshape(n)
         self.provide_data = [
             DataDesc(p["data_name"], (self.batch_size,) + self._data.shape[1:], dtype.type)
         ]
@@ -171,16 +175,3 @@ class CSVIter(DataIter):
     def getindex(self):
         """Row numbers of the current batch (numpy), as MXNet's CSVIter."""
         return self._current.index
-
-
-def LibSVMIter(*args, **kwargs):
-    """``mx.io.LibSVMIter`` yields CSR sparse batches; mxmod has no sparse storage.
-
-    Raises:
-        NotImplementedError: always.
-    """
-    raise NotImplementedError(
-        "LibSVMIter is not available in mxmod: it produces CSR sparse "
-        "batches and mxmod has no sparse storage; convert the data to "
-        "dense arrays and use NDArrayIter or CSVIter"
-    )
