@@ -381,8 +381,8 @@ def test_constructor_and_bind_errors():
         mx.mod.BucketingModule(lambda k: fc_sym_gen(k)[0], default_bucket_key=5)
     with pytest.raises(ValueError, match="data_names"):
         mx.mod.BucketingModule(lambda k: (fc_sym_gen(k)[0], ("x",), ()), default_bucket_key=5)
-    with pytest.raises(NotImplementedError, match="group2ctxs"):
-        mx.mod.BucketingModule(fc_sym_gen, 5, group2ctxs={"a": mx.cpu()})
+    with pytest.raises(TypeError, match="group2ctxs"):
+        mx.mod.BucketingModule(fc_sym_gen, 5, group2ctxs={"a": "cpu"})
     mod = mx.mod.BucketingModule(fc_sym_gen, default_bucket_key=5)
     with pytest.raises(MXNetError, match="shared_module"):
         mod.bind([("data", (BATCH, 5))], shared_module=fc_module())

@@ -232,7 +232,16 @@ def test_monitor_reports_outputs_and_arguments():
         mod.forward_backward(mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.ones((2, 4))]))
         mod.update()
         seen.append([name for _, name, _ in mon.toc()])
-    assert seen[0] == ["fc1_bias", "fc1_output", "fc1_weight", "relu1_output"]
+    assert seen[0] == [
+        "fc1_backward_output0",
+        "fc1_backward_output1",
+        "fc1_backward_output2",
+        "fc1_bias",
+        "fc1_output",
+        "fc1_weight",
+        "relu1_backward_output",
+        "relu1_output",
+    ]
     assert seen[1] == [] and seen[2] == seen[0]
     w = mod.get_params()[0]["fc1_weight"].asnumpy()
     mon.tic()

@@ -100,3 +100,79 @@ def test_backward_with_nothing_to_differentiate_needs_no_head_gradient():
     mod.forward(mx.io.DataBatch([mx.nd.ones((4, 4))]), is_train=True)
     with pytest.raises(MXNetError, match="out_grads"):
         mod.backward()
+
+
+def test_merged_outputs_of_several_devices_keep_their_batch():
+    # MXNet concatenates the devices' outputs into new arrays; per-device ones are live
+    mod = mx.mod.Module(
+        mx.sym.Variable("data") * 2, label_names=None, context=[mx.cpu(0), mx.cpu(1)]
+    )
+    mod.bind([("data", (4, 3))], for_training=False)
+    mod.init_params()
+    mod.forward(mx.io.DataBatch([mx.nd.ones((4, 3))]))
+    merged = mod.get_outputs()[0]
+    live = mod.get_outputs(merge_multi_context=False)[0][0]
+    mod.forward(mx.io.DataBatch([mx.nd.ones((4, 3)) * 5]))
+    assert merged.asnumpy().max() == 2
+    assert live.asnumpy().max() == 10
+
+
+def test_grad_req_add_accumulates_across_buckets():
+    def sym_gen(_):
+        weight = mx.sym.Variable("a", shape=(1,), init=mx.init.One())
+        net = mx.sym.make_loss(mx.sym.broadcast_mul(mx.sym.Variable("data"), weight))
+        return net, ("data",), None
+
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=10)
+    mod.bind([("data", (2,))], grad_req="add")
+    mod.init_params()
+    for key in (10, 5, 10):
+        desc = [mx.io.DataDesc("data", (2,))]
+        mod.forward_backward(mx.io.DataBatch([mx.nd.ones((2,))], provide_data=desc, bucket_key=key))
+    assert mod._curr_module._exec_group.execs[0].grad_dict["a"].asscalar() == 6
+
+
+def _grouped_sum():
+    with mx.AttrScope(ctx_group="dev1"):
+        a = mx.sym.Variable("a") * 2
+    with mx.AttrScope(ctx_group="dev2"):
+        return a + mx.sym.Variable("b")
+
+
+def test_module_group2ctxs_places_grouped_arrays_on_their_context():
+    mod = mx.mod.Module(
+        _grouped_sum(),
+        data_names=["a", "b"],
+        label_names=None,
+        group2ctxs={"dev1": mx.cpu(1), "dev2": mx.cpu(2)},
+    )
+    mod.bind([("a", (2, 3)), ("b", (2, 3))], inputs_need_grad=True)
+    mod.init_params()
+    mod.forward(mx.io.DataBatch([mx.nd.ones((2, 3)), mx.nd.ones((2, 3))]), is_train=True)
+    mod.backward([mx.nd.ones((2, 3))])
+    ga, gb = mod.get_input_grads()
+    assert (ga.context, gb.context) == (mx.cpu(1), mx.cpu(2))
+    assert ga.asnumpy().tolist() == [[2] * 3] * 2 and gb.asnumpy().tolist() == [[1] * 3] * 2
+    with pytest.raises(MXNetError, match="1 or 2"):
+        mx.mod.Module(
+            _grouped_sum(), context=[mx.cpu(0), mx.cpu(1)], group2ctxs={"dev1": [mx.cpu(2)] * 3}
+        )
+    with pytest.raises(MXNetError, match="dict per context"):
+        mx.mod.Module(_grouped_sum(), group2ctxs=[{}, {}])
+
+
+def test_bind_group2ctx_keeps_gradient_arrays_on_their_context():
+    net = _grouped_sum()
+    args = [mx.nd.ones((2, 3), ctx=mx.cpu(0)), mx.nd.ones((2, 3), ctx=mx.cpu(1))]
+    grads = [mx.nd.zeros((2, 3), ctx=mx.cpu(0)), mx.nd.zeros((2, 3), ctx=mx.cpu(1))]
+    exe = net.bind(
+        mx.cpu(0), args=args, args_grad=grads, group2ctx={"dev1": mx.cpu(0), "dev2": mx.cpu(1)}
+    )
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.ones((2, 3))])
+    assert exe.outputs[0].asnumpy().tolist() == [[3] * 3] * 2
+    assert grads[1].context == mx.cpu(1) and grads[1].asnumpy().tolist() == [[1] * 3] * 2
+    exe = net.simple_bind(mx.cpu(0), a=(2, 3), b=(2, 3), group2ctx={"dev2": mx.cpu(3)})
+    assert exe.arg_dict["b"].context == mx.cpu(3)
+    with pytest.raises(TypeError, match="group2ctx"):
+        net.simple_bind(mx.cpu(0), a=(2, 3), b=(2, 3), group2ctx={"dev2": "cpu"})

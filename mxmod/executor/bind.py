@@ -30,6 +30,28 @@ def _device(ctx):
     return ctx, ctx.jax_device
 
 
+def _group_devices(sym, group2ctx) -> dict:
+    """``{variable: jax device}`` for the variables of the ``ctx_group``s ``group2ctx`` maps.
+
+    The graph still runs as one XLA program on the executor's context; the arrays of a
+    grouped variable live on (and its gradients return to) the group's context, as in
+    MXNet."""
+    from ..context import Context
+
+    if not group2ctx:
+        return {}
+    if not isinstance(group2ctx, dict) or not all(
+        isinstance(c, Context) for c in group2ctx.values()
+    ):
+        raise TypeError(f"group2ctx must map ctx_group names to Contexts, got {group2ctx!r}")
+    out = {}
+    for name, attrs in sym.attr_dict().items():
+        group = attrs.get("__ctx_group__") or attrs.get("ctx_group")
+        if group in group2ctx:
+            out[name] = group2ctx[group].jax_device
+    return out
+
+
 def _grad_reqs(grad_req: Any, arg_names: list[str]) -> dict:
     if isinstance(grad_req, str):
         reqs = {n: grad_req for n in arg_names}
@@ -80,12 +102,8 @@ def simple_bind(
     """Allocate every array from the given input shapes (``Symbol.simple_bind``)."""
     if stype_dict:
         raise NotImplementedError("simple_bind(stype_dict=...): sparse storage is not supported")
-    if group2ctx:
-        raise NotImplementedError(
-            "simple_bind(group2ctx=...): model parallelism by ctx_group "
-            "is not supported; use data parallelism over a context list"
-        )
     ctx, device = _device(ctx)
+    group_device = _group_devices(sym, group2ctx)
     inputs = set(sym.list_inputs())
     for name in shapes:
         if name not in inputs:
@@ -111,8 +129,9 @@ def simple_bind(
             aux.append(_zeros(shape, dtype, device))
             continue
         s = shared.get(n.name)
-        args.append(s if s is not None and s.shape == shape else _zeros(shape, dtype, device))
-        grads.append(None if reqs[n.name] == "null" else _zeros(shape, dtype, device))
+        dev = group_device.get(n.name, device)
+        args.append(s if s is not None and s.shape == shape else _zeros(shape, dtype, dev))
+        grads.append(None if reqs[n.name] == "null" else _zeros(shape, dtype, dev))
     return Executor(
         sym, ctx, arg_names, args, grads, reqs, aux_names, aux, _out_specs(sym, inferred, types)
     )
@@ -155,8 +174,7 @@ def bind(
     """Bind user-provided arrays (``Symbol.bind``); shapes are checked by shape inference."""
     from ..ndarray import NDArray, array
 
-    if group2ctx:
-        raise NotImplementedError("bind(group2ctx=...): model parallelism is not supported")
+    _group_devices(sym, group2ctx)  # checked; the given arrays stay where they are
     ctx, device = _device(ctx)
     arg_names, aux_names = sym.list_arguments(), sym.list_auxiliary_states()
 

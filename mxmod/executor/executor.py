@@ -138,10 +138,12 @@ class Executor:
 
     # ----------------------------------------------------------- running
     def _args(self) -> dict:
-        return {n: a._data for n, a in zip(self._arg_names, self.arg_arrays)}
+        dev = self._ctx.jax_device
+        return {n: _on(a._data, dev) for n, a in zip(self._arg_names, self.arg_arrays)}
 
     def _aux(self) -> dict:
-        return {n: a._data for n, a in zip(self._aux_names, self.aux_arrays)}
+        dev = self._ctx.jax_device
+        return {n: _on(a._data, dev) for n, a in zip(self._aux_names, self.aux_arrays)}
 
     def _key(self):
         from .. import random as mxrandom
@@ -178,8 +180,9 @@ class Executor:
             raise MXNetError("backward() needs a forward(is_train=True) first")
         head_grads = self._head_grads(out_grads)
         key, fwd_train = self._last
+        dev = self._ctx.jax_device
         diff = {
-            n: a._data
+            n: _on(a._data, dev)
             for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays)
             if g is not None and self._grad_req.get(n, "null") != "null"
         }
@@ -216,7 +219,7 @@ class Executor:
         if len(out_grads) != len(shapes):
             raise MXNetError(f"backward got {len(out_grads)} out_grads for {len(shapes)} outputs")
         return [
-            _to_jax(g, o._data, f"out_grads[{i}]")
+            _on(_to_jax(g, o._data, f"out_grads[{i}]"), self._ctx.jax_device)
             for i, (g, o) in enumerate(zip(out_grads, self.outputs))
         ]
 
@@ -238,10 +241,11 @@ class Executor:
         for n, g in zip(self._arg_names, self.grad_arrays):
             if n not in grads:
                 continue
+            new = _on(grads[n], _device_of(g._data))  # a gradient array stays where it is
             if self._grad_req.get(n) == "add":
-                g._set_data(g._data + grads[n])
+                g._set_data(g._data + new)
             else:
-                g._set_data(grads[n])
+                g._set_data(new)
 
     # ----------------------------------------------------------- parameters
     def copy_params_from(
@@ -273,6 +277,19 @@ class Executor:
 
     def debug_str(self) -> str:
         return self._symbol.debug_str()
+
+
+def _device_of(arr):
+    devs = arr.devices() if hasattr(arr, "devices") else ()
+    return next(iter(devs)) if len(devs) == 1 else None
+
+
+def _on(arr, device):
+    """``arr`` on ``device`` (arrays bound on another context, e.g. a ``ctx_group``'s)."""
+    here = _device_of(arr)
+    if device is None or here is None or here == device:
+        return arr
+    return jax.device_put(arr, device)
 
 
 _ZERO_KEY = []

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..base import MXNetError
 from ..context import cpu
+from .ctx_groups import prepare_group2ctxs
 from .base_module import BaseModule, _as_list, _check_input_names, _parse_data_desc_list
 from .module import Module
 from .stages import require
@@ -62,10 +63,6 @@ class BucketingModule(BaseModule):
                 f"sym_gen must be a function bucket_key -> (symbol, data_names, "
                 f"label_names), got {type(sym_gen).__name__}"
             )
-        if group2ctxs:
-            raise NotImplementedError(
-                "BucketingModule(group2ctxs=...): model parallelism is not supported"
-            )
         if compression_params:
             raise NotImplementedError(
                 "BucketingModule(compression_params=...): gradient "
@@ -83,6 +80,8 @@ class BucketingModule(BaseModule):
         _check_input_names(symbol, self._fixed_param_names, "fixed_param", True)
         self._context = context if context is not None else cpu()
         self._work_load_list = work_load_list
+        n_ctx = len(context) if isinstance(context, (list, tuple)) else 1
+        prepare_group2ctxs(group2ctxs, n_ctx)  # its mistakes surface here
         self._group2ctxs = group2ctxs
         self._compression_params = compression_params
         self._buckets: dict = {}

@@ -28,6 +28,7 @@ from ..executor import compiled_for
 from ..executor.placement import MeshPlacement, OneDevice, ProcessMeshPlacement
 from ..executor.programs import programs_for
 from ..io import DataDesc
+from .ctx_groups import prepare_group2ctxs, variable_groups
 from .group_run import GroupRunner
 from .group_surface import GroupSurface
 from .slicing import batch_axis, decide_slices, sliced_shape
@@ -91,12 +92,9 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
         state_names=None,
         group2ctxs=None,
     ):
-        if group2ctxs:
-            raise NotImplementedError(
-                "group2ctxs (model parallelism by ctx_group) is not "
-                "supported; use data parallelism over a context list"
-            )
         self.symbol = symbol
+        self._group2ctxs = prepare_group2ctxs(group2ctxs, len(contexts))
+        self._var_groups = variable_groups(symbol) if group2ctxs else {}
         self.contexts = list(contexts)
         self.workload = list(workload)
         self.param_names = list(param_names)
@@ -134,6 +132,7 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
     # ------------------------------------------------------------ binding
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
         self.flush()
+        self.retire_pending()  # merged outputs already handed out stay readable
         self.data_shapes = [_desc(d) for d in data_shapes]
         self.label_shapes = None if label_shapes is None else [_desc(d) for d in label_shapes]
         self.data_names = [d.name for d in self.data_shapes]

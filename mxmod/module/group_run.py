@@ -147,6 +147,7 @@ class GroupRunner:
     def forward(self, data_batch, is_train=None) -> None:
         """Record the batch; outputs (and gradients) are computed when first needed."""
         self.state.flush_all()  # modules sharing these weights finish their steps first
+        self.retire_pending()
         if self._overlay:
             self._commit_overlay()
         is_train = self.for_training if is_train is None else bool(is_train)
@@ -159,6 +160,13 @@ class GroupRunner:
         self._pending = PendingStep(
             self._load(data_batch, is_train), getattr(data_batch, "label", None), is_train, key
         )
+
+    def retire_pending(self) -> None:
+        """Before the pending batch is replaced: keep the outputs handed out merged."""
+        p = self._pending
+        if p is not None and p.keep_outs and p.saved_outs is None:
+            self.ensure_outputs()
+            p.saved_outs = list(self._outs)
 
     def _require_pending(self, what) -> PendingStep:
         if self._pending is None:
@@ -390,6 +398,7 @@ class GroupRunner:
         self._outs = list(outs)
         self._grads, self._grads_stacked = grads, False
         self._grads_valid = bool(grads) or not self._diff_params
+        self.state.grad_owner = self
         self._input_grads = igrads
         p.outs_done = p.grads_done = p.update_done = True
         return stats
@@ -408,9 +417,10 @@ class GroupRunner:
             new_aux = {k: v for k, v in new_aux.items() if k not in self._graph.forward_aux}
         if new_aux:
             self.state.aux = {**self.state.aux, **new_aux}
-        if self._has_add and self._grads_valid and self._grads_stacked == stacked:
+        base = self._add_base(stacked) if self._has_add else None
+        if base is not None:
             grads = {
-                n: (self._grads[n] + g if self.grad_req[n] == "add" else g)
+                n: (base[n] + g if self.grad_req[n] == "add" and n in base else g)
                 for n, g in grads.items()
             }
             igrads = {
@@ -422,9 +432,23 @@ class GroupRunner:
                 for n, g in igrads.items()
             }
         self._grads, self._grads_stacked, self._grads_valid = grads, stacked, True
+        self.state.grad_owner = self
         self._input_grads = igrads
         p.grads_done = True
         return stats
+
+    def _add_base(self, stacked):
+        """The gradients ``grad_req='add'`` adds to: the last ones computed for these
+        weights (another bucket's included), in this run's per-device form."""
+        owner = self.state.grad_owner
+        src = owner if owner is not None and owner._grads_valid else self
+        if not src._grads_valid:
+            return None
+        if src._grads_stacked == stacked:
+            return src._grads
+        if src._grads_stacked:  # per-device sums; this run keeps the reduced gradient
+            return {n: g.sum(0) for n, g in src._grads.items()}
+        return None
 
     def _apply_update(self) -> None:
         box = self.state.opt
@@ -482,6 +506,13 @@ class GroupRunner:
         return self._out_views
 
     def get_outputs(self, merge_multi_context=True, begin=0, end=None) -> list:
+        if merge_multi_context and len(self.contexts) > 1:
+            # MXNet concatenates the devices' outputs into new arrays: later batches
+            # leave them as they are (one device's outputs are its live buffers)
+            p = self._require_pending("outputs")
+            p.keep_outs = True
+            idx = range(len(self.output_names))[begin:end]
+            return [self._kept_output_view(p, i) for i in idx]
         outs = self.outputs[begin:end]
         if merge_multi_context:
             return outs

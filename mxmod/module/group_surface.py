@@ -34,6 +34,22 @@ class GroupSurface:
     def _ctx(self, k):
         return self.contexts[0 if k is None else k]
 
+    def _var_ctx(self, name, k):
+        """The context MXNet gives ``name``'s arrays on device ``k``: its ctx_group's
+        (``group2ctxs``) when it has one, else the device's."""
+        group = self._var_groups.get(name)
+        where = self._group2ctxs[0 if k is None else k]
+        if group is not None and where and group in where:
+            return where[group]
+        return self._ctx(k)
+
+    def _grouped(self, name, k, read):
+        """``read`` moved to the ctx_group's device of ``name`` (identity without one)."""
+        ctx = self._var_ctx(name, k)
+        if ctx is self._ctx(k):
+            return read
+        return lambda: jax.device_put(read(), ctx.jax_device)
+
     def _slice(self, k):
         if k is None or len(self.contexts) == 1:
             return None
@@ -83,7 +99,7 @@ class GroupSurface:
             else:
                 self._overlay[(kind, name, k)] = jax.device_put(jnp.asarray(value), self._dev(k))
 
-        return StateView(read, write, self._ctx(k))
+        return StateView(self._grouped(name, k, read), write, self._var_ctx(name, k))
 
     def _param_view(self, name, k):
         return self._state_view("param", name, k)
@@ -117,7 +133,7 @@ class GroupSurface:
             else:
                 cur[name] = value.astype(self._arg_type[name])
 
-        return StateView(read, write, self._ctx(k))
+        return StateView(self._grouped(name, k, read), write, self._var_ctx(name, k))
 
     def _current_grads(self) -> dict:
         if not self._grads_valid:
@@ -168,7 +184,7 @@ class GroupSurface:
             p.inputs = {**p.inputs, name: jax.device_put(value, cur.sharding)}
             p.outs_done = p.grads_done = False
 
-        return StateView(read, write, self._ctx(k))
+        return StateView(self._grouped(name, k, read), write, self._var_ctx(name, k))
 
     def _output_view(self, i, k):
         def read():
@@ -180,6 +196,25 @@ class GroupSurface:
             raise MXNetError("outputs are read-only: they are recomputed by forward()")
 
         return StateView(read, write, self._ctx(k))
+
+    def _kept_output_view(self, p, i):
+        def read():
+            if p.saved_outs is not None:
+                outs = p.saved_outs
+            elif p is self._pending:
+                self.ensure_outputs()
+                outs = self._outs
+            else:
+                raise MXNetError(
+                    "these outputs belong to a batch the module no longer holds "
+                    "(it was re-bound or reshaped); copy outputs you keep with .copy()"
+                )
+            return self._progs.placement.local(outs[i], self.output_layouts[i])
+
+        def write(value):
+            raise MXNetError("outputs are read-only: they are recomputed by forward()")
+
+        return StateView(read, write, self._ctx(None))
 
     def _input_grad_view(self, name, k):
         axis = self._input_axes.get(name, 0)
@@ -193,7 +228,7 @@ class GroupSurface:
         def write(value):
             self._input_grads[name] = jnp.asarray(value)
 
-        return StateView(read, write, self._ctx(k))
+        return StateView(self._grouped(name, k, read), write, self._var_ctx(name, k))
 
     def _input_names(self) -> list:
         return self.data_names + self.label_names + self.state_names

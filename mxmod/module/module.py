@@ -13,6 +13,7 @@ from ..base import MXNetError
 from ..context import Context, cpu
 from ..io import DataDesc
 from .base_module import BaseModule, _as_list, _check_input_names_strict, _parse_data_desc_list
+from .ctx_groups import prepare_group2ctxs
 from .executor_group import DataParallelExecutorGroup
 from .stages import require
 from .train_state import OptBox
@@ -54,9 +55,8 @@ class Module(BaseModule):
                 f"{len(self._context)} contexts; give one weight per context"
             )
         self._work_load_list = list(work_load_list)
-        if group2ctxs:
-            raise NotImplementedError("Module(group2ctxs=...): model parallelism is not supported")
         self._group2ctxs = group2ctxs
+        prepare_group2ctxs(group2ctxs, len(self._context))  # its mistakes surface here
         self._compression_params = compression_params
         self._symbol = symbol
         self._data_names = _as_list(data_names)
@@ -211,6 +211,7 @@ class Module(BaseModule):
             fixed_param_names=self._fixed_param_names,
             grad_req=grad_req,
             state_names=self._state_names,
+            group2ctxs=self._group2ctxs,
         )
         if shared_module is not None:
             self.params_initialized = True

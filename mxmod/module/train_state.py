@@ -39,6 +39,9 @@ class TrainState:
         self.opt: Optional[OptBox] = None
         self.groups: list = []  # groups bound to this state (flushed before any other runs)
         self.version = 0  # bumped whenever params change (host dicts resync lazily)
+        # the group whose gradients were computed last: MXNet's buckets share gradient
+        # buffers, so grad_req='add' in one bucket adds to what another wrote
+        self.grad_owner = None
 
     def flush_all(self) -> None:
         for g in self.groups:
@@ -60,3 +63,5 @@ class PendingStep:
     outs_done: bool = False
     grads_done: bool = False
     update_done: bool = False
+    keep_outs: bool = False  # merged multi-device outputs were handed out: keep them
+    saved_outs: Optional[list] = None  # those outputs, once a later batch replaced this one
