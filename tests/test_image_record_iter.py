@@ -174,8 +174,6 @@ def test_parameter_errors():
     it = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 40, 40), batch_size=2)
     with pytest.raises(MXNetError, match="smaller than data_shape 40x40: set resize= or pad="):
         it.next()
-    with pytest.raises(NotImplementedError, match="ImageDetRecordIter is not implemented"):
-        mx.io.ImageDetRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2)
 
 
 def test_missing_and_truncated_files(tmp_path):

@@ -4,8 +4,8 @@ ImageRecordIter, MNISTIter, CSVIter and LibSVMIter (dense batches: no sparse sto
 
 from . import io as io
 from ._csv_iter import CSVIter
+from ._image_det_record_iter import ImageDetRecordIter
 from ._image_record_iter import (
-    ImageDetRecordIter,
     ImageRecordInt8Iter,
     ImageRecordIter,
     ImageRecordIter_v1,

@@ -30,7 +30,6 @@ __all__ = [
     "ImageRecordUInt8Iter",
     "ImageRecordInt8Iter",
     "ImageRecordIter_v1",
-    "ImageDetRecordIter",
 ]
 
 _REQUIRED = object()
@@ -369,18 +368,3 @@ class ImageRecordInt8Iter(ImageRecordIter):
 
 
 ImageRecordIter_v1 = ImageRecordIter  # MXNet's older implementation; same parameters
-
-
-def ImageDetRecordIter(*args, **kwargs):
-    """``mx.io.ImageDetRecordIter`` (detection records with variable-length box labels and
-    box-aware augmenters) is not implemented in mxmod.
-
-    Raises:
-        NotImplementedError: always.
-    """
-    raise NotImplementedError(
-        "ImageDetRecordIter is not implemented in mxmod: read the "
-        "detection .rec with mx.recordio and mx.image in a DataIter "
-        "subclass, or pack fixed-size box labels and use "
-        "ImageRecordIter(label_width=...) without geometric augmenters"
-    )
