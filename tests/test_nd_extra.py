@@ -112,3 +112,10 @@ def test_test_utils_reduction_helpers():
     assert len(set(pick)) == 3 and set(pick) <= {1, 2, 3, 4}
     with pytest.raises(ValueError, match="k=5"):
         random_sample([1, 2], 5)
+
+
+def test_broadcast_like_refuses_empty_axes():
+    lhs, rhs = mx.nd.ones((1, 2)), mx.nd.ones((3, 2))
+    assert mx.nd.broadcast_like(lhs, rhs, lhs_axes=(0,), rhs_axes=(0,)).shape == (3, 2)
+    with pytest.raises(MXNetError, match="empty lhs_axes"):
+        mx.nd.broadcast_like(lhs, rhs, lhs_axes=(), rhs_axes=())

@@ -413,6 +413,8 @@ def _broadcast_like_shape(a, s, like):
         return _check_broadcast(s, like)
     if a.lhs_axes is None or a.rhs_axes is None or len(a.lhs_axes) != len(a.rhs_axes):
         fail("broadcast_like: lhs_axes and rhs_axes must be given together with the same length")
+    if not a.lhs_axes:
+        fail("broadcast_like: empty lhs_axes/rhs_axes are not allowed; omit both to match all axes")
     out = list(s)
     for la, ra in zip(a.lhs_axes, a.rhs_axes):
         out[norm_axis(la, len(s))] = like[norm_axis(ra, len(like))]
