@@ -176,3 +176,12 @@ def test_bind_group2ctx_keeps_gradient_arrays_on_their_context():
     assert exe.arg_dict["b"].context == mx.cpu(3)
     with pytest.raises(TypeError, match="group2ctx"):
         net.simple_bind(mx.cpu(0), a=(2, 3), b=(2, 3), group2ctx={"dev2": "cpu"})
+
+
+def test_operators_without_parameters_keep_extra_attributes_as_mxnet():
+    a, b = mx.nd.ones((1, 2)), mx.nd.ones((1, 2))
+    assert mx.nd.broadcast_add(a, b, axis=0).asnumpy().tolist() == [[2, 2]]
+    net = mx.sym.broadcast_add(mx.sym.var("a"), mx.sym.var("b"), axis=0)
+    assert '"axis": "0"' in net.tojson()
+    with pytest.raises(MXNetError, match="unknown attribute 'foo'"):
+        mx.sym.FullyConnected(mx.sym.var("a"), num_hidden=2, foo=1)

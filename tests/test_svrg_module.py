@@ -129,3 +129,41 @@ def test_errors():
     mod.init_params()
     with pytest.raises(MXNetError, match="update_full_grads.*init_optimizer"):
         mod.update_full_grads(mx.io.NDArrayIter(*data(), batch_size=8, label_name="lin_reg_label"))
+
+
+def test_plain_forward_trains_the_snapshot_too_and_param_dict_holds_full_grads():
+    x, y = data()
+    it = mx.io.NDArrayIter(x, y, batch_size=8, label_name="lin_reg_label")
+    mod = SVRGModule(symbol(), label_names=["lin_reg_label"], update_freq=2)
+    mod.bind(it.provide_data, it.provide_label)
+    mod.init_params(mx.init.One())
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.01})
+    mod._mod_aux.set_params(*mod.get_params())
+    batch = next(iter(it))
+    mod.forward(batch)  # is_train=None: the module trains, so the snapshot runs as well
+    mod.backward()
+    mod.update()
+    total = np.zeros((1, 3), "float32")
+    it.reset()
+    for b in it:
+        mod.forward(b)
+        mod.backward()
+        total += mod._exec_group.grad_arrays[0][0].asnumpy()
+    mod.update_full_grads(it)
+    np.testing.assert_allclose(mod._param_dict[0]["fc_weight"].asnumpy(), total / 5, rtol=1e-5)
+
+
+def test_accumulate_kvstore_sums_device_gradients_into_the_full_gradient():
+    x, y = data()
+    it = mx.io.NDArrayIter(x, y, batch_size=8, label_name="lin_reg_label")
+    mod = SVRGModule(symbol(), label_names=["lin_reg_label"], update_freq=2)
+    mod.bind(it.provide_data, it.provide_label)
+    mod.init_params()
+    with pytest.raises(MXNetError, match="needs a kvstore"):
+        mod.init_optimizer(kvstore="local")
+        mod._accumulate_kvstore("fc_weight", [mx.nd.ones((1, 3))])
+    mod.init_optimizer(kvstore=mx.kv.create("local"), force_init=True)
+    parts = [mx.nd.ones((1, 3)) for _ in range(3)]
+    mod._accumulate_kvstore("fc_weight", parts)
+    assert parts[0].asnumpy().tolist() == [[3, 3, 3]]
+    assert mod._param_dict[0]["fc_weight"].asnumpy().tolist() == [[3, 3, 3]]

@@ -117,6 +117,8 @@ class OpDef:
             if self.variadic and key == self.variadic:
                 continue
             p = self.params.get(key)
+            if p is None and not self.params:
+                continue  # MXNet's operators without parameters ignore (and keep) extra attrs
             if p is None:
                 known = ", ".join(sorted(self.params)) or "none"
                 raise MXNetError(

@@ -184,6 +184,41 @@ class SVRGModule(Module):
             optimizer_params=optimizer_params,
             force_init=force_init,
         )
+        if self._kvstore:  # MXNet's keys for exchanging full gradients between workers
+            from ...ndarray import zeros
+
+            for name in group.param_names:
+                self._kvstore.init(name + "_full", zeros(self._arg_params[name].shape))
+
+    @property
+    def _param_dict(self):
+        """MXNet's per-device full gradients: device ``k`` holds its share (``1/num
+        devices``) of the mean gradient summed over devices (None before init_optimizer)."""
+        from ...ndarray import NDArray
+
+        if self._full_grads is None:
+            return None
+        n = self._ctx_len
+        return [
+            {
+                name: NDArray(jax.device_put(g / n, c.jax_device), c)
+                for name, g in self._full_grads.items()
+            }
+            for c in self._context
+        ]
+
+    def _accumulate_kvstore(self, key, value):
+        """MXNet's exchange of ``key``'s full gradient: push the per-device arrays
+        ``value`` under ``key + '_full'``, pull the sum back into them, and make that
+        sum the full gradient of ``key``."""
+        if not self._kvstore:
+            raise MXNetError(
+                "_accumulate_kvstore needs a kvstore: init_optimizer(kvstore=...) with "
+                "several devices or a KVStore object"
+            )
+        self._kvstore.push(key + "_full", value)
+        self._kvstore.pull(key + "_full", out=value)
+        self._full_grads = {**self._full_grads, key: value[0]._data}
 
     def _create_optimizer(self, optimizer, default_opt, kvstore, optimizer_params):
         """The ``_SVRGOptimizer`` with Module's rescale_grad and index map, plus one
@@ -211,9 +246,12 @@ class SVRGModule(Module):
         return opt.create(optimizer, **params)
 
     def forward(self, data_batch, is_train=None):
-        """Forward on this module and, when training, on the snapshot module."""
+        """Forward on this module and, when training, on the snapshot module (``is_train``
+        None means the module's ``for_training``, as for ``Module.forward``)."""
         super().forward(data_batch, is_train)
-        if is_train:
+        if is_train is None:
+            is_train = self.for_training
+        if is_train and self._mod_aux.binded:
             self._mod_aux.forward(data_batch, is_train)
 
     def backward(self, out_grads=None):
