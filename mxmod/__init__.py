@@ -29,7 +29,7 @@ if "DMLC_ROLE" in _os.environ or "JAX_PROCESS_ID" in _os.environ:
     _join()
     del _join
 del _os
-from .context import Context, cpu, current_context, gpu, tpu  # noqa: E402
+from .context import Context, cpu, cpu_pinned, current_context, gpu, tpu  # noqa: E402
 
 #: The MXNet version whose behaviour mxmod implements, so ``mx.__version__ >= "1.3.0"``
 #: checks in MXNet programs take the modern branch; mxmod's own release is
@@ -102,6 +102,7 @@ __all__ = [
     "MXNetError",
     "Context",
     "cpu",
+    "cpu_pinned",
     "gpu",
     "tpu",
     "current_context",

@@ -185,3 +185,21 @@ def test_operators_without_parameters_keep_extra_attributes_as_mxnet():
     assert '"axis": "0"' in net.tojson()
     with pytest.raises(MXNetError, match="unknown attribute 'foo'"):
         mx.sym.FullyConnected(mx.sym.var("a"), num_hidden=2, foo=1)
+
+
+def test_cpu_pinned_context_at_top_level():
+    assert mx.cpu_pinned(0) == mx.Context("cpu_pinned", 0)
+    assert mx.cpu_pinned(0).jax_device.platform == "cpu"
+
+
+def test_bucket_sentence_iter_subclass_reset_feeds_its_own_arrays():
+    class Echo(mx.rnn.BucketSentenceIter):
+        def reset(self):
+            self.curr_idx = 0
+            self.nddata = [mx.nd.array(b) for b in self.data]
+            self.ndlabel = [mx.nd.array(b) for b in self.data]  # label = data
+
+    sents = [[1, 2, 3], [4, 5, 6], [7, 8], [9, 1]]
+    it = Echo(sents, batch_size=2, buckets=[3])
+    for batch in it:
+        np.testing.assert_array_equal(batch.data[0].asnumpy(), batch.label[0].asnumpy())

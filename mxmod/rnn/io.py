@@ -202,6 +202,7 @@ class BucketSentenceIter(DataIter):
             self._host.append((np.asarray(buck, self.dtype), np.asarray(label, self.dtype)))
             self.nddata.append(ndarray.array(buck, dtype=self.dtype))
             self.ndlabel.append(ndarray.array(label, dtype=self.dtype))
+        self._host_of = self.nddata
 
     def next(self) -> DataBatch:
         """The next batch (``bucket_key`` = its bucket length); StopIteration at the end."""
@@ -209,6 +210,10 @@ class BucketSentenceIter(DataIter):
             raise StopIteration
         i, j = self.idx[self.curr_idx]
         self.curr_idx += 1
+        if getattr(self, "_host_of", None) is not self.nddata:
+            # a subclass's reset() rebuilt nddata/ndlabel (MXNet's attributes): slice those
+            self._host = [(d.asnumpy(), lb.asnumpy()) for d, lb in zip(self.nddata, self.ndlabel)]
+            self._host_of = self.nddata
         host_data, host_label = self._host[i]
         data = host_data[j : j + self.batch_size]
         label = host_label[j : j + self.batch_size]
