@@ -83,9 +83,17 @@ def test_errors(det_rec, tmp_path):
         mx.io.ImageDetRecordIter(
             path_imgrec=path, data_shape=(3, 8, 8), batch_size=2, label_pad_width=5
         )
-    with pytest.raises(NotImplementedError, match="rand_crop_prob=0.5 is not implemented"):
+    with pytest.raises(MXNetError, match="min_crop_scales has 2 values but num_crop_sampler is 3"):
         mx.io.ImageDetRecordIter(
-            path_imgrec=path, data_shape=(3, 8, 8), batch_size=2, rand_crop_prob=0.5
+            path_imgrec=path,
+            data_shape=(3, 8, 8),
+            batch_size=2,
+            num_crop_sampler=3,
+            min_crop_scales=(0.1, 0.2),
+        )
+    with pytest.raises(MXNetError, match="crop_emit_mode 'edge'"):
+        mx.io.ImageDetRecordIter(
+            path_imgrec=path, data_shape=(3, 8, 8), batch_size=2, crop_emit_mode="edge"
         )
     with pytest.raises(NotImplementedError, match="resize_mode='fit' is not implemented"):
         mx.io.ImageDetRecordIter(
@@ -96,7 +104,80 @@ def test_errors(det_rec, tmp_path):
     img = np.zeros((8, 8, 3), np.uint8)
     w.write(mx.recordio.pack_img(mx.recordio.IRHeader(0, 3.0, 0, 0), img, img_fmt=".png"))
     w.close()
-    with pytest.raises(MXNetError, match="record 0 has label \\[3.0\\], not a detection label"):
+    with pytest.raises(MXNetError, match=r"record 0: label \[3.0\] is not a detection label"):
         mx.io.ImageDetRecordIter(path_imgrec=plain, data_shape=(3, 8, 8), batch_size=1)
     with pytest.raises(TypeError, match="keyword arguments"):
         mx.io.ImageDetRecordIter(path)
+
+
+def _objects(row):
+    raw = row[4 : 4 + int(row[3])]
+    return raw[2:].reshape(-1, 5)
+
+
+def test_random_pad_shrinks_boxes_onto_a_filled_canvas(det_rec):
+    path, raws, _ = det_rec
+    it = mx.io.ImageDetRecordIter(
+        path_imgrec=path,
+        data_shape=(3, 40, 40),
+        batch_size=7,
+        dtype="uint8",
+        rand_pad_prob=1.0,
+        max_pad_scale=3.0,
+        fill_value=50,
+        seed=2,
+    )
+    b = it.next()
+    padded = 0
+    for row, img, i in zip(b.label[0].asnumpy(), b.data[0].asnumpy(), b.index):
+        objs, orig = _objects(row), raws[int(i)][2:].reshape(-1, 5)
+        scale = (orig[:, 3] - orig[:, 1]) / (objs[:, 3] - objs[:, 1])
+        assert np.allclose(scale, scale[0], rtol=1e-3) and 1 - 1e-3 <= scale[0] <= 3 + 1e-3
+        if scale[0] > 1.05:
+            padded += 1
+            assert (img[:, 0, 0] == 50).all() or (img[:, -1, -1] == 50).all()
+    assert padded >= 4
+
+
+def test_random_crop_keeps_boxes_inside_and_meets_coverage(det_rec):
+    path, raws, _ = det_rec
+    it = mx.io.ImageDetRecordIter(
+        path_imgrec=path,
+        data_shape=(3, 16, 16),
+        batch_size=7,
+        rand_crop_prob=1.0,
+        num_crop_sampler=2,
+        min_crop_scales=(0.3, 0.5),
+        max_crop_scales=(0.8, 1.0),
+        min_crop_aspect_ratios=(0.5,),
+        max_crop_aspect_ratios=(2.0,),
+        min_crop_object_coverages=(0.5,),
+        crop_emit_mode="overlap",
+        emit_overlap_thresh=0.5,
+        seed=4,
+    )
+    changed = 0
+    for _ in range(3):
+        for b in it:
+            for row, i in zip(b.label[0].asnumpy(), b.index):
+                objs, orig = _objects(row), raws[int(i)][2:].reshape(-1, 5)
+                assert 1 <= len(objs) <= len(orig)
+                assert ((objs[:, 1:5] >= 0) & (objs[:, 1:5] <= 1)).all()
+                assert (objs[:, 3] > objs[:, 1]).all() and (objs[:, 4] > objs[:, 2]).all()
+                assert set(objs[:, 0]) <= set(orig[:, 0])
+                changed += not np.array_equal(objs, orig)
+        it.reset()
+    assert changed > 10  # crops happen (a crop can fail all its trials and keep the image)
+
+
+def test_color_jitter_changes_pixels_with_its_probability(det_rec):
+    path, _, _ = det_rec
+    kw = dict(path_imgrec=path, data_shape=(3, 16, 16), batch_size=7, dtype="uint8")
+    base = mx.io.ImageDetRecordIter(**kw).next().data[0].asnumpy().astype(float)
+    out = mx.io.ImageDetRecordIter(
+        random_contrast_prob=1.0, max_random_contrast=0.5, seed=1, **kw
+    ).next()
+    ratio = out.data[0].asnumpy().astype(float).mean(axis=(1, 2, 3)) / base.mean(axis=(1, 2, 3))
+    assert ((ratio > 0.45) & (ratio < 1.55)).all() and np.std(ratio) > 0.02
+    same = mx.io.ImageDetRecordIter(random_hue_prob=1e-9, max_random_hue=30, **kw).next()
+    np.testing.assert_array_equal(same.data[0].asnumpy(), base)
