@@ -93,21 +93,26 @@ class CompositeEvalMetric(EvalMetric):
 
     def reset(self):
         """Reset every child."""
+        self._run_deferred()  # a queued Module step adds its stats before the reset
         self._pending = []
         for metric in getattr(self, "metrics", []):
             metric.reset()
 
     def reset_local(self):
         """Reset every child's local statistics."""
+        self._run_deferred()
         for metric in getattr(self, "metrics", []):
             metric.reset_local()
 
     def get(self):
         """Return ``([names], [values])`` over the children."""
+        # the Module defers its step's stats on the composite, not on the children
+        self._run_deferred()
         return _names_values(self.metrics, "get")
 
     def get_global(self):
         """Return ``([names], [global values])`` over the children."""
+        self._run_deferred()
         return _names_values(self.metrics, "get_global")
 
     def get_config(self):
@@ -137,6 +142,12 @@ class CompositeEvalMetric(EvalMetric):
     def _device_stats_dict(self, labels, preds):
         labels, preds = self._filter(labels, preds)
         return tuple(m._device_stats_dict(labels, preds) for m in self.metrics)
+
+    def _defer(self, source):
+        # reading a child alone (get_metric(i).get()) must also run the queued step
+        super()._defer(source)
+        for metric in self.metrics:
+            metric._defer(source)
 
     def _accumulate_device(self, stats, stacked=False):
         if len(stats) != len(self.metrics):
