@@ -133,3 +133,13 @@ def test_csv_integer_dtypes_and_native_accessors(tmp_path):
         assert it.provide_label[0].dtype is np.dtype(dtype).type
         want = np.array([[200000001, 2], [3, 2147483647]]).astype(dtype)
         np.testing.assert_array_equal(data.asnumpy(), want)
+
+
+def test_native_iterators_share_mxdataiter():
+    for cls in (mx.io.ImageRecordIter, mx.io.MNISTIter, mx.io.CSVIter, mx.io.LibSVMIter):
+        assert issubclass(cls, mx.io.MXDataIter) and issubclass(cls, mx.io.DataIter)
+    assert not issubclass(mx.io.NDArrayIter, mx.io.MXDataIter)
+    assert mx.io.ImageRecordUInt8Iter_v1 is mx.io.ImageRecordUInt8Iter
+    it = mx.io.MNISTIter(image=IMG, label=LAB, batch_size=5)
+    with pytest.raises(NotImplementedError, match="debug_skip_load.*DummyIter"):
+        it.debug_skip_load()

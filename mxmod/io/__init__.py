@@ -10,10 +10,19 @@ from ._image_record_iter import (
     ImageRecordIter,
     ImageRecordIter_v1,
     ImageRecordUInt8Iter,
+    ImageRecordUInt8Iter_v1,
 )
 from ._libsvm_iter import LibSVMIter
 from ._mnist_iter import MNISTIter
-from .io import DataBatch, DataDesc, DataIter, NDArrayIter, PrefetchingIter, ResizeIter
+from .io import (
+    DataBatch,
+    DataDesc,
+    DataIter,
+    MXDataIter,
+    NDArrayIter,
+    PrefetchingIter,
+    ResizeIter,
+)
 
 __all__ = [
     "DataBatch",
@@ -26,6 +35,8 @@ __all__ = [
     "ImageRecordUInt8Iter",
     "ImageRecordInt8Iter",
     "ImageRecordIter_v1",
+    "ImageRecordUInt8Iter_v1",
+    "MXDataIter",
     "ImageDetRecordIter",
     "MNISTIter",
     "CSVIter",

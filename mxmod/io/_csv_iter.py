@@ -17,7 +17,7 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 from ._native_params import check_params
 from ._prefetch import Placement
-from .io import DataBatch, DataDesc, DataIter
+from .io import DataBatch, DataDesc, MXDataIter
 
 __all__ = ["CSVIter"]
 
@@ -72,7 +72,7 @@ def _load_csv(path, shape, what, dtype):
     return np.asarray(rows, dtype).reshape((len(rows),) + tuple(shape))
 
 
-class CSVIter(DataIter):
+class CSVIter(MXDataIter):
     """Iterate over rows of CSV files, as ``mx.io.CSVIter`` (keyword arguments only).
 
     Raises:

@@ -23,13 +23,14 @@ from ._image_aug_default import AUG_DEFAULTS, NORM_DEFAULTS, DefaultAugmenter, N
 from ._native_params import check_params
 from ._prefetch import BatchPipeline, Placement, aligned_empty
 from ._record_source import RecordFile, read_label_list, split_image_record
-from .io import DataBatch, DataDesc, DataIter
+from .io import DataBatch, DataDesc, MXDataIter
 
 __all__ = [
     "ImageRecordIter",
     "ImageRecordUInt8Iter",
     "ImageRecordInt8Iter",
     "ImageRecordIter_v1",
+    "ImageRecordUInt8Iter_v1",
 ]
 
 _REQUIRED = object()
@@ -64,7 +65,7 @@ _PARAMS = {
 _UNSUPPORTED = {}
 
 
-class ImageRecordIter(DataIter):
+class ImageRecordIter(MXDataIter):
     """Iterate over images in a RecordIO file, as ``mx.io.ImageRecordIter``.
 
     Keyword-only, MXNet's parameter names (``path_imgrec``, ``data_shape``,
@@ -368,3 +369,4 @@ class ImageRecordInt8Iter(ImageRecordIter):
 
 
 ImageRecordIter_v1 = ImageRecordIter  # MXNet's older implementation; same parameters
+ImageRecordUInt8Iter_v1 = ImageRecordUInt8Iter

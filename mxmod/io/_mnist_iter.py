@@ -21,7 +21,7 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 from ._native_params import check_params
 from ._prefetch import Placement
-from .io import DataBatch, DataDesc, DataIter
+from .io import DataBatch, DataDesc, MXDataIter
 
 __all__ = ["MNISTIter"]
 
@@ -63,7 +63,7 @@ def _read_idx(path, magic, what):
     return body[:need].reshape(dims)
 
 
-class MNISTIter(DataIter):
+class MNISTIter(MXDataIter):
     """Iterate over MNIST idx files, as ``mx.io.MNISTIter`` (keyword arguments only).
 
     Raises:

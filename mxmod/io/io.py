@@ -12,7 +12,15 @@ import numpy as np
 
 from ..base import MXNetError
 
-__all__ = ["DataDesc", "DataBatch", "DataIter", "ResizeIter", "PrefetchingIter", "NDArrayIter"]
+__all__ = [
+    "DataDesc",
+    "DataBatch",
+    "DataIter",
+    "MXDataIter",
+    "ResizeIter",
+    "PrefetchingIter",
+    "NDArrayIter",
+]
 
 
 class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
@@ -161,6 +169,19 @@ class DataIter:
 
     def getpad(self):
         """Number of padding samples in the current batch."""
+
+
+class MXDataIter(DataIter):
+    """Base of the native iterators (C++ ``MXDataIter`` in MXNet): ImageRecordIter,
+    ImageDetRecordIter, MNISTIter, CSVIter, LibSVMIter. Their ``getdata``/``getlabel``
+    give one NDArray, not a list."""
+
+    def debug_skip_load(self):
+        """MXNet's loader benchmark switch; not available."""
+        raise NotImplementedError(
+            "MXDataIter.debug_skip_load is not supported by mxmod; time the model on a "
+            "fixed batch with mx.test_utils.DummyIter(iterator) instead"
+        )
 
 
 class _BatchHolder(DataIter):
