@@ -202,7 +202,16 @@ def attr_str(v: Any) -> str:
         return np.dtype(v).name
     if isinstance(v, np.dtype):
         return v.name
-    return str(v)
+    return str(_plain(v))
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalars as Python numbers, inside tuples/lists too (numpy 2 reprs them)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (tuple, list)):
+        return type(v)(_plain(x) for x in v)
+    return v
 
 
 class Param:

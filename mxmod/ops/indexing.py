@@ -383,3 +383,33 @@ register(
         lower=_topk_lower,
     )
 )
+
+
+def _batch_take_shape(a, s):
+    data, idx = s
+    if data is None:
+        return s, [None]
+    if len(data) != 2:
+        fail(f"batch_take: a must be 2-D, got shape {tuple(data)}")
+    want = (data[0],)
+    if idx is not None and tuple(idx) != want:
+        fail(f"batch_take: indices shape {tuple(idx)} must be {want} (one index per row of a)")
+    return [data, want], [want]
+
+
+def _batch_take_lower(a, ins, aux, ctx):
+    data, idx = ins
+    cols = jnp.clip(idx.astype(jnp.int32), 0, data.shape[1] - 1)
+    return [data[jnp.arange(data.shape[0]), cols]]
+
+
+register(
+    OpDef(
+        name="batch_take",
+        params={},
+        inputs=("a", "indices"),
+        infer_shape=_batch_take_shape,
+        infer_type=first_type,
+        lower=_batch_take_lower,
+    )
+)

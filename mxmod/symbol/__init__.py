@@ -12,6 +12,9 @@ for _name, _op in list(OPS.items()):
         globals()[_name] = creator(_name)
 
 from ..operator import symbol_custom as Custom  # noqa: E402,F401  (names/is_loss from the user's Prop)
+from . import fluent as _fluent  # noqa: E402
+
+_fluent.install()
 
 
 def __getattr__(name):

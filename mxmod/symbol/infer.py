@@ -204,8 +204,11 @@ def propagate_types(sym, given: dict[str, Any]) -> tuple[list[Node], dict[Entry,
     return order, types
 
 
-def infer_type(sym, args: tuple, kwargs: dict):
-    """``Symbol.infer_type``: (arg_types, out_types, aux_types) as numpy dtype types."""
+def infer_type(sym, args: tuple, kwargs: dict, partial: bool = False):
+    """``Symbol.infer_type``: (arg_types, out_types, aux_types) as numpy dtype types.
+
+    Unknown types make the result ``(None, None, None)``, or with ``partial`` are None
+    entries (``infer_type_partial``)."""
     given = _named_inputs(sym, args, kwargs, "infer_type")
     order, types = propagate_types(sym, given)
     aux = aux_var_ids(order)
@@ -215,7 +218,7 @@ def infer_type(sym, args: tuple, kwargs: dict):
     arg_t = [conv(types.get((id(n), 0))) for n in arg_nodes]
     aux_t = [conv(types.get((id(n), 0))) for n in aux_nodes]
     out_t = [conv(types.get((id(n), i))) for n, i in sym._outputs]
-    if any(t is None for t in arg_t + aux_t + out_t):
+    if not partial and any(t is None for t in arg_t + aux_t + out_t):
         return None, None, None
     return arg_t, out_t, aux_t
 

@@ -86,7 +86,8 @@ class Symbol:
         return Symbol(entries)
 
     def get_children(self) -> Optional["Symbol"]:
-        entries = [e for node, _ in self._outputs for e in node.inputs]
+        nodes = list({id(node): node for node, _ in self._outputs}.values())
+        entries = [e for node in nodes for e in node.inputs]
         return Symbol(entries) if entries else None
 
     # ------------------------------------------------------------ attributes
@@ -139,6 +140,15 @@ class Symbol:
             replace[id(variables[name])] = _single(s, name)
         return Symbol(copy_graph(self._outputs, replace))
 
+    def __getstate__(self) -> dict:
+        return {"handle": self.tojson()}  # as MXNet: a symbol pickles as its JSON
+
+    def __setstate__(self, state: dict) -> None:
+        from .json_io import load_json
+
+        self._outputs = load_json(state["handle"])._outputs
+        self._compiled = None
+
     def __copy__(self) -> "Symbol":
         return Symbol(copy_graph(self._outputs, {}))
 
@@ -165,6 +175,11 @@ class Symbol:
         from .infer import infer_type
 
         return infer_type(self, args, kwargs)
+
+    def infer_type_partial(self, *args, **kwargs):
+        from .infer import infer_type
+
+        return infer_type(self, args, kwargs, partial=True)
 
     def tojson(self, remove_amp_cast: bool = True) -> str:
         from .json_io import to_json

@@ -1,0 +1,66 @@
+"""Symbol conveniences MXNet's test_symbol.py relies on: fluent methods, pickling, eval."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+import mxmod as mx
+
+
+def _run(sym, **arrays):
+    return [o.asnumpy() for o in sym.eval(ctx=mx.cpu(), **arrays)]
+
+
+def test_fluent_methods_match_the_operator_functions():
+    x = mx.sym.Variable("x")
+    data = mx.nd.array(np.arange(-3.0, 3.0).reshape(2, 3) / 2)
+    for name, kwargs in [("floor", {}), ("abs", {}), ("sum", {"axis": 1}), ("flip", {"axis": 1})]:
+        fluent = getattr(x, name)(**kwargs)
+        regular = getattr(mx.sym, name)(x, **kwargs)
+        np.testing.assert_array_equal(_run(fluent, x=data)[0], _run(regular, x=data)[0])
+    assert _run(x.reshape((3, -1)), x=data)[0].shape == (3, 2)
+    assert _run(x.reshape(shape=(6,)), x=data)[0].shape == (6,)
+    assert _run(x.astype("int32"), x=data)[0].dtype == np.int32
+
+
+def test_symbol_pickles_as_json():
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=4, name="fc")
+    back = pickle.loads(pickle.dumps(net))
+    assert back.tojson() == net.tojson() and back.list_arguments() == net.list_arguments()
+
+
+def test_children_of_a_multi_output_node_are_listed_once():
+    sliced = mx.sym.SliceChannel(mx.sym.Variable("data"), num_outputs=3)
+    assert sliced.get_children().list_outputs() == ["data"]
+
+
+def test_infer_type_partial_keeps_unknowns():
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc")
+    arg, out, aux = fc.infer_type_partial()
+    assert arg == [None, None, None] and out == [None] and aux == []
+    assert fc.infer_type() == (None, None, None)
+    assert fc.infer_type_partial(data=np.float32)[0] == [np.float32] * 3
+
+
+def test_batch_take_picks_one_column_per_row():
+    out = mx.sym.batch_take(mx.sym.Variable("a"), mx.sym.Variable("i"))
+    a = mx.nd.array(np.arange(6).reshape(2, 3))
+    got = _run(out, a=a, i=mx.nd.array([2, 0], dtype="int32"))[0]
+    assert got.tolist() == [2, 3]
+    with pytest.raises(mx.base.MXNetError, match="one index per row"):
+        out.infer_shape(a=(2, 3), i=(3,))
+
+
+def test_numpy_integers_in_tuple_attributes():
+    t = mx.sym.transpose(mx.sym.Variable("a"), axes=tuple(np.array([1, 0])))
+    assert t.list_attr()["axes"] == "(1, 0)"
+
+
+def test_gen_atomic_symbol_rebuilds_the_operator():
+    s = mx.sym.FullyConnected(mx.sym.Variable("d"), num_hidden=5, name="fc")
+    atom = s._gen_atomic_symbol()
+    assert atom.list_arguments() == ["fc_data", "fc_weight", "fc_bias"]
+    assert atom.attr("num_hidden") == "5"
+    with pytest.raises(ValueError, match="variable"):
+        mx.sym.Variable("v")._gen_atomic_symbol()
