@@ -64,3 +64,25 @@ def test_gen_atomic_symbol_rebuilds_the_operator():
     assert atom.attr("num_hidden") == "5"
     with pytest.raises(ValueError, match="variable"):
         mx.sym.Variable("v")._gen_atomic_symbol()
+
+
+def test_hidden_keys_given_to_an_operator_become_node_attributes():
+    conv = mx.sym.Convolution(
+        mx.sym.Variable("data"), name="conv", kernel=(1, 1), num_filter=1, lr_mult=0
+    )
+    attrs = conv.attr_dict()
+    assert attrs["conv"]["__lr_mult__"] == "0"
+    assert attrs["conv_weight"]["__lr_mult__"] == "0"  # auto-created inputs copy them, as MXNet
+    with pytest.raises(mx.base.MXNetError, match="weight_lr_mult is deprecated"):
+        mx.sym.FullyConnected(mx.sym.Variable("d"), num_hidden=2, weight_lr_mult=0.1)
+
+
+def test_identity_with_attr_like_rhs_carries_shapes_backward():
+    w = mx.sym.Variable("weight")
+    shifted = mx.sym.broadcast_add(w, mx.sym.Variable("shift", shape=(1,)))
+    tied = mx.sym._internal._identity_with_attr_like_rhs(shifted, w)
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), weight=tied, num_hidden=11, no_bias=True)
+    args, _, _ = net.infer_shape(data=(7, 100))
+    assert dict(zip(net.list_arguments(), args))["weight"] == (11, 100)
+    out = tied.eval(ctx=mx.cpu(), weight=mx.nd.ones((2, 2)), shift=mx.nd.ones((1,)))[0]
+    assert out.asnumpy().tolist() == [[2, 2], [2, 2]]

@@ -514,3 +514,20 @@ register(
         lower=_lower1(lambda a, x: jnp.asarray([x.size], dtype=_int64())),
     )
 )
+
+
+def _like_rhs_shape(a, s):
+    both = merge_shapes(s, "_identity_with_attr_like_rhs: lhs and rhs")
+    return [both, both], [both]
+
+
+register(
+    OpDef(
+        name="_identity_with_attr_like_rhs",
+        params={},
+        inputs=("lhs", "rhs"),
+        infer_shape=_like_rhs_shape,
+        infer_type=first_type,
+        lower=lambda a, ins, aux, ctx: [ins[0]],
+    )
+)

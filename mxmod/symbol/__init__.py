@@ -23,6 +23,10 @@ def __getattr__(name):
             "mx.sym.sparse: sparse storage (row_sparse/csr) is not supported by mxmod; use "
             "dense symbols (mx.sym.*)"
         )
+    if name == "_internal":
+        import importlib
+
+        return importlib.import_module(f"{__name__}._internal")
     if name in OPS:
         fn = creator(name)
         globals()[name] = fn

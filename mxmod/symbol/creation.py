@@ -97,6 +97,22 @@ def Group(symbols: list) -> Symbol:
     return Symbol([e for s in symbols for e in s._outputs])
 
 
+# Keys an operator call accepts as node attributes rather than operator parameters.
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
+
+
+def _check_not_hidden_suffix(op_name: str, key: str, value: Any) -> None:
+    """MXNet refuses ``<input>_lr_mult=...`` on an operator: the variable must carry it."""
+    for hidden in HIDDEN_KEYS:
+        if key.endswith("_" + hidden):
+            inp = key[: -len(hidden) - 1]
+            raise MXNetError(
+                f"{op_name}: setting variable attributes with {key} is deprecated; "
+                f"use w = mx.sym.Variable({inp!r}, {hidden}={value!r}) and "
+                f"{op_name}({inp}=w)"
+            )
+
+
 def make_op(
     op_name: str,
     args: list,
@@ -124,7 +140,10 @@ def make_op(
             )
         elif key == "dtype" and value is not None:
             raw[key] = _dtype_name(value)
+        elif key in HIDDEN_KEYS:  # MXNet stores these as the node's hidden __key__ attribute
+            raw[dunder(key)] = attr_str(value)
         else:
+            _check_not_hidden_suffix(op.name, key, value)
             raw[key] = attr_str(value)
     positional = []
     for a in args:

@@ -61,7 +61,7 @@ def _batch_from_output(node: Node, shapes: dict) -> bool:
 
 # Casts whose output i has the shape of input i: a known output gives the input its shape
 # (a parameter read only through an AMP cast), as MXNet's elementwise shape rule does.
-_SHAPE_FROM_OUTPUT = ("amp_cast", "amp_multicast", "Cast")
+_SHAPE_FROM_OUTPUT = ("amp_cast", "amp_multicast", "Cast", "_identity_with_attr_like_rhs")
 
 
 def _shape_from_output(node: Node, shapes: dict) -> bool:
