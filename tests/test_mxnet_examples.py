@@ -51,3 +51,22 @@ def test_composite_child_read_alone_sees_last_batch():
     assert composite.get_metric(1).num_inst == 128
     composite.reset()
     assert composite.get_metric(0).num_inst == 0
+
+
+def test_native_iter_log_leaves_root_logger_unconfigured(tmp_path):
+    # module/mnist_mlp.py builds MNISTIter(silent=False) before logging.basicConfig(DEBUG):
+    # a root logging.info() there configured root at WARNING and hid every fit() log
+    import struct
+    import subprocess
+    import sys
+
+    img, lbl = tmp_path / "img", tmp_path / "lbl"
+    img.write_bytes(struct.pack(">IIII", 2051, 4, 28, 28) + bytes(4 * 784))
+    lbl.write_bytes(struct.pack(">II", 2049, 4) + bytes(4))
+    code = (
+        "import logging, mxmod as mx\n"
+        f"mx.io.MNISTIter(image={str(img)!r}, label={str(lbl)!r}, batch_size=2, silent=False)\n"
+        "print(len(logging.root.handlers))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"

@@ -25,6 +25,9 @@ from ._prefetch import BatchPipeline, Placement, aligned_empty
 from ._record_source import RecordFile, read_label_list, split_image_record
 from .io import DataBatch, DataDesc, MXDataIter
 
+# MXNet logs this from C++: a named logger, so no implicit root basicConfig
+_LOG = logging.getLogger(__name__)
+
 __all__ = [
     "ImageRecordIter",
     "ImageRecordUInt8Iter",
@@ -147,7 +150,7 @@ class ImageRecordIter(MXDataIter):
             )
         ]
         if p["verbose"]:
-            logging.info(
+            _LOG.info(
                 "ImageRecordIter: %s, %d records in this part, %d decoder threads",
                 p["path_imgrec"],
                 len(self.part),
@@ -338,7 +341,7 @@ class ImageRecordIter(MXDataIter):
                 )
             mean = arrs[0].asnumpy().astype(np.float32)
         else:
-            logging.info("Cannot find %s: create mean image, this will take some time...", path)
+            _LOG.info("Cannot find %s: create mean image, this will take some time...", path)
             total = np.zeros(self.data_shape, np.float64)
             items = [(int(r), 0, j) for j, r in enumerate(self.part)]
             bs = self.batch_size

@@ -23,6 +23,9 @@ from ._native_params import check_params
 from ._prefetch import Placement
 from .io import DataBatch, DataDesc, MXDataIter
 
+# MXNet logs this from C++: a named logger, so no implicit root basicConfig
+_LOG = logging.getLogger(__name__)
+
 __all__ = ["MNISTIter"]
 
 _PARAMS = {
@@ -111,7 +114,7 @@ class MNISTIter(MXDataIter):
         self._loc = 0
         self._current = None
         if not p["silent"]:
-            logging.info(
+            _LOG.info(
                 "MNISTIter: load %d images, shuffle=%d, shape=%s",
                 len(imgs),
                 p["shuffle"],
