@@ -35,8 +35,8 @@ _ADVICE = (
 )
 
 
-def _unsupported(what: str) -> NotImplementedError:
-    return NotImplementedError(f"mx.autograd.{what} is not available in mxmod: {_ADVICE}")
+def _unsupported(what: str, prefix: str = "mx.autograd.") -> NotImplementedError:
+    return NotImplementedError(f"{prefix}{what} is not available in mxmod: {_ADVICE}")
 
 
 def is_recording() -> bool:

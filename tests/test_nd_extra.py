@@ -119,3 +119,26 @@ def test_broadcast_like_refuses_empty_axes():
     assert mx.nd.broadcast_like(lhs, rhs, lhs_axes=(0,), rhs_axes=(0,)).shape == (3, 2)
     with pytest.raises(MXNetError, match="empty lhs_axes"):
         mx.nd.broadcast_like(lhs, rhs, lhs_axes=(), rhs_axes=())
+
+
+def test_cached_op_runs_a_symbol_on_arrays():
+    sym = mx.sym.Convolution(kernel=(3, 3), num_filter=2, name="c") + 2
+    op = mx.nd.CachedOp(sym)
+    data, weight, bias = mx.nd.ones((1, 1, 4, 4)), mx.nd.ones((2, 1, 3, 3)), mx.nd.zeros((2,))
+    out = op(data, weight, bias)
+    assert out.shape == (1, 2, 2, 2) and (out.asnumpy() == 11).all()
+    dst = mx.nd.zeros((1, 2, 2, 2))
+    assert op(data, weight, bias, out=dst) is dst and (dst.asnumpy() == 11).all()
+    assert (mx.nd.CachedOp(mx.sym.zeros((2, 2)))(None, default_ctx=mx.cpu()).asnumpy() == 0).all()
+    with pytest.raises(ValueError, match="3 inputs"):
+        op(data)
+
+
+def test_imperative_gradients_are_refused_clearly():
+    x = mx.nd.ones((2,))
+    for use in (x.attach_grad, lambda: x.grad, x.backward):
+        with pytest.raises(NotImplementedError, match="NDArray.*Module"):
+            use()
+    view = x.detach()
+    x[:] = 3
+    assert view.asnumpy().tolist() == [3, 3]

@@ -86,3 +86,15 @@ def test_identity_with_attr_like_rhs_carries_shapes_backward():
     assert dict(zip(net.list_arguments(), args))["weight"] == (11, 100)
     out = tied.eval(ctx=mx.cpu(), weight=mx.nd.ones((2, 2)), shift=mx.nd.ones((1,)))[0]
     assert out.asnumpy().tolist() == [[2, 2], [2, 2]]
+
+
+def test_maximum_minimum_power_hypot_take_symbols_or_numbers():
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    x, y = mx.nd.array([1, -2]), mx.nd.array([0, 3])
+    assert _run(mx.sym.maximum(a, b), a=x, b=y)[0].tolist() == [1, 3]
+    assert _run(mx.sym.minimum(a, 0), a=x)[0].tolist() == [0, -2]
+    assert _run(mx.sym.power(2, a), a=x)[0].tolist() == [2, 0.25]
+    assert _run(mx.sym.hypot(b, 4), b=y)[0].tolist() == [4, 5]
+    assert mx.sym.maximum(1, 2) == 2 and mx.sym.pow is mx.sym.power
+    with pytest.raises(TypeError, match="Symbols or numbers"):
+        mx.sym.maximum(a, "x")

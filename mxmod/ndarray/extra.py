@@ -36,6 +36,7 @@ __all__ = [
     "random_uniform",
     "random_normal",
     "random_randint",
+    "CachedOp",
 ]
 
 random_uniform = uniform
@@ -170,6 +171,37 @@ def crop(data: NDArray, begin: Any, end: Any, step: Any = (), out: NDArray | Non
     return _nd("slice")(data, begin=begin, end=end, step=step, out=out, **kw)
 
 
+class CachedOp:
+    """Run a symbol imperatively: ``CachedOp(sym)(*inputs)`` with the inputs in
+    ``sym.list_inputs()`` order (inference mode). ``flags`` are accepted and ignored:
+    every bound graph is compiled once per input shape anyway."""
+
+    def __init__(self, sym: Any, flags: Any = ()):
+        self._sym = sym
+        self._exes: dict = {}
+
+    def __call__(self, *args: Any, out: Any = None, default_ctx: Any = None):
+        from ..context import current_context
+
+        names = self._sym.list_inputs()
+        arrays = [a for a in args if a is not None]
+        if len(arrays) != len(names):
+            raise ValueError(
+                f"CachedOp: the symbol has {len(names)} inputs {names}, got {len(arrays)} arrays"
+            )
+        ctx = arrays[0].context if arrays else (default_ctx or current_context())
+        given = dict(zip(names, arrays))
+        aux_names = self._sym.list_auxiliary_states()
+        args_d = {n: given[n] for n in self._sym.list_arguments()}
+        aux_d = {n: given[n] for n in aux_names}
+        outs = self._sym.bind(ctx, args_d, aux_states=aux_d, grad_req="null").forward()
+        if out is not None:
+            for dst, src in zip(out if isinstance(out, (list, tuple)) else [out], outs):
+                dst[:] = src
+            return out
+        return outs[0] if len(outs) == 1 else outs
+
+
 _FLUENT_OPS = (
     "broadcast_axes repeat pad swapaxes split slice slice_like take sort topk argsort "
     "argmax_channel sign shape_array size_array tile flip depth_to_space space_to_depth "
@@ -226,11 +258,25 @@ def _slice_is_contiguous(slc: Any, shape: tuple) -> bool:
     return _index.contiguous_flat_range(slices, shape) is not None
 
 
+def _no_autograd(what: str):
+    def method(self, *args: Any, **kwargs: Any):
+        from ..autograd import _unsupported
+
+        raise _unsupported(f"NDArray.{what}", prefix="")
+
+    method.__name__ = what
+    return method
+
+
 def install() -> None:
     """Attach the fluent methods to NDArray (names NDArray already has stay)."""
     for name in _FLUENT_OPS:
         if not hasattr(NDArray, name):
             setattr(NDArray, name, _fluent(name))
+    NDArray.attach_grad = _no_autograd("attach_grad")
+    NDArray.backward = _no_autograd("backward")
+    NDArray.grad = property(_no_autograd("grad"))
+    NDArray.detach = lambda self: self.reshape(self.shape)  # no graph: a view of the data
     NDArray._basic_indexing_slice_is_contiguous = staticmethod(_slice_is_contiguous)
     NDArray.split_v2 = lambda self, *a, **k: split_v2(self, *a, **k)
     NDArray.flatten = _reshaping("flatten", lambda s: (s[0], int(np.prod(s[1:]))) if s else (1,))

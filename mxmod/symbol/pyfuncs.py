@@ -1,0 +1,47 @@
+"""MXNet's Python-level functions of ``mx.sym`` that pick an operator by argument kind:
+``maximum``, ``minimum``, ``power``/``pow``, ``hypot`` (two symbols: the element-wise
+operator; a symbol and a number: the ``_scalar`` operator; two numbers: the number)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+from .symbol import Symbol
+
+__all__ = ["maximum", "minimum", "power", "pow", "hypot"]
+
+
+def _sym(name: str):
+    from .. import symbol
+
+    return getattr(symbol, name)
+
+
+def _dispatch(name: str, both: str, scalar: str, rscalar: str, py):
+    def f(left: Any, right: Any, name: Any = None) -> Any:
+        kw = {} if name is None else {"name": name}
+        if isinstance(left, Symbol) and isinstance(right, Symbol):
+            return _sym(both)(left, right, **kw)
+        if isinstance(left, Symbol) and isinstance(right, numbers.Number):
+            return _sym(scalar)(left, scalar=right, **kw)
+        if isinstance(left, numbers.Number) and isinstance(right, Symbol):
+            return _sym(rscalar)(right, scalar=left, **kw)
+        if isinstance(left, numbers.Number) and isinstance(right, numbers.Number):
+            return py(left, right)
+        raise TypeError(
+            f"mx.sym.{f.__name__}: give Symbols or numbers, got {type(left).__name__} and "
+            f"{type(right).__name__}"
+        )
+
+    f.__name__ = name
+    f.__doc__ = f"``mx.sym.{name}(left, right)``: element-wise; either side may be a number."
+    return f
+
+
+maximum = _dispatch("maximum", "_maximum", "_maximum_scalar", "_maximum_scalar", max)
+minimum = _dispatch("minimum", "_minimum", "_minimum_scalar", "_minimum_scalar", min)
+power = _dispatch("power", "_power", "_power_scalar", "_rpower_scalar", lambda a, b: a**b)
+pow = power  # noqa: A001  (MXNet's name)
+hypot = _dispatch("hypot", "_hypot", "_hypot_scalar", "_hypot_scalar", math.hypot)
