@@ -1,9 +1,9 @@
 """``mx.mon.Monitor``: statistics of a network's intermediate values every few batches.
 
 Relation to MXNet: forward outputs of every node (``fc1_output``, ``relu1_output``...),
-arguments and aux states are reported with MXNet's names and formatting. A Module's
-batch that ran backward also reports each node's backward entries
-(``<node>_backward_output<i>``), recomputed for that batch (``module/monitor_taps.py``).
+arguments and aux states are reported with MXNet's names and formatting. A batch that
+ran backward (Module or Executor) also reports each node's backward entries
+(``<node>_backward_output<i>``), recomputed for it (``executor/monitor_taps.py``).
 """
 
 from __future__ import annotations

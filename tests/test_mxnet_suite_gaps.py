@@ -203,3 +203,28 @@ def test_bucket_sentence_iter_subclass_reset_feeds_its_own_arrays():
     it = Echo(sents, batch_size=2, buckets=[3])
     for batch in it:
         np.testing.assert_array_equal(batch.data[0].asnumpy(), batch.label[0].asnumpy())
+
+
+def test_executor_monitor_sees_backward_nodes():
+    seen = []
+    exe = _monitored_net().simple_bind(mx.cpu(), data=(3, 4), out_label=(3, 2))
+    exe.set_monitor_callback(lambda name, arr: seen.append(name))
+    exe.forward(is_train=True)
+    exe.backward()
+    assert "fc_backward_output1" in seen and "act_backward_output" in seen
+
+
+def test_monitor_values_are_those_the_batch_ran_with_before_update():
+    mon = mx.mon.Monitor(1, stat_func=lambda x: mx.nd.sum(x), pattern="fc_output", sort=True)
+    mod = mx.mod.Module(_monitored_net(), label_names=["out_label"])
+    mod.bind([("data", (3, 4))], [("out_label", (3, 2))])
+    mod.install_monitor(mon)
+    mod.init_params(mx.init.Uniform(0.5))
+    mod.init_optimizer(optimizer_params={"learning_rate": 1.0})
+    x = mx.nd.ones((3, 4))
+    w, b = (mod.get_params()[0][n].asnumpy() for n in ("fc_weight", "fc_bias"))
+    mon.tic()
+    mod.forward_backward(mx.io.DataBatch([x], [mx.nd.zeros((3, 2))]))
+    mod.update()
+    ((_, _, value),) = mon.toc()
+    assert float(value) == pytest.approx(float((x.asnumpy() @ w.T + b).sum()), rel=1e-5)

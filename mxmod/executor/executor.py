@@ -192,6 +192,15 @@ class Executor:
             diff, const, self._aux(), key, head_grads, is_train=fwd_train
         )
         self._store_grads(grads)
+        if self._monitor is not None:  # MXNet's monitor also sees the backward nodes
+            from ..ndarray import NDArray
+            from .monitor_taps import backward_taps
+
+            args = {**const, **diff}
+            for name, g in backward_taps(
+                self._compiled.graph, args, self._aux(), key, fwd_train, head_grads
+            ):
+                self._monitor(name, NDArray(g))
         if fwd_train:  # forward-written aux (custom ops) were stored by forward already
             fwd_aux = self._compiled.graph.forward_aux
             self._store_aux({k: v for k, v in new_aux.items() if k not in fwd_aux})

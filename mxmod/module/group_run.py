@@ -10,6 +10,8 @@ and a metric given), so ``fit`` dispatches each batch right after ``update_metri
 
 from __future__ import annotations
 
+import functools
+
 from collections import OrderedDict
 
 import jax
@@ -160,6 +162,12 @@ class GroupRunner:
         self._pending = PendingStep(
             self._load(data_batch, is_train), getattr(data_batch, "label", None), is_train, key
         )
+        monitor = getattr(getattr(self, "_monitor_cb", None), "__self__", None)
+        if getattr(monitor, "activated", False):
+            # MXNet's monitor sees the values this batch runs with; the update that
+            # follows replaces (and donates) them, so keep copies
+            copy = functools.partial(jax.tree_util.tree_map, jnp.copy)
+            self._pending.monitor_state = (copy(self._params_in()), copy(self.state.aux))
 
     def retire_pending(self) -> None:
         """Before the pending batch is replaced: keep the outputs handed out merged."""

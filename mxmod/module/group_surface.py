@@ -471,15 +471,14 @@ class GroupSurface:
 
         internals = self.symbol.get_internals()
         graph = compiled_for(internals).graph
-        args = {**self._params_in(), **p.inputs}
-        outs, _ = jax.jit(graph, static_argnames="is_train")(
-            args, self.state.aux, p.key, is_train=p.is_train
-        )
+        params, aux = p.monitor_state or (self._params_in(), self.state.aux)
+        args = {**params, **p.inputs}
+        outs, _ = jax.jit(graph, static_argnames="is_train")(args, aux, p.key, is_train=p.is_train)
         names = internals.list_outputs()
         found = [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args]
         if p.backward or p.grads_done:
-            from .monitor_taps import backward_taps
+            from ..executor.monitor_taps import backward_taps
 
-            taps = backward_taps(self._graph, args, self.state.aux, p.key, p.is_train, p.head_grads)
+            taps = backward_taps(self._graph, args, aux, p.key, p.is_train, p.head_grads)
             found += [(n, NDArray(g)) for n, g in taps]
         return found

@@ -65,3 +65,4 @@ class PendingStep:
     update_done: bool = False
     keep_outs: bool = False  # merged multi-device outputs were handed out: keep them
     saved_outs: Optional[list] = None  # those outputs, once a later batch replaced this one
+    monitor_state: Optional[tuple] = None  # (params, aux) this batch ran with, for a Monitor
