@@ -87,7 +87,8 @@ class Stats:
 
     def json(self, sort_by: str, ascending: bool) -> str:
         """MXNet's JSON form: ``{"Time": {category: {name: {Count, Total, Min, Max, Avg}}},
-        "Unit": {"Time": "ms"}}``."""
+        "Memory": {}, "Unit": {"Time": "ms", "Memory": "kB"}}`` (mxmod keeps no memory
+        statistics; the key is there as in MXNet)."""
         time = {
             c: {
                 name: {k: e[k] for k in ("Count", "Total", "Min", "Max", "Avg")}
@@ -95,7 +96,8 @@ class Stats:
             }
             for c in sorted(self.data)
         }
-        return json.dumps({"Time": time, "Unit": {"Time": "ms"}}, indent=4)
+        unit = {"Time": "ms", "Memory": "kB"}
+        return json.dumps({"Time": time, "Memory": {}, "Unit": unit}, indent=4)
 
 
 def read_segment(log_dir: str, before: set) -> list:
@@ -174,6 +176,7 @@ class Session:
         self.origin_ns: int | None = None
         self.segment_ns = 0
         self.before: set = set()
+        self.segment_dir = ""
 
     @property
     def recording(self) -> bool:
@@ -189,6 +192,7 @@ class Session:
         import jax
 
         log_dir = tensorboard_dir(self.config["filename"])
+        self.segment_dir = log_dir  # read back from here even if filename changes meanwhile
         self.before = run_dirs(log_dir)
         options = getattr(jax.profiler, "ProfileOptions", None)
         kwargs = {}
@@ -218,7 +222,7 @@ class Session:
         jax.profiler.stop_trace()
         self.tracing = False
         shift = (self.segment_ns - (self.origin_ns or self.segment_ns)) / 1000.0
-        events = read_segment(tensorboard_dir(self.config["filename"]), self.before)
+        events = read_segment(self.segment_dir, self.before)
         for e in events:
             if "ts" in e:
                 e["ts"] = float(e["ts"]) + shift

@@ -17,7 +17,8 @@ names and meaning. Differences from MXNet:
   There are no MXNet C-API or storage blocks.
 * ``profile_symbolic``/``profile_imperative``/``profile_api``/``profile_memory``/
   ``profile_all`` are accepted; JAX's trace covers all of them at once.
-  ``continuous_dump=True`` and ``profile_process='server'`` raise NotImplementedError.
+  ``continuous_dump=True`` writes the trace file at every ``set_state('stop')`` (and
+  ``dump``) instead of on a timer; ``profile_process='server'`` raises NotImplementedError.
 * ``Scope`` (MXNet 2.x) names a region of the trace.
 """
 
@@ -78,36 +79,28 @@ def set_config(**kwargs: Any) -> None:
         **kwargs: ``filename`` (the trace file), ``profile_all``, ``profile_symbolic``,
             ``profile_imperative``, ``profile_memory``, ``profile_api``,
             ``aggregate_stats`` (keep statistics for :func:`dumps`), ``dump_period``,
-            ``continuous_dump`` (False only), ``profile_process`` (``'worker'`` only).
+            ``continuous_dump`` (the file is also written at each stop),
+            ``profile_process`` (``'worker'`` only).
 
     Raises:
-        MXNetError: an unknown keyword, or changing ``filename`` while running.
-        NotImplementedError: ``continuous_dump=True`` or ``profile_process='server'``.
+        MXNetError: an unknown keyword.
+        NotImplementedError: ``profile_process='server'``.
     """
     unknown = [k for k in kwargs if k not in _KEYS]
     if unknown:
         raise MXNetError(
             f"Cannot find argument '{unknown[0]}', Possible Arguments: {', '.join(_KEYS)}"
         )
-    if _truthy(kwargs.get("continuous_dump", False)):
-        raise NotImplementedError(
-            "profiler continuous_dump=True is not supported by mxmod; "
-            "call mx.profiler.dump(finished=False) periodically"
-        )
     if kwargs.get("profile_process", "worker") != "worker":
         raise NotImplementedError(
             "profiler profile_process='server': mxmod has no parameter "
             "server (dist kvstores run on jax.distributed)"
         )
-    if "filename" in kwargs and _PROFILER.tracing:
-        raise MXNetError(
-            "cannot change the profiler filename while it runs: call "
-            "mx.profiler.set_state('stop') first"
-        )
     for key, value in kwargs.items():
         _PROFILER.config[key] = str(value) if key == "filename" else value
-    if "aggregate_stats" in kwargs:
-        _PROFILER.config["aggregate_stats"] = _truthy(kwargs["aggregate_stats"])
+    for key in ("aggregate_stats", "continuous_dump"):
+        if key in kwargs:
+            _PROFILER.config[key] = _truthy(kwargs[key])
 
 
 def set_state(state: str = "stop", profile_process: str = "worker") -> None:
@@ -125,6 +118,8 @@ def set_state(state: str = "stop", profile_process: str = "worker") -> None:
         _PROFILER.state, _PROFILER.paused = "run", False
         _PROFILER.start_segment()
     elif state == "stop" and _PROFILER.state == "run":
+        if _PROFILER.config.get("continuous_dump"):
+            dump(finished=True)  # MXNet's continuous dump leaves the file current
         _PROFILER.end_segment()
         _PROFILER.state, _PROFILER.paused = "stop", False
 

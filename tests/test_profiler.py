@@ -66,7 +66,7 @@ def test_mxnet_workflow_writes_chrome_trace(tmp_path, fresh_profiler):
     stats = json.loads(mx.profiler.dumps(format="json", reset=True))
     assert stats["Time"]["mydomain"]["task1"]["Count"] == 1
     assert stats["Time"]["mydomain"]["cnt"]["Count"] == 2
-    assert stats["Unit"] == {"Time": "ms"}
+    assert stats["Unit"] == {"Time": "ms", "Memory": "kB"} and stats["Memory"] == {}
     assert json.loads(mx.profiler.dumps(format="json"))["Time"] == {}
 
 
@@ -95,8 +95,6 @@ def test_pause_resume_and_nothing_recorded_when_stopped(tmp_path, fresh_profiler
 def test_config_errors(fresh_profiler):
     with pytest.raises(mx.MXNetError, match="Cannot find argument 'bogus'"):
         mx.profiler.set_config(bogus=1)
-    with pytest.raises(NotImplementedError, match="continuous_dump"):
-        mx.profiler.set_config(continuous_dump=True)
     with pytest.raises(NotImplementedError, match="profile_process='server'"):
         mx.profiler.set_config(profile_process="server")
     with pytest.raises(ValueError, match="'run' or 'stop'"):
@@ -123,3 +121,34 @@ def test_deprecated_forms_warn(tmp_path, fresh_profiler):
     with pytest.warns(DeprecationWarning, match="dump_profile"):
         mx.profiler.dump_profile()
     assert os.path.exists(tmp_path / "old.json")
+
+
+def test_continuous_dump_writes_the_file_at_each_stop(tmp_path, fresh_profiler):
+    fname = tmp_path / "cont.json"
+    mx.profiler.set_config(filename=str(fname), continuous_dump=True)
+    mx.profiler.set_state("run")
+    with mx.profiler.Domain("d").new_task("first"):
+        _work()
+    mx.profiler.set_state("stop")
+    names = {e.get("name") for e in json.loads(fname.read_text())["traceEvents"]}
+    assert "first" in names
+    mx.profiler.set_config(continuous_dump=False)
+    mx.profiler.set_state("run")
+    with mx.profiler.Domain("d").new_task("second"):
+        _work()
+    mx.profiler.set_state("stop")
+    names = {e.get("name") for e in json.loads(fname.read_text())["traceEvents"]}
+    assert "second" not in names  # without it, only dump() writes
+
+
+def test_filename_may_change_while_running(tmp_path, fresh_profiler):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    mx.profiler.set_config(filename=str(first))
+    mx.profiler.set_state("run")
+    with mx.profiler.Domain("d").new_task("kept"):
+        _work()
+    mx.profiler.set_config(filename=str(second))  # MXNet allows it; dump writes the new name
+    mx.profiler.set_state("stop")
+    mx.profiler.dump()
+    names = {e.get("name") for e in json.loads(second.read_text())["traceEvents"]}
+    assert "kept" in names and not first.exists()
