@@ -17,6 +17,14 @@ import jax as _jax  # noqa: E402,F401  (imported here, once, under the saved sta
 _np.random.set_state(_np_rng_state)
 del _np_rng_state
 
+# MXNet programs run under logging.basicConfig(level=logging.DEBUG): JAX's compile-time
+# debug records (hundreds a run) would bury their log. A level set on "jax" is kept.
+import logging as _logging  # noqa: E402
+
+if _logging.getLogger("jax").level == _logging.NOTSET:
+    _logging.getLogger("jax").setLevel(_logging.WARNING)
+del _logging
+
 from .base import MXNetError  # noqa: E402
 
 # A worker started by a launcher (DMLC_* or JAX_* variables) joins its job now, before JAX's
