@@ -142,3 +142,16 @@ def test_imperative_gradients_are_refused_clearly():
     view = x.detach()
     x[:] = 3
     assert view.asnumpy().tolist() == [3, 3]
+
+
+def test_unpickles_mxnet_raw_ndarray_state():
+    import struct
+
+    # one V2 record: magic, dense stype, shape (3,), context gpu(0), float32 flag, data
+    raw = struct.pack("<Iiiq", 0xF993FAC9, 0, 1, 3) + struct.pack("<iii", 2, 0, 0)
+    raw += np.array([1.5, -2, 4], dtype=np.float32).tobytes()
+    a = mx.nd.zeros((1,))
+    a.__setstate__({"handle": bytearray(raw)})
+    assert a.asnumpy().tolist() == [1.5, -2, 4] and a.context == mx.cpu()
+    with pytest.raises(MXNetError, match="pickled NDArray"):
+        a.__setstate__({"handle": raw[:-2]})

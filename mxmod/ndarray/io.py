@@ -208,6 +208,14 @@ def _record(r: _Reader, label: str) -> np.ndarray | _Skipped:
     return _data(r, _ctx_and_dtype(r, label), shape, label)
 
 
+def record_from_bytes(buf: bytes) -> np.ndarray:
+    """The array of one raw NDArray record (MXNet's ``NDArray.__getstate__`` bytes)."""
+    arr = _record(_Reader(buf, "pickled NDArray"), "NDArray")
+    if isinstance(arr, _Skipped):
+        raise MXNetFileError("pickled NDArray: the record holds no dense array", "pickle", "", "")
+    return arr
+
+
 def _parse(buf: bytes, source: str) -> tuple[list, list | None]:
     """Decode a whole file: (numpy arrays, names or None for a list file)."""
     r = _Reader(buf, source)

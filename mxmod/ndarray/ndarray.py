@@ -208,6 +208,11 @@ class NDArray:
         return {"data": self.asnumpy(), "ctx": (self._ctx.device_type, self._ctx.device_id)}
 
     def __setstate__(self, state: dict) -> None:
+        if "handle" in state:  # MXNet's pickle: one raw NDArray record, loaded on the CPU
+            from .io import record_from_bytes
+
+            NDArray.__init__(self, record_from_bytes(bytes(state["handle"])), current_context())
+            return
         ctx = Context(*state["ctx"])
         try:
             ctx.jax_device
