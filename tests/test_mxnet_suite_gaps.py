@@ -228,3 +228,19 @@ def test_monitor_values_are_those_the_batch_ran_with_before_update():
     mod.update()
     ((_, _, value),) = mon.toc()
     assert float(value) == pytest.approx(float((x.asnumpy() @ w.T + b).sum()), rel=1e-5)
+
+
+def test_reshaped_executor_shares_the_base_memory_when_not_larger():
+    y = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=4)
+    exe = y.simple_bind(mx.cpu(), x=(5, 4), grad_req="null")
+    exe.arg_arrays[0][:] = 1
+    exe.arg_arrays[1][:] = mx.nd.ones((4, 4))
+    exe.arg_arrays[2][:] = 0
+    small = exe.reshape(x=(3, 4))  # its x is the start of exe's x
+    small.forward(is_train=False)
+    assert small.outputs[0].asnumpy().tolist() == [[4] * 4] * 3
+    assert exe.outputs[0].asnumpy()[:3].tolist() == [[4] * 4] * 3  # written through
+    big = exe.reshape(allow_up_sizing=True, x=(6, 4))  # new memory
+    big.arg_arrays[0][:] = 0
+    assert exe.arg_arrays[0].asnumpy().min() == 1
+    assert big.arg_arrays[1] is exe.arg_arrays[1]

@@ -208,6 +208,17 @@ def bind(
     )
 
 
+def _prefix_or_zeros(arr, shape, device):
+    """A reshaped argument: MXNet's smaller array is the start of the old one's memory
+    (so it begins with the old values); a larger one is new, zero memory here."""
+    from ..ndarray import NDArray
+
+    size = int(np.prod(shape))
+    if size > arr.size:
+        return _zeros(shape, arr._data.dtype, device)
+    return NDArray(jax.device_put(arr._data.reshape(-1)[:size].reshape(shape), device))
+
+
 def reshape_executor(
     exe: Executor, partial_shaping: bool, allow_up_sizing: bool, shapes: dict
 ) -> Executor:
@@ -234,8 +245,8 @@ def reshape_executor(
                 f"reshape: {n!r} grows from {a.shape} to {want}; pass "
                 "allow_up_sizing=True to allocate a larger array"
             )
-        new_args.append(_zeros(want, a._data.dtype, device))
-        new_grads.append(None if g is None else _zeros(want, g._data.dtype, device))
+        new_args.append(_prefix_or_zeros(a, want, device))
+        new_grads.append(None if g is None else _prefix_or_zeros(g, want, device))
     new_aux = []
     for n, a in zip(exe._aux_names, exe.aux_arrays):
         if a.shape != shape_of[n]:
@@ -250,7 +261,7 @@ def reshape_executor(
             for n, a in zip(exe._arg_names + exe._aux_names, new_args + new_aux)
         },
     )
-    return Executor(
+    new = Executor(
         sym,
         exe._ctx,
         exe._arg_names,
@@ -261,3 +272,5 @@ def reshape_executor(
         new_aux,
         _out_specs(sym, inferred, types),
     )
+    new._shares_outputs_of = exe  # MXNet's reshaped executor writes into the base's memory
+    return new

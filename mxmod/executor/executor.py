@@ -98,6 +98,7 @@ class Executor:
         self._last: Optional[tuple] = None
         self._monitor = None
         self.outputs: list = self._allocate_outputs(out_specs)
+        self._shares_outputs_of: Optional[Executor] = None  # set by reshape()
 
     # ----------------------------------------------------------- dict views
     @property
@@ -240,6 +241,9 @@ class Executor:
                 holder._set_data(o)
         else:
             self.outputs = [NDArray(o) for o in outs]
+        base = self._shares_outputs_of
+        if base is not None:
+            _write_prefixes(base.outputs, outs)
 
     def _store_aux(self, new_aux: dict) -> None:
         for n, a in zip(self._aux_names, self.aux_arrays):
@@ -286,6 +290,18 @@ class Executor:
 
     def debug_str(self) -> str:
         return self._symbol.debug_str()
+
+
+def _write_prefixes(holders: list, outs: list) -> None:
+    """Write each output into the start of the base executor's output of the same
+    dtype and at least its size: MXNet's reshaped executor (``reshape`` to a size no
+    larger) shares the base's memory, so the base's outputs show the new results."""
+    for holder, o in zip(holders, outs):
+        base = holder._data
+        if base.dtype != o.dtype or o.size > base.size:
+            continue
+        flat = base.reshape(-1).at[: o.size].set(_on(o.reshape(-1), _device_of(base)))
+        holder._set_data(flat.reshape(base.shape))
 
 
 def _device_of(arr):
