@@ -24,6 +24,7 @@ names and meaning. Differences from MXNet:
 
 from __future__ import annotations
 
+import atexit
 import time
 import warnings
 from typing import Any
@@ -66,6 +67,17 @@ _KEYS = (
 
 _Profiler = _ps.Session
 _PROFILER = _Profiler()
+
+
+@atexit.register
+def _dump_at_exit() -> None:
+    """MXNet writes a profiled run's trace file when the process ends, so a program
+    that never calls ``dump()`` (example/profiler/profiler_executor.py) still gets it."""
+    if _PROFILER.origin_ns is not None:
+        try:
+            dump(finished=True)
+        except OSError as err:  # e.g. the file's folder is gone by now
+            warnings.warn(f"mx.profiler: could not write the trace at exit: {err}")
 
 
 def _truthy(value: Any) -> bool:

@@ -87,3 +87,25 @@ def test_debug_logging_program_is_not_flooded_by_jax():
     lines = out.stderr.splitlines()
     assert any("Epoch[0] Time cost" in line for line in lines)  # the program's own log
     assert not [line for line in lines if ":jax" in line], lines[:5]
+
+
+def test_profiled_run_writes_its_trace_at_exit(tmp_path):
+    # example/profiler/profiler_executor.py sets run/stop and never calls dump():
+    # MXNet writes the file when the process ends
+    import json
+    import subprocess
+    import sys
+
+    traced, idle = tmp_path / "traced.json", tmp_path / "idle.json"
+    code = (
+        "import mxmod as mx\n"
+        f"mx.profiler.set_config(profile_symbolic=True, filename={str(traced)!r})\n"
+        "mx.profiler.set_state('run')\n"
+        "(mx.nd.ones((3, 3)) * 2).wait_to_read()\n"
+        "mx.profiler.set_state('stop')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    assert "traceEvents" in json.loads(traced.read_text())
+    never_run = f"import mxmod as mx\nmx.profiler.set_config(filename={str(idle)!r})\n"
+    subprocess.run([sys.executable, "-c", never_run], check=True, capture_output=True)
+    assert not idle.exists()  # as MXNet: no profiling, no file
