@@ -22,6 +22,7 @@ __all__ = [
     "np_dtype",
     "dtype_name",
     "mx_real_t",
+    "py_str",
 ]
 
 
@@ -89,6 +90,11 @@ string_types = (str,)
 
 #: MXNet's default real type (``mx_real_t``).
 mx_real_t = np.float32
+
+
+def py_str(x: Any) -> str:
+    """MXNet's ``py_str``: bytes from the C API as ``str`` (``str`` passes through)."""
+    return x.decode("utf-8") if isinstance(x, bytes) else x
 
 
 def np_dtype(dtype: Any) -> np.dtype:

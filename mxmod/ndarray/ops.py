@@ -10,6 +10,7 @@ on the first input's device. The symbolic versions of these operators live in
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -341,3 +342,29 @@ def zeros_like(data: NDArray) -> NDArray:
 def ones_like(data: NDArray) -> NDArray:
     """Ones with ``data``'s shape, dtype and context."""
     return NDArray(jnp.ones_like(_check(data, "ones_like")._data), data._ctx)
+
+
+def _takes_out(fn):
+    """MXNet's ``out=``/``name=`` keywords on an imperative operator: the result is written
+    into ``out`` (a view writes through to its parent array) and ``out`` is returned."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, out: NDArray | None = None, name: Any = None, **kwargs: Any):
+        res = fn(*args, **kwargs)
+        if out is None:
+            return res
+        if not isinstance(out, NDArray):
+            raise TypeError(f"{fn.__name__}: out must be an NDArray, got {type(out).__name__}")
+        if tuple(out.shape) != tuple(res.shape):
+            raise MXNetError(
+                f"{fn.__name__}: out has shape {tuple(out.shape)} but the result has shape "
+                f"{tuple(res.shape)}"
+            )
+        out._set_data(res._data.astype(out._data.dtype))
+        return out
+
+    return call
+
+
+for _name in __all__:
+    globals()[_name] = _takes_out(globals()[_name])

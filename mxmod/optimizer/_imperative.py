@@ -4,10 +4,13 @@
 the lists the ``Updater`` passes when ``aggregate_num > 0``). Counting and ``_get_lrs``/
 ``_get_wds`` happen on the host exactly as in MXNet; then one jitted dispatch updates the
 whole chunk: rates, counts and extras are traced arguments, so a scheduler never recompiles.
+Built-in optimizers share one compile cache across instances: ``_static_key`` names everything
+their rule reads, so a second ``SGD(momentum=0.9)`` reuses the first one's program.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import jax
@@ -81,9 +84,7 @@ class ImperativeMixin:
         names = tuple(self._index_name(i) for i in indices) if self._uses_names else None
         leaves, treedef = jax.tree_util.tree_flatten(states)
         s_data = treedef.unflatten([leaf._data for leaf in leaves])
-        if self._jit_fn is None:
-            self._jit_fn = jax.jit(self._apply_many, static_argnums=(0,))
-        new_w, new_s = self._jit_fn(
+        new_w, new_s = self._step_fn()(
             (mps, names, self._static_key()),
             [w._data for w in weights],
             [g._data for g in grads],
@@ -98,6 +99,17 @@ class ImperativeMixin:
         for leaf, new in zip(leaves, jax.tree_util.tree_leaves(new_s)):
             leaf._set_data(new)
 
+    def _step_fn(self):
+        """The jitted chunk update: shared by every instance of a built-in optimizer class
+        (traced with the calling instance), per instance for user subclasses, whose rule may
+        read attributes ``_static_key`` does not list."""
+        if type(self).__module__.startswith("mxmod."):
+            _tracing.opt = self
+            return _shared_step
+        if self._jit_fn is None:
+            self._jit_fn = jax.jit(self._apply_many, static_argnums=(0,))
+        return self._jit_fn
+
     def _apply_many(self, key, ws, gs, ss, lrs, wds, ts, extra):
         mps, names = key[0], key[1]
         out_w, out_s = [], []
@@ -108,6 +120,17 @@ class ImperativeMixin:
             out_w.append(nw)
             out_s.append(ns)
         return out_w, out_s
+
+
+_tracing = threading.local()
+
+
+def _apply_shared(key, ws, gs, ss, lrs, wds, ts, extra):
+    # runs only while tracing, for the instance that asked (its key is part of ``key``)
+    return _tracing.opt._apply_many(key, ws, gs, ss, lrs, wds, ts, extra)
+
+
+_shared_step = jax.jit(_apply_shared, static_argnums=(0,))
 
 
 def _wrap_state(state: Any, weight: Any) -> Any:
