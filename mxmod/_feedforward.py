@@ -266,12 +266,13 @@ class FeedForward:
             work_load_list=work_load_list,
             logger=logger or logging,
         )
+        (logger or logging).info("Start training with %s", str(self.ctx))
         mod.fit(
             data,
             eval_data=eval_data,
             eval_metric=eval_metric,
             epoch_end_callback=epoch_end_callback,
-            batch_end_callback=batch_end_callback,
+            batch_end_callback=_count_from_one(batch_end_callback),
             kvstore=kvstore,
             optimizer=optimizer,
             optimizer_params=opt_params,
@@ -463,3 +464,19 @@ class FeedForward:
             eval_batch_end_callback=eval_batch_end_callback,
         )
         return model
+
+
+def _count_from_one(callbacks: Any) -> Any:
+    """MXNet's FeedForward gives ``batch_end_callback`` the batches done so far (1, 2, ...),
+    Module.fit the batch index (0, 1, ...): a Speedometer(frequent=10) over 20 batches logs
+    twice, not once."""
+    if callbacks is None:
+        return None
+    callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
+
+    def call(param):
+        done = param._replace(nbatch=param.nbatch + 1)
+        for callback in callbacks:
+            callback(done)
+
+    return call

@@ -109,3 +109,16 @@ def test_profiled_run_writes_its_trace_at_exit(tmp_path):
     never_run = f"import mxmod as mx\nmx.profiler.set_config(filename={str(idle)!r})\n"
     subprocess.run([sys.executable, "-c", never_run], check=True, capture_output=True)
     assert not idle.exists()  # as MXNet: no profiling, no file
+
+
+@pytest.mark.filterwarnings("ignore:mxnet.model.FeedForward has been deprecated")
+def test_feedforward_batch_end_callback_counts_batches_from_one():
+    # numpy-ops/custom_softmax.py: Speedometer(100, 10) over 20 batches logged only
+    # [0-10] (MXNet's FeedForward also logs [10-20]); MXNet 1.9.1 gives nbatch 1..4 here
+    seen = []
+    ff = mx.model.FeedForward(_softmax_mlp(), num_epoch=2, learning_rate=0.1)
+    ff.fit(
+        X=mx.io.NDArrayIter(np.ones((8, 5), "f"), np.zeros(8, "f"), 2),
+        batch_end_callback=[lambda p: seen.append((p.epoch, p.nbatch))],
+    )
+    assert seen == [(e, n) for e in range(2) for n in range(1, 5)]
