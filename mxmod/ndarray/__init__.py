@@ -136,3 +136,8 @@ from .extra import *  # noqa: E402,F403
 
 _extra.install()
 __all__ += _extra.__all__
+
+from . import update_ops as _update_ops  # noqa: E402
+from .update_ops import *  # noqa: E402,F403
+
+__all__ += _update_ops.__all__
