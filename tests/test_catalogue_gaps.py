@@ -81,3 +81,18 @@ def test_user_subclass_keeps_its_own_compile():
     two = _one_step(Scaled(2.0, learning_rate=0.1))
     w = np.array([[0.5, -1.0], [2.0, 1.0]], np.float32)
     np.testing.assert_allclose(two - w, 2 * (one - w), rtol=1e-5)
+
+
+def test_sgld_noise_is_the_next_mx_random_normal_draw():
+    w0 = np.array([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]], np.float32)
+    g = mx.nd.array([[1.0, -2.0, 0.5], [0.25, 0.0, 1.0]])
+    lr, wd = 0.04, 0.1
+    mx.random.seed(7)
+    ws = [mx.nd.array(w0), mx.nd.array(w0 * 2)]
+    upd = mx.optimizer.get_updater(mx.optimizer.SGLD(learning_rate=lr, wd=wd))
+    upd([0, 1], [g, g], ws)
+    mx.random.seed(7)
+    for w, start in zip(ws, (w0, w0 * 2)):  # MXNet draws per weight, in order
+        noise = mx.random.normal(0, np.sqrt(lr), shape=start.shape).asnumpy()
+        expect = start - lr / 2 * (g.asnumpy() + wd * start) + noise
+        np.testing.assert_allclose(w.asnumpy(), expect, rtol=1e-5, atol=1e-6)

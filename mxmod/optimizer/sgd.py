@@ -8,6 +8,7 @@ Each is one pure per-parameter rule (``_init_leaf``/``_rule``) that follows the 
 
 from __future__ import annotations
 
+import math
 import os
 
 import jax
@@ -208,9 +209,11 @@ class SGLD(Optimizer):
     ``g' = clip(rescale_grad*g, clip_gradient)`` (whenever ``clip_gradient`` is not None);
     ``w = w - lr/2*(g' + wd*w) + N(0, sqrt(lr))``. No state.
 
-    Randomness: MXNet draws from its global generator; mxmod draws one key per update call
-    (imperative) or per step (``fused_hyper()['key']``) from ``mx.random`` (so
-    ``mx.random.seed`` makes runs repeatable), folded with the parameter's position. Without
+    Randomness: MXNet draws from its global generator. Imperatively (``update``, the
+    ``Updater``) mxmod does the same: each weight's noise is exactly the next
+    ``mx.random.normal(0, sqrt(lr), shape=w.shape)`` draw, in order, so a reference written
+    with ``mx.random`` after the same ``mx.random.seed`` sees the same noise. A fused step draws
+    one key per step (``fused_hyper()['key']``) folded with the parameter's position. Without
     a ``'key'`` in ``hyper`` (``to_optax``) the key is a base key drawn when ``to_optax`` is
     called, folded with the update count.
     """
@@ -223,7 +226,9 @@ class SGLD(Optimizer):
     def _host_extras(self, indices, ts) -> dict:
         from ..random import next_key
 
-        return {"key": next_key()}
+        if indices is None:  # fused step: one key, folded per parameter
+            return {"key": next_key()}
+        return {"key": jnp.stack([next_key() for _ in indices])}  # one mx.random draw each
 
     def _fused_extras(self, names, hyper) -> dict:
         return self._host_extras(None, None)
@@ -241,6 +246,19 @@ class SGLD(Optimizer):
         lr = leaf.lr
         g = rescale_clip_nd(self, g)
         w = w + (-lr / 2) * (g + leaf.wd * w)
-        key = jax.random.fold_in(leaf.extra["key"], leaf.pos)
-        noise = jax.random.normal(key, w.shape, w.dtype) * jnp.sqrt(lr).astype(w.dtype)
+        key = leaf.extra["key"]
+        if key.ndim == 2:  # imperative: the draw mx.random.normal would make with this key
+            noise = _mx_normal(key[leaf.pos], jnp.sqrt(lr), w.shape).astype(w.dtype)
+        else:
+            key = jax.random.fold_in(key, leaf.pos)
+            noise = jax.random.normal(key, w.shape, w.dtype) * jnp.sqrt(lr).astype(w.dtype)
         return w + noise, s
+
+
+def _mx_normal(key, scale, shape):
+    """``mx.random.normal(0, scale, shape)`` for a given key (its bucketed float32 draw)."""
+    from ..ndarray._random import _bucket
+
+    size = math.prod(shape)
+    flat = scale * jax.random.normal(key, (_bucket(size),), jnp.float32)
+    return flat[:size].reshape(shape)
