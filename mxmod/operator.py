@@ -163,12 +163,10 @@ _LEGACY = {"PythonOp", "NumpyOp", "NDArrayOp"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LEGACY:
-        raise NotImplementedError(
-            f"mx.operator.{name} (MXNet's deprecated pre-CustomOp API) is "
-            "not supported by mxmod; write a CustomOp and a CustomOpProp "
-            "registered with @mx.operator.register(name) instead"
-        )
+    if name in _LEGACY:  # MXNet's deprecated pre-CustomOp API, run as CustomOps
+        from . import _legacy_ops
+
+        return getattr(_legacy_ops, name)
     if name == "get_operator_arguments":
         raise NotImplementedError(
             "mx.operator.get_operator_arguments (MXNet's C operator "

@@ -122,3 +122,69 @@ def test_feedforward_batch_end_callback_counts_batches_from_one():
         batch_end_callback=[lambda p: seen.append((p.epoch, p.nbatch))],
     )
     assert seen == [(e, n) for e in range(2) for n in range(1, 5)]
+
+
+class _NumpySoftmax(mx.operator.NumpyOp):
+    # numpy-ops/numpy_softmax.py's operator (np.int there is int now)
+    def __init__(self):
+        super().__init__(False)
+
+    def list_arguments(self):
+        return ["data", "label"]
+
+    def list_outputs(self):
+        return ["output"]
+
+    def infer_shape(self, in_shape):
+        return [in_shape[0], (in_shape[0][0],)], [in_shape[0]]
+
+    def forward(self, in_data, out_data):
+        x, y = in_data[0], out_data[0]
+        y[:] = np.exp(x - x.max(axis=1, keepdims=True))
+        y /= y.sum(axis=1, keepdims=True)
+
+    def backward(self, out_grad, in_data, out_data, in_grad):
+        label = in_data[1].astype(int)
+        in_grad[0][:] = out_data[0]
+        in_grad[0][np.arange(label.size), label] -= 1.0
+
+
+class _NDArrayTriple(mx.operator.NDArrayOp):
+    def forward(self, in_data, out_data):
+        out_data[0][:] = in_data[0] * 3
+
+    def backward(self, out_grad, in_data, out_data, in_grad):
+        in_grad[0][:] = out_grad[0] * 3
+
+
+def test_numpy_op_trains_in_a_module_as_mxnet():
+    # numpy-ops/numpy_softmax.py: mx.operator.NumpyOp raised NotImplementedError;
+    # the values below are MXNet 1.9.1's for this input
+    x = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 1.0]], "f")
+    sym = _NumpySoftmax()(data=mx.sym.var("data"), name="softmax")
+    assert sym.list_arguments() == ["data", "softmax_label"]
+    mod = mx.mod.Module(sym)
+    mod.bind([("data", (2, 3))], [("softmax_label", (2,))], inputs_need_grad=True)
+    mod.init_params()
+    mod.forward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array([2.0, 0.0])]), is_train=True)
+    mod.backward()
+    prob = [[0.09003, 0.24473, 0.66524], [0.21194, 0.21194, 0.57612]]
+    grad = [[0.09003, 0.24473, -0.33476], [-0.78806, 0.21194, 0.57612]]
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), prob, atol=1e-5)
+    np.testing.assert_allclose(mod.get_input_grads()[0].asnumpy(), grad, atol=1e-5)
+
+
+def test_ndarray_op_and_executor_backward_with_empty_out_grads():
+    sym = _NDArrayTriple()(data=mx.sym.var("data"), name="t")
+    assert sym.list_outputs() == ["t_output"]
+    ex = sym.simple_bind(mx.cpu(), data=(2, 2))
+    ex.arg_dict["data"][:] = np.array([[1.0, 2.0], [0.0, -1.0]])
+    assert ex.forward(is_train=True)[0].asnumpy().tolist() == [[3, 6], [0, -3]]
+    ex.backward([mx.nd.ones((2, 2))])
+    assert ex.grad_dict["data"].asnumpy().tolist() == [[3, 3], [3, 3]]
+    # MXNet reads backward([]) as backward() (head gradients of loss outputs)
+    loss = mx.sym.SoftmaxOutput(mx.sym.var("data"), name="sm").simple_bind(mx.cpu(), data=(1, 2))
+    loss.arg_dict["data"][:] = np.array([[0.0, 0.0]])
+    loss.forward(is_train=True)
+    loss.backward([])
+    assert loss.grad_dict["data"].asnumpy().tolist() == [[-0.5, 0.5]]

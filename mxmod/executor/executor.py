@@ -211,7 +211,8 @@ class Executor:
 
         shapes = [o.shape for o in self.outputs]
         dtypes = [o._data.dtype for o in self.outputs]
-        if out_grads is None:
+        if out_grads is None or (isinstance(out_grads, (list, tuple)) and not out_grads):
+            # MXNet reads backward([]) as backward(): loss outputs' head gradients
             missing = [
                 n
                 for n, loss in zip(self._symbol.list_outputs(), self._compiled.graph.is_loss)
