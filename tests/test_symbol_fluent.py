@@ -98,3 +98,15 @@ def test_maximum_minimum_power_hypot_take_symbols_or_numbers():
     assert mx.sym.maximum(1, 2) == 2 and mx.sym.pow is mx.sym.power
     with pytest.raises(TypeError, match="Symbols or numbers"):
         mx.sym.maximum(a, "x")
+
+
+def test_constant_ranges_as_symbols():
+    got = mx.sym.arange(0, 6, 2, repeat=2).eval()[0].asnumpy()
+    assert got.tolist() == [0, 0, 2, 2, 4, 4] and got.dtype == np.float32
+    assert mx.sym.arange(4, dtype="int32").eval()[0].asnumpy().tolist() == [0, 1, 2, 3]
+    assert (mx.sym.eye(3, 4, 1).eval()[0].asnumpy() == np.eye(3, 4, 1)).all()
+    np.testing.assert_allclose(mx.sym.linspace(0, 1, 5).eval()[0].asnumpy(), np.linspace(0, 1, 5))
+    x = mx.sym.Variable("x")
+    assert mx.sym.broadcast_add(x, mx.sym.arange(3)).infer_shape(x=(2, 3))[1] == [(2, 3)]
+    with pytest.raises(NotImplementedError, match="infer_range"):
+        mx.sym.arange(0, infer_range=True).infer_shape()

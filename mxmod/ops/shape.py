@@ -531,3 +531,66 @@ register(
         lower=lambda a, ins, aux, ctx: [ins[0]],
     )
 )
+
+
+# ------------------------------------------------------ ranges (host-computed constants)
+def _arange_host(a):
+    if a.infer_range:
+        raise NotImplementedError(
+            "arange(infer_range=True) is not supported by mxmod; give stop explicitly"
+        )
+    start, stop = (0.0, a.start) if a.stop is None else (a.start, a.stop)
+    if a.step == 0 or a.repeat < 1:
+        fail(f"arange: step must not be 0 and repeat must be >= 1 (got {a.step}, {a.repeat})")
+    vals = np.arange(start, stop, a.step, dtype=np.float64)
+    return np.repeat(vals, a.repeat).astype(np_dtype(a.dtype))
+
+
+def _linspace_host(a):
+    vals = np.linspace(a.start, a.stop, a.num, endpoint=a.endpoint, dtype=np.float64)
+    return vals.astype(np_dtype(a.dtype))
+
+
+def _eye_host(a):
+    return np.eye(a.N, a.M or None, a.k, dtype=np_dtype(a.dtype))
+
+
+_RANGE_COMMON = {"ctx": Param(p_str, ""), "dtype": Param(p_dtype, "float32")}
+for _name, _host, _params in (
+    (
+        "_arange",
+        _arange_host,
+        {
+            "start": Param(p_float, REQUIRED),
+            "stop": Param(optional(p_float), None),
+            "step": Param(p_float, 1.0),
+            "repeat": Param(p_int, 1),
+            "infer_range": Param(p_bool, False),
+        },
+    ),
+    (
+        "_linspace",
+        _linspace_host,
+        {
+            "start": Param(p_float, REQUIRED),
+            "stop": Param(p_float, REQUIRED),
+            "num": Param(p_int, REQUIRED),
+            "endpoint": Param(p_bool, True),
+        },
+    ),
+    (
+        "_eye",
+        _eye_host,
+        {"N": Param(p_int, REQUIRED), "M": Param(p_int, 0), "k": Param(p_int, 0)},
+    ),
+):
+    register(
+        OpDef(
+            name=_name,
+            params={**_RANGE_COMMON, **_params},
+            inputs=(),
+            infer_shape=lambda a, s, host=_host: (s, [host(a).shape]),
+            infer_type=lambda a, t: (t, [np_dtype(a.dtype)]),
+            lower=lambda a, ins, aux, ctx, host=_host: [jnp.asarray(host(a))],
+        )
+    )

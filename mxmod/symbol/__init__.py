@@ -13,7 +13,7 @@ for _name, _op in list(OPS.items()):
 
 from ..operator import symbol_custom as Custom  # noqa: E402,F401  (names/is_loss from the user's Prop)
 from . import fluent as _fluent  # noqa: E402
-from .pyfuncs import hypot, maximum, minimum, pow, power  # noqa: E402,F401
+from .pyfuncs import arange, eye, hypot, linspace, maximum, minimum, pow, power  # noqa: E402,F401
 
 _fluent.install()
 

@@ -1,6 +1,7 @@
 """MXNet's Python-level functions of ``mx.sym`` that pick an operator by argument kind:
 ``maximum``, ``minimum``, ``power``/``pow``, ``hypot`` (two symbols: the element-wise
-operator; a symbol and a number: the ``_scalar`` operator; two numbers: the number)."""
+operator; a symbol and a number: the ``_scalar`` operator; two numbers: the number), and
+the constant ranges ``arange``, ``linspace``, ``eye``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from .symbol import Symbol
 
-__all__ = ["maximum", "minimum", "power", "pow", "hypot"]
+__all__ = ["maximum", "minimum", "power", "pow", "hypot", "arange", "linspace", "eye"]
 
 
 def _sym(name: str):
@@ -45,3 +46,32 @@ minimum = _dispatch("minimum", "_minimum", "_minimum_scalar", "_minimum_scalar",
 power = _dispatch("power", "_power", "_power_scalar", "_rpower_scalar", lambda a, b: a**b)
 pow = power  # noqa: A001  (MXNet's name)
 hypot = _dispatch("hypot", "_hypot", "_hypot_scalar", "_hypot_scalar", math.hypot)
+
+
+def _dtype_kw(dtype: Any) -> dict:
+    return {} if dtype is None else {"dtype": dtype}
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None):
+    """Values in ``[start, stop)`` by ``step``, each repeated ``repeat`` times (float32)."""
+    return _sym("_arange")(
+        start=start,
+        stop=stop,
+        step=step,
+        repeat=repeat,
+        infer_range=infer_range,
+        name=name,
+        **_dtype_kw(dtype),
+    )
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    """``num`` evenly spaced values from ``start`` to ``stop``."""
+    return _sym("_linspace")(
+        start=start, stop=stop, num=num, endpoint=endpoint, name=name, **_dtype_kw(dtype)
+    )
+
+
+def eye(N, M=0, k=0, dtype=None, **kwargs):
+    """2-D array with ones on diagonal ``k``."""
+    return _sym("_eye")(N=N, M=M, k=k, **_dtype_kw(dtype), **kwargs)
