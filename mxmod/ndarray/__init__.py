@@ -141,3 +141,8 @@ from . import update_ops as _update_ops  # noqa: E402
 from .update_ops import *  # noqa: E402,F403
 
 __all__ += _update_ops.__all__
+
+from . import update_ops_mp as _update_ops_mp  # noqa: E402
+from .update_ops_mp import *  # noqa: E402,F403
+
+__all__ += _update_ops_mp.__all__
