@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
-from ._attrs import Param, choice, optional, p_bool, p_dtype, p_float, p_int, p_shape
+from ._attrs import REQUIRED, Param, choice, optional, p_bool, p_dtype, p_float, p_int, p_shape
 from ._def import OpDef, fail, np_dtype, register
 from .shape import _lower1, _unary, first_type, norm_axis, p_opt_ints
 
@@ -411,5 +411,62 @@ register(
         infer_shape=_batch_take_shape,
         infer_type=first_type,
         lower=_batch_take_lower,
+    )
+)
+
+
+def _gather_nd_shape(a, s):
+    data, idx = s
+    if data is None or idx is None:
+        return s, [None]
+    m = idx[0]
+    if m > len(data):
+        fail(f"gather_nd: indices index {m} axes but data has only {len(data)}")
+    return s, [tuple(idx[1:]) + tuple(data[m:])]
+
+
+def _gather_nd_lower(a, ins, aux, ctx):
+    data, idx = ins
+    idx = idx.astype(jnp.int32)
+    return [data[tuple(idx[i] for i in range(idx.shape[0]))]]
+
+
+register(
+    OpDef(
+        name="gather_nd",
+        params={},
+        inputs=("data", "indices"),
+        infer_shape=_gather_nd_shape,
+        infer_type=first_type,
+        lower=_gather_nd_lower,
+    )
+)
+
+
+def _scatter_nd_shape(a, s):
+    data, idx = s
+    out = tuple(a.shape)
+    if idx is not None and data is not None:
+        want = tuple(idx[1:]) + out[idx[0] :]
+        if tuple(data) != want:
+            fail(f"scatter_nd: data shape {tuple(data)} must be {want} for indices {tuple(idx)}")
+    return s, [out]
+
+
+def _scatter_nd_lower(a, ins, aux, ctx):
+    data, idx = ins
+    idx = idx.astype(jnp.int32)
+    out = jnp.zeros(tuple(a.shape), data.dtype)
+    return [out.at[tuple(idx[i] for i in range(idx.shape[0]))].set(data)]
+
+
+register(
+    OpDef(
+        name="scatter_nd",
+        params={"shape": Param(p_shape, REQUIRED)},
+        inputs=("data", "indices"),
+        infer_shape=_scatter_nd_shape,
+        infer_type=first_type,
+        lower=_scatter_nd_lower,
     )
 )

@@ -594,3 +594,83 @@ for _name, _host, _params in (
             lower=lambda a, ins, aux, ctx, host=_host: [jnp.asarray(host(a))],
         )
     )
+
+
+# ---------------------------------------------------- depth_to_space / space_to_depth
+def _blocks(a, s, name):
+    if len(s) != 4:
+        fail(f"{name}: data must be 4-D (N, C, H, W), got {tuple(s)}")
+    b = a.block_size
+    if b < 1:
+        fail(f"{name}: block_size must be positive, got {b}")
+    return b
+
+
+def _d2s_shape(a, s):
+    n, c, h, w = s
+    b = _blocks(a, s, "depth_to_space")
+    if c % (b * b):
+        fail(f"depth_to_space: channels {c} must be a multiple of block_size^2 = {b * b}")
+    return (n, c // (b * b), h * b, w * b)
+
+
+def _s2d_shape(a, s):
+    n, c, h, w = s
+    b = _blocks(a, s, "space_to_depth")
+    if h % b or w % b:
+        fail(f"space_to_depth: height {h} and width {w} must be multiples of block_size {b}")
+    return (n, c * b * b, h // b, w // b)
+
+
+def _d2s(a, x):
+    out = _d2s_shape(a, x.shape)  # validates first (imperative calls skip shape inference)
+    n, c, h, w = x.shape
+    b = a.block_size
+    return x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2).reshape(out)
+
+
+def _s2d(a, x):
+    out = _s2d_shape(a, x.shape)
+    n, c, h, w = x.shape
+    b = a.block_size
+    return x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4).reshape(out)
+
+
+for _name, _shape_fn, _fn in (
+    ("depth_to_space", _d2s_shape, _d2s),
+    ("space_to_depth", _s2d_shape, _s2d),
+):
+    register(
+        OpDef(
+            name=_name,
+            params={"block_size": Param(p_int, REQUIRED)},
+            infer_shape=_unary(_shape_fn),
+            lower=_lower1(_fn),
+        )
+    )
+
+
+# ------------------------------------------------------------------------ diag
+def _diag_shape(a, s):
+    if len(s) == 1:
+        n = s[0] + abs(a.k)
+        return (n, n)
+    if len(s) < 2:
+        fail(f"diag: data must have at least 1 dimension, got {tuple(s)}")
+    return tuple(jax.eval_shape(lambda x: _diag(a, x), jax.ShapeDtypeStruct(s, jnp.float32)).shape)
+
+
+def _diag(a, x):
+    if x.ndim == 1:
+        return jnp.diag(x, k=a.k)
+    return jnp.diagonal(x, offset=a.k, axis1=a.axis1, axis2=a.axis2)
+
+
+register(
+    OpDef(
+        name="diag",
+        params={"k": Param(p_int, 0), "axis1": Param(p_int, 0), "axis2": Param(p_int, 1)},
+        infer_shape=_unary(_diag_shape),
+        lower=_lower1(_diag),
+    )
+)
