@@ -73,3 +73,45 @@ def test_finite_checks_sum_sq_and_reset():
     np.testing.assert_allclose(sq, [np.sum(x.asnumpy() ** 2), np.sum(z.asnumpy() ** 2)], 1e-6)
     mx.nd.reset_arrays(x, z, num_arrays=2)
     assert not x.asnumpy().any() and not z.asnumpy().any()
+
+
+def _adamw_ref(w, g, m, v, scale, lr, eta, wd, clip, b1=0.9, b2=0.999, eps=1e-8):
+    g = np.clip(scale * g, -clip, clip)
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    return w - eta * (lr * m / (np.sqrt(v) + eps) + wd * w), m, v
+
+
+def test_contrib_adamw_steps_and_skips_on_bad_scale():
+    w, g, m, v = _arr(2, 3), _arr(2, 3), _arr(2, 3) * 0.1, mx.nd.abs(_arr(2, 3))
+    start = [a.asnumpy() for a in (w, g, m, v)]
+    for bad in (0.0, float("nan"), mx.nd.array([np.inf])):
+        mx.nd.contrib.adamw_update(w, g, m, v, bad, lr=0.1, eta=0.5, wd=0.01, out=w)
+    for a, a0 in zip((w, m, v), (start[0], start[2], start[3])):
+        np.testing.assert_array_equal(a.asnumpy(), a0)
+    mx.nd.contrib.adamw_update(
+        w, g, m, v, mx.nd.array([2.0]), lr=0.1, eta=0.5, wd=0.01, clip_gradient=0.3, out=w
+    )
+    ref = _adamw_ref(*start, 2.0, 0.1, 0.5, 0.01, 0.3)
+    for a, r in zip((w, m, v), ref):
+        np.testing.assert_allclose(a.asnumpy(), r, rtol=1e-5, atol=1e-7)
+
+
+def test_contrib_multi_mp_adamw_updates_master_copies():
+    w16 = [_arr(2, 2, dtype="float16"), _arr(3, dtype="float16")]
+    w32 = [w.astype("float32") for w in w16]
+    gs, ms = [_arr(2, 2), _arr(3)], [mx.nd.zeros((2, 2)), mx.nd.zeros((3,))]
+    vs = [mx.nd.zeros((2, 2)), mx.nd.zeros((3,))]
+    start = [(w.asnumpy(), g.asnumpy()) for w, g in zip(w32, gs)]
+    mx.nd.contrib.multi_mp_adamw_update(
+        w16, gs, ms, vs, w32, 1.0, lrs=[0.1, 0.2], etas=[1.0, 0.5], wds=[0.0, 0.1], out=w16
+    )
+    for i, (lr, eta, wd) in enumerate([(0.1, 1.0, 0.0), (0.2, 0.5, 0.1)]):
+        w0, g0 = start[i]
+        ref_w = _adamw_ref(w0, g0, 0.0, 0.0, 1.0, lr, eta, wd, np.inf)[0]
+        np.testing.assert_allclose(w32[i].asnumpy(), ref_w, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(w16[i].asnumpy(), w32[i].asnumpy().astype(np.float16))
+    with pytest.raises(mx.base.MXNetError, match="one entry per weight"):
+        mx.nd.contrib.multi_adamw_update(w32, gs, ms, vs, 1.0, lrs=[0.1], etas=[1.0], wds=[0.0])
+    with pytest.raises(TypeError, match="rescale_grad must be"):
+        mx.nd.contrib.adamw_update(w32[1], gs[1], ms[1], vs[1], "2", lr=0.1, eta=1.0)

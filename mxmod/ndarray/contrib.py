@@ -12,6 +12,12 @@ import jax.numpy as jnp
 from ..ops import OPS
 from ..ops.transformer import boolean_mask as _boolean_mask
 from ..ops.transformer import check_boolean_mask_axis
+from .contrib_adamw import (  # noqa: F401
+    adamw_update,
+    mp_adamw_update,
+    multi_adamw_update,
+    multi_mp_adamw_update,
+)
 from .ndarray import NDArray
 from .op_table import nd_function
 
