@@ -188,3 +188,20 @@ def test_ndarray_op_and_executor_backward_with_empty_out_grads():
     loss.forward(is_train=True)
     loss.backward([])
     assert loss.grad_dict["data"].asnumpy().tolist() == [[-0.5, 0.5]]
+
+
+def test_symbolic_random_normal_in_a_vae_graph():
+    # autoencoder/variational_autoencoder/VAE.py: mx.sym.random_normal was missing
+    import json
+
+    mu = mx.sym.var("mu")
+    z = mu + mx.sym.random_normal(loc=1, scale=2, shape=(4000, 3))
+    u = mx.sym.random_uniform(low=-1, high=3, shape=(4000, 3))
+    loss = mx.sym.MakeLoss(sum(pow(z, 2) + u), name="loss")  # builtins, as VAE.py
+    ops = [n["op"] for n in json.loads(loss.tojson())["nodes"]]
+    assert {"_random_normal", "_random_uniform"} <= set(ops)  # MXNet's JSON op names
+    ex = mx.sym.Group([z, u]).simple_bind(mx.cpu(), mu=(4000, 3))
+    z1, u1 = (o.asnumpy() for o in ex.forward())
+    assert abs(z1.mean() - 1) < 0.1 and abs(z1.std() - 2) < 0.1
+    assert u1.min() >= -1 and u1.max() <= 3 and abs(u1.mean() - 1) < 0.1
+    assert not np.allclose(ex.forward()[0].asnumpy(), z1)  # a fresh draw every forward
