@@ -85,6 +85,11 @@ __all__ = [
     "check_symbolic_backward",
     "check_consistency",
     "compare_optimizer",
+    "np_reduce",
+    "random_sample",
+    "discard_stderr",
+    "use_np",
+    "is_op_runnable",
     # MXNet's module has no __all__, so its star import also brings these names; tests use them
     "bz2",
     "errno",
