@@ -38,12 +38,23 @@ __all__ = [
 ]
 
 
+def _check(name: str, *arrays: Any) -> None:
+    for a in arrays:
+        if not isinstance(a, NDArray):
+            raise TypeError(f"mx.nd.{name}: inputs must be NDArrays, got {type(a).__name__}")
+
+
+def _set(target: NDArray, value) -> NDArray:
+    target._set_data(value.astype(target._data.dtype))
+    return target
+
+
 def _f32(x: NDArray) -> NDArray:
     return x if x._data.dtype == jnp.float32 else NDArray(x._data.astype(jnp.float32), x._ctx)
 
 
 def _through_master(kernel, weight, grad, states, weight32, out, kwargs) -> NDArray:
-    _single._check(kernel.__name__, weight, grad, weight32, *states)
+    _check(kernel.__name__, weight, grad, weight32, *states)
     kernel(weight32, _f32(grad), *states, out=weight32, **kwargs)
     target = weight if out is None else out
     target._set_data(weight32._data.astype(target._data.dtype))
@@ -124,9 +135,11 @@ def lamb_update_phase1(
     """LAMB's direction: moving ``mean``/``var`` of the clipped rescaled gradient (updated in
     place), ``g = mean_hat / (sqrt(var_hat) + epsilon) + wd * weight`` with bias-corrected
     moments when ``bias_correction``. Returns ``g`` (into ``out`` when given)."""
-    _single._check("lamb_update_phase1", weight, grad, mean, var)
+    _check("lamb_update_phase1", weight, grad, mean, var)
     w = weight._data.astype(jnp.float32)
-    g = _single._grad(_f32(grad), rescale_grad, clip_gradient)
+    g = grad._data.astype(jnp.float32) * rescale_grad
+    if clip_gradient is not None and clip_gradient > 0:
+        g = jnp.clip(g, -clip_gradient, clip_gradient)
     m = beta1 * mean._data + (1 - beta1) * g
     v = beta2 * var._data + (1 - beta2) * g * g
     mean._set_data(m.astype(mean._data.dtype))
@@ -143,7 +156,7 @@ def lamb_update_phase1(
 def lamb_update_phase2(weight, g, r1, r2, lr, lower_bound=-1.0, upper_bound=-1.0, out=None, **_):
     """``weight -= lr * ratio * g`` with ``ratio = r1/r2`` (``r1`` the weight norm clipped to
     the positive bounds), 1 when either norm is 0."""
-    _single._check("lamb_update_phase2", weight, g, r1, r2)
+    _check("lamb_update_phase2", weight, g, r1, r2)
     n1 = r1._data.astype(jnp.float32).reshape(())
     n2 = r2._data.astype(jnp.float32).reshape(())
     if lower_bound is not None and lower_bound > 0:
@@ -152,19 +165,19 @@ def lamb_update_phase2(weight, g, r1, r2, lr, lower_bound=-1.0, upper_bound=-1.0
         n1 = jnp.minimum(n1, upper_bound)
     ratio = jnp.where((n1 == 0) | (n2 == 0), 1.0, n1 / jnp.where(n2 == 0, 1.0, n2))
     new_w = weight._data.astype(jnp.float32) - lr * ratio * g._data.astype(jnp.float32)
-    return _single._finish(weight, new_w, out)
+    return _set(weight if out is None else out, new_w)
 
 
 def mp_lamb_update_phase1(weight, grad, mean, var, weight32, t, out=None, **kwargs):
     """``lamb_update_phase1`` reading the float32 master ``weight32``."""
-    _single._check("mp_lamb_update_phase1", weight)
+    _check("mp_lamb_update_phase1", weight)
     return lamb_update_phase1(weight32, grad, mean, var, t, out=out, **kwargs)
 
 
 def mp_lamb_update_phase2(weight, g, r1, r2, weight32, lr, out=None, **kwargs):
     """``lamb_update_phase2`` computed from ``weight32``; ``out`` (the weight) gets the cast.
     As in MXNet 1.9.1, ``weight32`` itself is left unchanged."""
-    _single._check("mp_lamb_update_phase2", weight, weight32)
+    _check("mp_lamb_update_phase2", weight, weight32)
     new_w32 = lamb_update_phase2(weight32.copy(), g, r1, r2, lr, **kwargs)
     target = weight if out is None else out
     target._set_data(new_w32._data.astype(target._data.dtype))
