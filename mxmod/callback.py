@@ -104,7 +104,8 @@ class Speedometer:
     the metric's local statistics are reset after each log, so values cover the last
     ``frequent`` batches), ``'Epoch[%d] Batch [0-%d]...'`` without ``auto_reset``, or
     ``'Iter[%d] Batch [%d]\\tSpeed: %.2f samples/sec'`` without a metric. Reading the
-    metric is the only host sync the training loop makes.
+    metric is the only host sync the training loop makes; it happens before the clock is
+    read, so the speed counts the computation of the batches, not their dispatch.
 
     Args:
         batch_size: samples per batch.
@@ -132,12 +133,14 @@ class Speedometer:
             return
         if count % self.frequent != 0:
             return
+        # read the metric first: it waits for the batches dispatched so far, so the speed
+        # is the work's (MXNet's metric update syncs every batch), not the dispatch's
+        name_value = None if param.eval_metric is None else param.eval_metric.get_name_value()
         try:
             speed = self.frequent * self.batch_size / (time.time() - self.tic)
         except ZeroDivisionError:
             speed = float("inf")
         if param.eval_metric is not None:
-            name_value = param.eval_metric.get_name_value()
             flat = sum(name_value, ())
             if self.auto_reset:
                 param.eval_metric.reset_local()
