@@ -7,7 +7,8 @@ One test per case runs every check on one bound symbol, so jit compiles once per
   outputs, gradients and aux states after the step against MXNet (Dropout: only
   distribution-free properties, its masks differ from MXNet's);
 * shapes: `infer_shape`/`infer_type` against MXNet and `jax.eval_shape` of `GraphFn`;
-* jit: the executor's jitted lowering against `GraphFn` run under `jax.disable_jit()`;
+* jit (`-m slow`, `test_op_case_jit_matches_eager`): the executor's jitted lowering
+  against `GraphFn` run under `jax.disable_jit()` (op by op: two thirds of a case's time);
 * fd: gradients against central finite differences (see `_harness.fd_skip_reason`);
 * json: `tojson()` parses, `load_json(MXNet's JSON)` gives the same names, and for the
   issue #2 operators the text is byte-identical to MXNet's.
@@ -223,7 +224,6 @@ def test_op_case(case: Case) -> None:
         _check_shapes(case, sym, g, r)
         _check_json(case, sym, g, r)
         got = _golden_step(case, sym, g, r)
-        _check_jit(case, sym, g, r, got['compiled'])
         if fd_skip_reason(case, g) is None and 'grads' in got:
             with r.check('fd'):
                 fwd = got['compiled'].forward
@@ -232,6 +232,23 @@ def test_op_case(case: Case) -> None:
                 check_finite_differences(
                     case, g, lambda a: fwd(a, aux, key, is_train=case.is_train)[0], got['grads']
                 )
+    except GateFailed:
+        pass
+    r.finish()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('case', [pytest.param(c, id=c.id) for c in CASES])
+def test_op_case_jit_matches_eager(case: Case) -> None:
+    g = Golden(case.id)
+    skip_if_missing(case, g)
+    r = Report(case.id)
+    try:
+        with r.check('build', gate=True):
+            sym = build_symbol(case, mx)
+        with r.check('golden:bind', gate=True):
+            compiled = bind_golden(sym, g)._compiled
+        _check_jit(case, sym, g, r, compiled)
     except GateFailed:
         pass
     r.finish()
