@@ -1,7 +1,7 @@
 """``mx.sym`` / ``mx.symbol``: symbols, their constructors (one per operator), JSON I/O."""
 
 from ..ops import OPS
-from . import contrib
+from . import contrib, random
 from .creation import Group, Variable, creator, full, ones, var, zeros
 from .json_io import load, load_json
 from .naming import AttrScope, NameManager, Prefix
@@ -41,6 +41,7 @@ def __getattr__(name):
 
 __all__ = [
     "contrib",
+    "random",
     "Symbol",
     "Variable",
     "var",
