@@ -155,3 +155,15 @@ def test_unpickles_mxnet_raw_ndarray_state():
     assert a.asnumpy().tolist() == [1.5, -2, 4] and a.context == mx.cpu()
     with pytest.raises(MXNetError, match="pickled NDArray"):
         a.__setstate__({"handle": raw[:-2]})
+
+
+def test_setitem_with_new_axes_in_the_key():
+    x = mx.nd.zeros((2, 3, 4))
+    ref = np.zeros((2, 3, 4), dtype=np.float32)
+    value = np.arange(6, dtype=np.float32).reshape(2, 3, 1)  # numpy's x[:, ..., None, 1] shape
+    x[:, ..., None, 1] = value
+    ref[:, ..., None, 1] = value
+    np.testing.assert_array_equal(x.asnumpy(), ref)
+    x[None, 1, :2] = 7
+    ref[None, 1, :2] = 7
+    np.testing.assert_array_equal(x.asnumpy(), ref)

@@ -55,18 +55,21 @@ def set_item(arr: NDArray, key: Any, value: Any) -> None:
     """``arr[key] = value`` as a functional update swapped into ``arr``'s handle."""
     _index.check_key_types(key)
     if _index.is_basic_key(key):
-        slices, int_axes, _ = _index.normalize_basic_key(key, arr.shape)
+        slices, int_axes, indexed = _index.normalize_basic_key(key, arr.shape)
         sub_shape = tuple(
             len(range(s.start, s.stop, s.step)) for ax, s in enumerate(slices) if ax not in int_axes
         )
+        # the value broadcasts against the indexed shape (int axes dropped, None axes kept),
+        # as numpy; the region it fills has no None axes
+        data = value_as(arr, value, indexed, key).reshape(sub_shape)
         if all(s == slice(0, n, 1) for s, n in zip(slices, arr.shape)):
-            # the value broadcasts against the indexed shape (int axes dropped), as numpy
-            arr._set_data(value_as(arr, value, sub_shape, key).reshape(arr.shape))
+            arr._set_data(data.reshape(arr.shape))
             return
         idx = _jax_slices(slices, int_axes)
-    else:
-        idx = _advanced_key(arr, key)
-        sub_shape = tuple(jax.eval_shape(lambda x: x[idx], arr._data).shape)
+        arr._set_data(arr._data.at[idx].set(data))
+        return
+    idx = _advanced_key(arr, key)
+    sub_shape = tuple(jax.eval_shape(lambda x: x[idx], arr._data).shape)
     arr._set_data(arr._data.at[idx].set(value_as(arr, value, sub_shape, key)))
 
 
