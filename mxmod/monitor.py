@@ -67,12 +67,18 @@ class Monitor:
         if not self.activated:
             return []
         for exe in self.exes:
-            for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
-                self.stat_helper(name, arr)
+            # MXNet's order: node outputs as they ran (queued during the batch), then the
+            # arguments in list_arguments() order and the aux states
             internals = getattr(exe, "monitor_internals", None)
             if internals is not None:
-                for name, arr in internals():
+                for name, arr in _as_run(internals()):
                     self.stat_helper(name, arr)
+            symbol = getattr(exe, "symbol", None)
+            symbol = getattr(exe, "_symbol", None) if symbol is None else symbol
+            rank = {} if symbol is None else {n: i for i, n in enumerate(symbol.list_arguments())}
+            args = sorted(exe.arg_dict.items(), key=lambda kv: rank.get(kv[0], len(rank)))
+            for name, arr in args + list(exe.aux_dict.items()):
+                self.stat_helper(name, arr)
         self.activated = False
         res = []
         queue = sorted(self.queue, key=lambda q: q[1]) if self.sort else self.queue
@@ -94,3 +100,18 @@ class Monitor:
 
 
 __all__ = ["Monitor"]
+
+
+def _as_run(items: list) -> list:
+    """Forward outputs in graph order, then the backward nodes' outputs in the order the
+    backward pass runs them (last node first, each node's outputs in index order)."""
+    forward = [it for it in items if "_backward_output" not in it[0]]
+    nodes: list = []
+    for it in items:
+        if "_backward_output" in it[0]:
+            node = it[0].rsplit("_backward_output", 1)[0]
+            if nodes and nodes[-1][0] == node:
+                nodes[-1][1].append(it)
+            else:
+                nodes.append((node, [it]))
+    return forward + [it for _, outs in reversed(nodes) for it in outs]

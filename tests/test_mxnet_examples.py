@@ -237,3 +237,30 @@ def test_sym_random_namespace():
     assert abs(s.simple_bind(mx.cpu()).forward()[0].asnumpy().mean() - 2.5) < 0.1
     with pytest.raises(NotImplementedError, match=r"random.normal\(loc=<Symbol>\).*sample_normal"):
         mx.sym.random.normal(loc=mx.sym.var("m"))
+
+
+def test_module_monitor_reports_in_mxnet_order():
+    # image-classification fit.py --monitor: MXNet lists the node outputs as they ran
+    # (backward last node first), then the arguments in list_arguments() order
+    mod = mx.mod.Module(_softmax_mlp())
+    mod.bind([("data", (4, 5))], [("softmax_label", (4,))])
+    mod.init_params()
+    mod.init_optimizer()
+    mon = mx.mon.Monitor(1, pattern=".*")
+    mod.install_monitor(mon)
+    mon.tic()
+    mod.forward_backward(mx.io.DataBatch([mx.nd.ones((4, 5))], [mx.nd.zeros((4,))]))
+    names = [name for _, name, _ in mon.toc()]
+    assert names == [
+        "fc_output",
+        "softmax_output",
+        "softmax_backward_output0",
+        "softmax_backward_output1",
+        "fc_backward_output0",
+        "fc_backward_output1",
+        "fc_backward_output2",
+        "data",
+        "fc_weight",
+        "fc_bias",
+        "softmax_label",
+    ]
