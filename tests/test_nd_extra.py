@@ -167,3 +167,11 @@ def test_setitem_with_new_axes_in_the_key():
     x[None, 1, :2] = 7
     ref[None, 1, :2] = 7
     np.testing.assert_array_equal(x.asnumpy(), ref)
+
+
+def test_dlpack_round_trips():
+    a = mx.nd.array(np.arange(6.0).reshape(2, 3))
+    for capsule in (a.to_dlpack_for_read(), mx.nd.to_dlpack_for_write(a)):
+        b = mx.nd.from_dlpack(capsule)
+        assert isinstance(b, mx.nd.NDArray) and (b.asnumpy() == a.asnumpy()).all()
+    assert mx.nd.from_dlpack(np.ones(2)).asnumpy().tolist() == [1, 1]

@@ -37,6 +37,9 @@ __all__ = [
     "random_normal",
     "random_randint",
     "CachedOp",
+    "to_dlpack_for_read",
+    "to_dlpack_for_write",
+    "from_dlpack",
 ]
 
 random_uniform = uniform
@@ -202,6 +205,38 @@ class CachedOp:
         return outs[0] if len(outs) == 1 else outs
 
 
+def to_dlpack_for_read(data: NDArray):
+    """A DLPack capsule of ``data``'s values (CPU arrays; the buffer is shared read-only)."""
+    return data._data.__dlpack__()
+
+
+def to_dlpack_for_write(data: NDArray):
+    """A DLPack capsule for a consumer that writes. JAX buffers are immutable, so the
+    capsule holds a private copy: the consumer's writes do not reach ``data``."""
+    return jnp.array(data._data, copy=True).__dlpack__()
+
+
+class _Capsule:
+    """Gives a bare DLPack capsule the protocol methods ``jax.dlpack.from_dlpack`` asks for."""
+
+    def __init__(self, capsule: Any):
+        self._capsule = capsule
+
+    def __dlpack__(self, **_: Any):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU: the capsules mxmod hands out are CPU buffers
+
+
+def from_dlpack(dlpack: Any) -> NDArray:
+    """NDArray from a DLPack capsule or any object with ``__dlpack__`` (torch, numpy...)."""
+    import jax
+
+    src = dlpack if hasattr(dlpack, "__dlpack__") else _Capsule(dlpack)
+    return NDArray(jax.dlpack.from_dlpack(src))
+
+
 _FLUENT_OPS = (
     "broadcast_axes repeat pad swapaxes split slice slice_like take sort topk argsort "
     "argmax_channel sign shape_array size_array tile flip depth_to_space space_to_depth "
@@ -279,6 +314,8 @@ def install() -> None:
     NDArray.detach = lambda self: self.reshape(self.shape)  # no graph: a view of the data
     NDArray._basic_indexing_slice_is_contiguous = staticmethod(_slice_is_contiguous)
     NDArray.split_v2 = lambda self, *a, **k: split_v2(self, *a, **k)
+    NDArray.to_dlpack_for_read = to_dlpack_for_read
+    NDArray.to_dlpack_for_write = to_dlpack_for_write
     NDArray.flatten = _reshaping("flatten", lambda s: (s[0], int(np.prod(s[1:]))) if s else (1,))
     NDArray.expand_dims = _reshaping("expand_dims", _expanded_shape)
     NDArray.squeeze = _reshaping("squeeze", lambda s, axis=None: _squeezed_shape(s, axis))
