@@ -90,6 +90,10 @@ _SUBMODULES = {
 }
 
 
+_NP_SWITCHES = ("is_np_shape", "set_np_shape", "np_shape", "use_np_shape", "is_np_array",
+                "np_array", "use_np_array", "use_np")  # fmt: skip
+
+
 def __getattr__(name):
     if name in _SUBMODULES:
         module = _importlib.import_module(f".{_SUBMODULES[name]}", __name__)
@@ -99,11 +103,13 @@ def __getattr__(name):
         from .symbol.naming import AttrScope
 
         return AttrScope
+    if name in _NP_SWITCHES:  # MXNet exports its NumPy-semantics switches at top level
+        return getattr(_importlib.import_module(".util", __name__), name)
     raise AttributeError(f"module 'mxmod' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_SUBMODULES) | {"AttrScope"})
+    return sorted(set(globals()) | set(_SUBMODULES) | {"AttrScope", *_NP_SWITCHES})
 
 
 __all__ = [

@@ -70,6 +70,16 @@ def test_util_env_and_numpy_switches(monkeypatch):
         mx.util.get_cuda_compute_capability(mx.cpu())
 
 
+def test_numpy_switches_are_exported_at_top_level_as_in_mxnet():
+    assert not mx.is_np_shape() and not mx.is_np_array()
+    assert mx.set_np_shape(False) is False
+    with mx.np_shape(False):
+        assert not mx.is_np_shape()
+    with pytest.raises(NotImplementedError, match="np_shape"):
+        mx.np_shape(True)
+    assert {"np_shape", "use_np", "is_np_shape"} <= set(dir(mx))
+
+
 def test_gluon_imports_but_refuses_use():
     from mxmod import gluon
     from mxmod.gluon import nn  # an unused import must load
