@@ -43,9 +43,8 @@ __all__ = [
 _GRAY = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 
 
-class Augmenter:
-    """Base of the image augmenters, as ``mx.image.Augmenter``: keeps its constructor
-    arguments for ``dumps()``; subclasses implement ``__call__(src)``."""
+class _KeepsKwargs:
+    """Keeps an augmenter's constructor arguments (arrays as lists) for ``dumps()``."""
 
     def __init__(self, **kwargs):
         self._kwargs = kwargs
@@ -58,6 +57,11 @@ class Augmenter:
     def dumps(self):
         """JSON ``[class name lower-cased, kwargs]``."""
         return json.dumps([self.__class__.__name__.lower(), self._kwargs])
+
+
+class Augmenter(_KeepsKwargs):
+    """Base of the image augmenters, as ``mx.image.Augmenter``: keeps its constructor
+    arguments for ``dumps()``; subclasses implement ``__call__(src)``."""
 
     def __call__(self, src):
         raise NotImplementedError(f"{type(self).__name__} must implement __call__(src)")

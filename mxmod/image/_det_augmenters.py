@@ -8,7 +8,6 @@ image augmenters do. Randomness comes from Python's ``random``, in MXNet's order
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import random
@@ -28,6 +27,7 @@ from ._augmenters import (
     LightingAug,
     RandomGrayAug,
     ResizeAug,
+    _KeepsKwargs,
 )
 from ._ops import as_numpy, copyMakeBorder, fixed_crop, like
 
@@ -43,21 +43,9 @@ __all__ = [
 ]
 
 
-class DetAugmenter:
+class DetAugmenter(_KeepsKwargs):
     """Base of the detection augmenters: keeps its constructor arguments for ``dumps()``;
     subclasses implement ``__call__(src, label) -> (src, label)``."""
-
-    def __init__(self, **kwargs):
-        self._kwargs = kwargs
-        for k, v in self._kwargs.items():
-            if isinstance(v, NDArray):
-                v = v.asnumpy()
-            if isinstance(v, np.ndarray):
-                self._kwargs[k] = v.tolist()
-
-    def dumps(self):
-        """JSON ``[class name lower-cased, kwargs]``."""
-        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
     def __call__(self, src, label):
         raise NotImplementedError(f"{type(self).__name__} must implement __call__(src, label)")
