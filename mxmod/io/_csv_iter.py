@@ -15,25 +15,19 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ndarray import NDArray
-from ._native_params import check_params
+from ._native_params import BATCH_PARAMS, REQUIRED, check_params
 from ._prefetch import Placement
 from .io import DataBatch, DataDesc, MXDataIter
 
 __all__ = ["CSVIter"]
 
-_REQUIRED = object()
+_REQUIRED = REQUIRED
 _PARAMS = {
     "data_csv": _REQUIRED,
     "data_shape": _REQUIRED,
     "label_csv": "NULL",
     "label_shape": (1,),
-    "batch_size": _REQUIRED,
-    "round_batch": True,
-    "prefetch_buffer": 4,
-    "ctx": "gpu",
-    "dtype": None,
-    "data_name": "data",
-    "label_name": "softmax_label",
+    **BATCH_PARAMS,
 }
 
 

@@ -18,12 +18,12 @@ from ..base import MXNetError
 from ._det_aug_default import DET_AUG_DEFAULTS, DetAugmenter, parse_det_label, crop_samplers
 from ._image_aug_default import decode
 from ._image_record_iter import ImageRecordIter
-from ._native_params import check_params
+from ._native_params import BATCH_PARAMS, REQUIRED, check_params
 from ._record_source import RecordFile, split_image_record
 
 __all__ = ["ImageDetRecordIter"]
 
-_REQUIRED = object()
+_REQUIRED = REQUIRED
 _PASSED = {  # parameters ImageRecordIter takes as they are
     "path_imgrec": "./data/imgrec.rec",
     "data_shape": _REQUIRED,
@@ -33,13 +33,7 @@ _PASSED = {  # parameters ImageRecordIter takes as they are
     "part_index": 0,
     "shuffle": False,
     "seed": 0,
-    "batch_size": _REQUIRED,
-    "round_batch": True,
-    "prefetch_buffer": 4,
-    "ctx": "gpu",
-    "dtype": None,
-    "data_name": "data",
-    "label_name": "softmax_label",
+    **BATCH_PARAMS,
     "mean_r": 0.0,
     "mean_g": 0.0,
     "mean_b": 0.0,

@@ -20,7 +20,7 @@ import numpy as np
 from ..base import MXNetError
 from ..ndarray import NDArray
 from ._image_aug_default import AUG_DEFAULTS, NORM_DEFAULTS, DefaultAugmenter, Normalizer, decode
-from ._native_params import check_params
+from ._native_params import BATCH_PARAMS, REQUIRED, check_params
 from ._prefetch import BatchPipeline, Placement, aligned_empty
 from ._record_source import RecordFile, read_label_list, split_image_record
 from .io import DataBatch, DataDesc, MXDataIter
@@ -36,7 +36,7 @@ __all__ = [
     "ImageRecordUInt8Iter_v1",
 ]
 
-_REQUIRED = object()
+_REQUIRED = REQUIRED
 _PARAMS = {
     "path_imglist": "",
     "path_imgrec": "",
@@ -54,13 +54,7 @@ _PARAMS = {
     "seed_aug": None,
     "shuffle": False,
     "seed": 0,
-    "batch_size": _REQUIRED,
-    "round_batch": True,
-    "prefetch_buffer": 4,
-    "ctx": "gpu",
-    "dtype": None,
-    "data_name": "data",
-    "label_name": "softmax_label",
+    **BATCH_PARAMS,
     **AUG_DEFAULTS,
     **NORM_DEFAULTS,
 }

@@ -17,11 +17,11 @@ import numpy as np
 
 from ..base import MXNetError
 from ._csv_iter import CSVIter
-from ._native_params import check_params
+from ._native_params import BATCH_PARAMS, REQUIRED, check_params
 
 __all__ = ["LibSVMIter"]
 
-_REQUIRED = object()
+_REQUIRED = REQUIRED
 _PARAMS = {
     "data_libsvm": _REQUIRED,
     "data_shape": _REQUIRED,
@@ -29,13 +29,7 @@ _PARAMS = {
     "label_shape": (1,),
     "num_parts": 1,
     "part_index": 0,
-    "batch_size": _REQUIRED,
-    "round_batch": True,
-    "prefetch_buffer": 4,
-    "ctx": "gpu",
-    "dtype": None,
-    "data_name": "data",
-    "label_name": "softmax_label",
+    **BATCH_PARAMS,
 }
 
 

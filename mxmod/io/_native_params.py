@@ -9,6 +9,18 @@ import warnings
 
 from ..base import MXNetError
 
+REQUIRED = object()  # a parameter with no default
+# the batching parameters every native iterator declares, with MXNet's defaults
+BATCH_PARAMS = {
+    "batch_size": REQUIRED,
+    "round_batch": True,
+    "prefetch_buffer": 4,
+    "ctx": "gpu",
+    "dtype": None,
+    "data_name": "data",
+    "label_name": "softmax_label",
+}
+
 
 def _bool(name, v):
     if isinstance(v, str):
