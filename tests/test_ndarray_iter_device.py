@@ -197,7 +197,9 @@ def _fit(limit, ctx, monkeypatch):
 def test_fit_over_placed_iterator_trains_as_host_path(ctx, monkeypatch):
     placed, params, acc, score = _fit(1 << 30, ctx, monkeypatch)
     on_host, params_h, acc_h, score_h = _fit(0, ctx, monkeypatch)
-    assert placed and not on_host  # fit placed the iterator when the data fits
+    # fit places the iterator when the data fits and the target is one device (a gather
+    # program beside a collective step could deadlock XLA:CPU, see NDArrayIter.place_on)
+    assert placed == (len(ctx) == 1) and not on_host
     for k in params_h:
         np.testing.assert_array_equal(params[k], params_h[k])
     assert acc == acc_h and score == score_h
