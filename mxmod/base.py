@@ -140,8 +140,13 @@ def is_number(x: Any) -> bool:
 
 
 def _as_list(obj):
-    """``obj`` as a list: lists and tuples as they are, ``None`` as ``[]``... (MXNet's helper:
-    a single object becomes ``[obj]``)."""
+    """``obj`` as a list, as MXNet's helper: a list or tuple's items, anything else (``None``
+    included) as ``[obj]``."""
     if isinstance(obj, (list, tuple)):
         return list(obj)
     return [obj]
+
+
+def _names_list(obj) -> list:
+    """An optional list of names (or callbacks) as a list: ``None`` is none (``[]``)."""
+    return [] if obj is None else _as_list(obj)

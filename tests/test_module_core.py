@@ -180,7 +180,9 @@ def test_mxnet_module_level_helpers():
     from mxmod.module.base_module import _as_list, _check_input_names, _parse_data_desc
 
     assert mx.__version__ == "1.9.1" and mx.__version__ >= "1.3.0"
-    assert mx.base._as_list(3) == [3] and _as_list((1, 2)) == [1, 2]
+    assert mx.base._as_list(3) == [3] and mx.base._as_list((1, 2)) == [1, 2]
+    assert mx.base._as_list(None) == [None]  # MXNet: None is an object like any other
+    assert _as_list is mx.base._as_list  # one helper
     data, label = _parse_data_desc(
         ["data"], ["softmax_label"], [("data", (2, 3))], [("softmax_label", (2,))]
     )

@@ -137,7 +137,7 @@ def simple_bind(
     )
 
 
-def _as_list(values: Any, names: list[str], what: str, required: bool) -> list:
+def _args_list(values: Any, names: list[str], what: str, required: bool) -> list:
     if values is None:
         if required:
             raise MXNetError(f"bind needs {what} for {names}")
@@ -181,9 +181,9 @@ def bind(
     def nd(v):
         return v if isinstance(v, NDArray) else array(np.asarray(v), ctx=ctx)
 
-    arg_list = [nd(v) for v in _as_list(args, arg_names, "args", True)]
-    aux_list = [nd(v) for v in _as_list(aux_states, aux_names, "aux_states", bool(aux_names))]
-    grad_list = _as_list(args_grad, arg_names, "args_grad", False)
+    arg_list = [nd(v) for v in _args_list(args, arg_names, "args", True)]
+    aux_list = [nd(v) for v in _args_list(aux_states, aux_names, "aux_states", bool(aux_names))]
+    grad_list = _args_list(args_grad, arg_names, "args_grad", False)
     reqs = _grad_reqs(grad_req, arg_names)
     if args_grad is None:
         reqs = {n: "null" for n in arg_names}

@@ -10,11 +10,9 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from ..base import _as_list
+
 __all__ = ["KVStoreBase", "TestStore"]
-
-
-def _as_list(x: Any) -> list:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
 class KVStoreBase:

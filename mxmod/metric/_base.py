@@ -71,14 +71,14 @@ def _is_single_array(x: Any) -> bool:
     return not isinstance(x, (list, tuple)) and hasattr(x, "shape")
 
 
-def _as_list(x: Any) -> list:
+def _wrap_arrays(x: Any) -> list:
     """Wrap a single array (NDArray/jax/numpy) into a list, MXNet's ``wrap=True``."""
     return [x] if _is_single_array(x) else list(x)
 
 
 def _pairs(labels: Any, preds: Any) -> tuple[list, list]:
     """Wrap single arrays and check the two lists have the same length."""
-    labels, preds = _as_list(labels), _as_list(preds)
+    labels, preds = _wrap_arrays(labels), _wrap_arrays(preds)
     if len(labels) != len(preds):
         raise ValueError(
             f"Shape of labels {len(labels)} does not match shape of predictions {len(preds)}: "
@@ -158,7 +158,7 @@ def check_label_shapes(labels: Any, preds: Any, wrap: bool = False, shape: bool 
             f"Shape of labels {label_shape} does not match shape of predictions {pred_shape}"
         )
     if wrap:
-        labels, preds = _as_list(labels), _as_list(preds)
+        labels, preds = _wrap_arrays(labels), _wrap_arrays(preds)
     return labels, preds
 
 
@@ -411,8 +411,8 @@ class EvalMetric:
     def _update_device(self, labels, preds):
         """Jitted device update with lists of arrays (NDArray, jax or numpy)."""
         self._update_dict_device(
-            OrderedDict((f"l{i}", x) for i, x in enumerate(_as_list(labels))),
-            OrderedDict((f"p{i}", x) for i, x in enumerate(_as_list(preds))),
+            OrderedDict((f"l{i}", x) for i, x in enumerate(_wrap_arrays(labels))),
+            OrderedDict((f"p{i}", x) for i, x in enumerate(_wrap_arrays(preds))),
             _positional=True,
         )
 
@@ -441,7 +441,7 @@ class _StatsMetric(EvalMetric):
         if self._check_pairs:
             labels, preds = _pairs(labels, preds)
         else:
-            labels, preds = _as_list(labels), _as_list(preds)
+            labels, preds = _wrap_arrays(labels), _wrap_arrays(preds)
         return [conv(x) for x in labels], [conv(x) for x in preds]
 
     def _stats(self, labels: list, preds: list, xp):

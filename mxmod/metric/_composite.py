@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ._base import EvalMetric, _as_list, _np, _pairs
+from ._base import EvalMetric, _wrap_arrays, _np, _pairs
 from ._registry import _names_values, alias, register, registry_create
 
 __all__ = ["CompositeEvalMetric", "CustomMetric", "np", "create"]
@@ -196,7 +196,7 @@ class CustomMetric(EvalMetric):
         if not self._allow_extra_outputs:
             labels, preds = _pairs(labels, preds)
         else:
-            labels, preds = _as_list(labels), _as_list(preds)
+            labels, preds = _wrap_arrays(labels), _wrap_arrays(preds)
         for pred, label in zip(preds, labels):
             reval = self._feval(_np(label), _np(pred))
             if isinstance(reval, tuple):

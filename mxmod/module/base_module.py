@@ -8,14 +8,8 @@ import time
 import warnings
 from typing import Any
 
-from ..base import MXNetError
+from ..base import MXNetError, _as_list, _names_list
 from .stages import require
-
-
-def _as_list(obj: Any) -> list:
-    if obj is None:
-        return []
-    return list(obj) if isinstance(obj, (list, tuple)) else [obj]
 
 
 _PARAM_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta")
@@ -23,7 +17,7 @@ _PARAM_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta")
 
 def _check_input_names(symbol, names, typename, throw) -> None:
     """Check that ``names`` are inputs of ``symbol`` (MXNet's helper of the same name)."""
-    _check_input_names_strict(_as_list(names), symbol.list_arguments(), typename, throw)
+    _check_input_names_strict(_names_list(names), symbol.list_arguments(), typename, throw)
 
 
 def _check_input_names_strict(names, args, typename, throw) -> None:
@@ -110,7 +104,7 @@ def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
 
 
 def _call(callbacks: Any, *args: Any) -> None:
-    for cb in _as_list(callbacks):
+    for cb in _names_list(callbacks):
         cb(*args)
 
 

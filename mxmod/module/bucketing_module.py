@@ -10,7 +10,8 @@ import numpy as np
 from ..base import MXNetError
 from ..context import cpu
 from .ctx_groups import prepare_group2ctxs
-from .base_module import BaseModule, _as_list, _check_input_names, _parse_data_desc_list
+from ..base import _names_list
+from .base_module import BaseModule, _check_input_names, _parse_data_desc_list
 from .module import Module
 from .stages import require
 
@@ -72,10 +73,10 @@ class BucketingModule(BaseModule):
         self._default_bucket_key = default_bucket_key
         self._sym_gen = sym_gen
         symbol, data_names, label_names = self._call_sym_gen(default_bucket_key)
-        self._fixed_param_names = _as_list(fixed_param_names)
-        self._state_names = _as_list(state_names)
-        _check_input_names(symbol, _as_list(data_names), "data", True)
-        _check_input_names(symbol, _as_list(label_names), "label", False)
+        self._fixed_param_names = _names_list(fixed_param_names)
+        self._state_names = _names_list(state_names)
+        _check_input_names(symbol, _names_list(data_names), "data", True)
+        _check_input_names(symbol, _names_list(label_names), "label", False)
         _check_input_names(symbol, self._state_names, "state", True)
         _check_input_names(symbol, self._fixed_param_names, "fixed_param", True)
         self._context = context if context is not None else cpu()
@@ -115,7 +116,7 @@ class BucketingModule(BaseModule):
                 f"sym_gen({bucket_key!r}) must return (symbol, data_names, "
                 f"label_names), got {type(out).__name__}"
             )
-        return out[0], _as_list(out[1]), _as_list(out[2])
+        return out[0], _names_list(out[1]), _names_list(out[2])
 
     def _new_module(self, symbol, data_names, label_names) -> Module:
         return Module(

@@ -12,7 +12,8 @@ import numpy as np
 from ..base import MXNetError
 from ..context import Context, cpu
 from ..io import DataDesc
-from .base_module import BaseModule, _as_list, _check_input_names_strict, _parse_data_desc_list
+from ..base import _names_list
+from .base_module import BaseModule, _check_input_names_strict, _parse_data_desc_list
 from .ctx_groups import prepare_group2ctxs
 from .executor_group import DataParallelExecutorGroup
 from .stages import require
@@ -59,10 +60,10 @@ class Module(BaseModule):
         prepare_group2ctxs(group2ctxs, len(self._context))  # its mistakes surface here
         self._compression_params = compression_params
         self._symbol = symbol
-        self._data_names = _as_list(data_names)
-        self._label_names = _as_list(label_names)
-        self._state_names = _as_list(state_names)
-        self._fixed_param_names = _as_list(fixed_param_names)
+        self._data_names = _names_list(data_names)
+        self._label_names = _names_list(label_names)
+        self._state_names = _names_list(state_names)
+        self._fixed_param_names = _names_list(fixed_param_names)
         args = symbol.list_arguments()
         self._check_names(self._data_names, args, "data", raise_=True)
         self._check_names(self._label_names, args, "label", raise_=False)

@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..base import _names_list
 from ..executor.programs import metric_key
 
 
@@ -142,9 +143,7 @@ def fit_epoch(
 ):
     """One epoch of ``fit`` in blocks of ``n`` steps; returns the metric's final
     ``get_global_name_value()`` (what ``fit`` logs)."""
-    from .base_module import _as_list
-
-    callbacks = [] if batch_end_callback is None else _as_list(batch_end_callback)
+    callbacks = _names_list(batch_end_callback)
     # what MXNet's callbacks see as param.locals: fit's own (the caller's) locals
     fit_locals = dict(sys._getframe(1).f_locals) if callbacks else None
     ends = _BatchEnds(callbacks, fit_locals, epoch, eval_metric)

@@ -16,11 +16,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..base import _as_list
 from .rules import LeafInfo
-
-
-def _as_list(x: Any) -> list:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
 class ImperativeMixin:

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from ... import metric as _metric
 from ...base import MXNetError
 from ...module import Module
-from ...module.base_module import _as_list
+from ...base import _names_list
 from ...module.stages import require
 from .svrg_optimizer import _SVRGOptimizer
 
@@ -382,7 +382,7 @@ class SVRGModule(Module):
             self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
             arg_params_, aux_params_ = self.get_params()
             self.set_params(arg_params_, aux_params_)
-            for callback in _as_list(epoch_end_callback):
+            for callback in _names_list(epoch_end_callback):
                 callback(epoch, self.symbol, arg_params_, aux_params_)
             if eval_data is not None:
                 res = self.score(
@@ -430,7 +430,7 @@ class SVRGModule(Module):
                 monitor.toc_print()
             if end:
                 eval_name_vals = eval_metric.get_name_value()
-            for callback in _as_list(batch_end_callback):
+            for callback in _names_list(batch_end_callback):
                 callback(
                     BatchEndParam(
                         epoch=epoch, nbatch=nbatch, eval_metric=eval_metric, locals=locals()

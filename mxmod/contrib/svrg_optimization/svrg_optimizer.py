@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...base import _as_list
 from ...optimizer import Optimizer, create, register
 from ...optimizer._fused import Signature, _ClassOrInstance
 
@@ -20,10 +21,6 @@ _BASE_PARAMS = (
     "multi_precision",
     "param_dict",
 )
-
-
-def _as_list(x: Any) -> list:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
 @register
