@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from .placement import AXIS, spec
+from .step import SUM, Keyed, compose_step, make_update, scan_steps
 
 
 def vjp_step(
@@ -133,8 +134,6 @@ class Programs:
             fn = self._cache[key] = build()
             return fn
 
-    _cached = cached  # the name the kvstore's compressed steps use
-
     # ------------------------------------------------------------ programs
     def forward(self, is_train: bool, input_names: tuple, metric=None):
         """``fn(params, aux, inputs, key) -> (outs, new_aux, stats)``; ``new_aux`` holds only
@@ -207,12 +206,6 @@ class Programs:
 
         return pl.wrap(per_device, in_specs, out_specs)
 
-    def train_body(self, input_names: tuple, metric=None):
-        """The forward-backward of ``train_step``, not jitted, to compose into other compiled
-        programs (several steps in one ``lax.scan``): ``fn(params, aux, inputs, key) ->
-        (outs, new_aux, summed grads, input_grads, stats)``."""
-        return self._fb(input_names, False, metric, False)
-
     def forward_backward(
         self, input_names: tuple, with_head_grads: bool, metric=None, stacked: bool = False
     ):
@@ -224,50 +217,50 @@ class Programs:
             key, lambda: jax.jit(self._fb(input_names, with_head_grads, metric, stacked)), metric
         )
 
-    def update(self, optimizer, stacked: bool = False):
-        """``fn(params, grads, opt_state, hyper) -> (params, opt_state)``."""
+    def update(self, rule: Keyed, reduction=SUM, stacked: bool = False):
+        """``fn(state, grads, hyper) -> (state, reduced grads)``: ``Module.update()`` after a
+        separate forward-backward; ``stacked`` grads carry a leading device axis."""
 
         def build():
-            def update(params, grads, opt_state, hyper):
-                if stacked:
+            update = make_update(rule.fn, reduction)
+
+            def run(state, grads, hyper):
+                if stacked and not reduction.stacked:
                     grads = {n: g.sum(0) for n, g in grads.items()}
-                trained = {n: params[n] for n in grads}
-                new, opt_state = optimizer.fused_update(trained, grads, opt_state, hyper)
-                return {**params, **new}, opt_state
+                elif reduction.stacked and not stacked:  # one sender
+                    grads = {n: g[None] for n, g in grads.items()}
+                return update(state, grads, hyper)
 
-            return jax.jit(update, donate_argnums=(0, 2))
+            return jax.jit(run, donate_argnums=(0,))
 
-        return self.cached(("upd", optimizer.fused_signature(), stacked), build, optimizer)
+        return self.cached(("upd", rule.key, reduction, stacked), build, rule)
 
-    def train_step(self, input_names: tuple, optimizer, metric=None, keep: tuple = ()):
-        """forward + backward + reduction + update (+ metric statistics): one dispatch.
+    def _step(self, input_names, rule: Keyed, metric, keep, reduction, feed):
+        fb = self._fb(input_names, False, metric, reduction.stacked)
+        return compose_step(fb, make_update(rule.fn, reduction), keep, feed)
 
-        ``fn(params, aux, opt_state, inputs, key, hyper) -> (params, aux, opt_state, outs,
-        stats, grads, input_grads)``; ``keep`` may hold ``'grads'`` (the summed gradients
-        are returned) and ``'input_grads'``; otherwise those are empty dicts.
-        """
+    def train_step(self, input_names: tuple, rule: Keyed, metric=None, keep=(), reduction=SUM):
+        """forward + backward + reduction + update (+ metric statistics): one dispatch,
+        ``fn(state, batch, hyper) -> (state, StepResult)`` (``step.compose_step``)."""
 
         def build():
-            fb = self._fb(input_names, False, metric, False)
+            step = self._step(input_names, rule, metric, keep, reduction, None)
+            return jax.jit(step, donate_argnums=(0,))
 
-            def step(params, aux, opt_state, inputs, rng, hyper):
-                outs, new_aux, grads, igrads, stats = fb(params, aux, inputs, rng)
-                trained = {n: params[n] for n in grads}
-                new, opt_state = optimizer.fused_update(trained, grads, opt_state, hyper)
-                return (
-                    {**params, **new},
-                    {**aux, **new_aux},
-                    opt_state,
-                    outs,
-                    stats,
-                    grads if "grads" in keep else {},
-                    igrads if "input_grads" in keep else {},
-                )
+        key = ("step", input_names, rule.key, metric_key(metric), keep, reduction)
+        return self.cached(key, build, (rule, metric))
 
-            return jax.jit(step, donate_argnums=(0, 1, 2))
+    def train_steps(self, n: int, input_names: tuple, rule: Keyed, metric=None, feed=None):
+        """``n`` train steps in one ``lax.scan`` (``step.scan_steps``): ``fn(state,
+        [inputs] * n, keys, hypers) -> (state, last outputs, stats rows)``; ``feed`` (a
+        ``Keyed``) gives the graph arguments other than the parameters."""
 
-        key = ("step", input_names, optimizer.fused_signature(), metric_key(metric), keep)
-        return self.cached(key, build, (optimizer, metric))
+        def build():
+            step = self._step(input_names, rule, metric, (), SUM, feed and feed.fn)
+            return jax.jit(scan_steps(step), donate_argnums=(0,))
+
+        key = ("steps", n, input_names, rule.key, metric_key(metric), feed and feed.key)
+        return self.cached(key, build, (rule, metric))
 
 
 def programs_for(

@@ -12,7 +12,8 @@ import jax
 import jax.numpy as jnp
 
 from .placement import OneDevice
-from .programs import Programs
+from .programs import Programs, metric_key
+from .step import SUM, compose_step
 
 
 def _slice(x, axis, s):
@@ -148,25 +149,17 @@ class ReplicaPrograms(Programs):
 
         return run
 
-    def train_step(self, input_names, optimizer, metric=None, keep=()):
-        fb = self.forward_backward(input_names, False, metric)
-        update = self.update(optimizer)
+    def train_step(self, input_names, rule, metric=None, keep=(), reduction=SUM):
+        """The same ``compose_step`` as one program, run eagerly: the forward-backward
+        loops over the devices, the update is one jitted program on the first."""
+        key = ("replica-step", input_names, rule.key, metric_key(metric), keep, reduction)
 
-        def run(params, aux, opt_state, inputs, key, hyper):
-            outs, new_aux, grads, igrads, stats = fb(params, aux, inputs, key)
-            kept = dict(grads) if "grads" in keep else {}
-            params, opt_state = update(params, grads, opt_state, hyper)
-            return (
-                params,
-                {**aux, **new_aux},
-                opt_state,
-                outs,
-                stats,
-                kept,
-                igrads if "input_grads" in keep else {},
-            )
+        def build():
+            fb = self.forward_backward(input_names, False, metric, reduction.stacked)
+            update = self.update(rule, reduction, reduction.stacked)
+            return compose_step(fb, update, keep)
 
-        return run
+        return self.cached(key, build, (rule, metric))
 
     def metric_stats(self, metric, input_names):
         fns = [p.metric_stats(metric, input_names) for p in self._per_device]

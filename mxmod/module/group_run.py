@@ -19,12 +19,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
+from ..executor.step import SUM, Batch, StepState, TwoBit
+from ..kvstore.compression import threshold_of
 from ..metric._base import _note_host_update
 from ..ndarray import NDArray
 from .train_state import PendingStep
 
 _ZERO_KEY = []
-_THRESHOLD_OF = []  # kvstore.compression.threshold_of, imported on first use (import cycle)
 
 
 def _zero_key():
@@ -373,46 +374,73 @@ class GroupRunner:
             self._consts = {n: params[n] for n in self._consts}
         self.state.version += 1
 
-    def _gc_threshold(self):
-        """The 2-bit threshold of the module's kvstore (None: exact sums)."""
+    def _reduction(self):
+        """How the devices' gradients combine: an exact sum, or the module's kvstore's
+        2-bit compression."""
         box = self.state.opt
-        if box is None or box.kvstore is None:
-            return None
-        if not _THRESHOLD_OF:
-            from ..kvstore.compression import threshold_of
+        threshold = None if box is None or box.kvstore is None else threshold_of(box.kvstore)
+        return SUM if threshold is None else TwoBit(float(threshold))
 
-            _THRESHOLD_OF.append(threshold_of)
-        return _THRESHOLD_OF[0](box.kvstore)
+    def _residual(self) -> dict:
+        """The 2-bit residuals of this group's senders (zeros when the senders changed)."""
+        holder = self.state.opt.holder
+        progs = self._progs
+        pl = progs.placement
+        devices = getattr(progs, "all_devices", None)
+        key = (pl.key, devices and tuple(devices))
+        if holder.residual_key == key:
+            return holder.value.residual
+        senders = len(devices or pl.devices)
+        res = {}
+        for n in self._diff_params:
+            shape = (senders // pl.processes,) + tuple(self._arg_shape[n])
+            zeros = jnp.zeros(shape, self._arg_type[n])
+            if pl.processes > 1:
+                res[n] = pl.put(zeros, 0)
+            elif devices:
+                res[n] = zeros
+            else:
+                res[n] = jax.device_put(zeros, pl.sharding(0))
+        holder.residual_key = key
+        holder.value = holder.value.replace(residual=res)
+        return res
+
+    def _step_state(self, reduction) -> StepState:
+        """The state a compiled step takes (it donates it: adopt what it returns)."""
+        residual = self._residual() if reduction.stacked else {}
+        return StepState(self._params_in(), self.state.aux, self.state.opt.state, residual)
+
+    def _adopt(self, state: StepState, reduction) -> None:
+        """Keep the state a compiled step returned."""
+        self._store_params(state.params)
+        self.state.aux = state.aux
+        box = self.state.opt
+        box.state = state.opt
+        if reduction.stacked:
+            box.holder.value = box.holder.value.replace(residual=state.residual)
 
     def _run_train_step(self, p, metric):
         box = self.state.opt
-        threshold = self._gc_threshold()
-        if threshold is not None:
-            from ..kvstore.compression import run_train_step
-
-            return run_train_step(self, p, metric, threshold)
+        reduction = self._reduction()
         keep = tuple(
             k
             for k, on in (("grads", self._keep_grads), ("input_grads", self.inputs_need_grad))
             if on
         )
-        fn = self._progs.train_step(tuple(p.inputs), box.optimizer, metric, keep)
+        fn = self._progs.train_step(tuple(p.inputs), box.rule(), metric, keep, reduction)
         hyper = box.optimizer.fused_hyper(None if box.state else [])
-        params, aux, box.state, outs, stats, grads, igrads = fn(
-            self._params_in(), self.state.aux, box.state, p.inputs, p.key, hyper
-        )
-        self._store_params(params)
-        self.state.aux = aux
-        self._outs = list(outs)
-        self._grads, self._grads_stacked = grads, False
-        self._grads_valid = bool(grads) or not self._diff_params
+        state, res = fn(self._step_state(reduction), Batch(p.inputs, p.key), hyper)
+        self._adopt(state, reduction)
+        self._outs = res.outs
+        self._grads, self._grads_stacked = res.grads, False
+        self._grads_valid = bool(res.grads) or not self._diff_params
         self.state.grad_owner = self
-        self._input_grads = igrads
+        self._input_grads = res.input_grads
         p.outs_done = p.grads_done = p.update_done = True
-        return stats
+        return res.stats
 
     def _run_fwd_bwd(self, p, metric):
-        stacked = self._want_stacked or self._gc_threshold() is not None
+        stacked = self._want_stacked or self._reduction().stacked
         fn = self._progs.forward_backward(
             tuple(p.inputs), p.head_grads is not None, metric, stacked
         )
@@ -470,16 +498,16 @@ class GroupRunner:
 
             _update_params_imperative(self, box)
             return
-        threshold = self._gc_threshold()
-        if threshold is not None:
-            from ..kvstore.compression import apply_update
-
-            apply_update(self, threshold)
-            return
-        fn = self._progs.update(box.optimizer, self._grads_stacked)
+        reduction = self._reduction()
+        if reduction.stacked and not self._grads_stacked and len(self.contexts) > 1:
+            raise MXNetError(
+                "update(): 2-bit compression needs each device's gradient, but "
+                "this step kept only their sum; call backward() again"
+            )
+        fn = self._progs.update(box.rule(), reduction, self._grads_stacked)
         hyper = box.optimizer.fused_hyper(None if box.state else [])
-        params, box.state = fn(self._params_in(), self._grads, box.state, hyper)
-        self._store_params(params)
+        state, _ = fn(self._step_state(reduction), self._grads, hyper)
+        self._adopt(state, reduction)
 
     def _rerun_forward(self, is_train) -> None:
         p = self._require_pending("forward")

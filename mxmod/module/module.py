@@ -410,7 +410,10 @@ class Module(BaseModule):
             _initialize_kvstore(
                 kv, group.param_arrays, self._arg_params, self._param_names, update_on_kvstore
             )
-        group.state.opt = OptBox(optimizer, state, kv, self._updater, update_on_kvstore, fused)
+        group.state.opt = OptBox(
+            optimizer, group.state, kv, self._updater, update_on_kvstore, fused
+        )
+        group.state.opt.state = state
         self.optimizer_initialized = True
         if self._preload_opt_states is not None:
             self.load_optimizer_states(

@@ -38,58 +38,36 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from ..base import _names_list
-from ..executor.programs import metric_key
+from ..contrib.amp.loss_scaler import SCALE_NAME, scaled_update
+from ..executor.step import SUM, Keyed
 
 
 _ZERO_KEYS: dict = {}
 
 
-def train_steps(progs, input_names: tuple, optimizer, metric, n: int, scale_name=None):
-    """``fn(params, aux, opt_state, [inputs] * n, keys, hypers, scaler) -> (params, aux,
-    opt_state, last outputs, stats, scaler)``: ``n`` fused train steps in one ``lax.scan``.
-    ``stats`` hold the steps' per-device statistics one after the other (``n * devices``
-    rows, the order single steps fold them in). With ``scale_name``
-    (``amp.insert_loss_scale``'s argument) each step feeds the loss scale of ``scaler``
-    (``amp.loss_scaler`` state) to the graph and updates through ``scaled_update``;
-    otherwise ``scaler`` passes through."""
-    from ..contrib.amp.loss_scaler import scaled_update
+def block_program(group, input_names: tuple, metric, n: int, scaled: bool):
+    """``n`` fused train steps of ``group`` in one ``lax.scan`` (``Programs.train_steps``).
+    With ``scaled`` (``amp.init_trainer``) each step feeds the loss scale of the state's
+    ``scaler`` to the graph's ``amp.insert_loss_scale`` argument and updates through
+    ``scaled_update``."""
+    box = group.state.opt
+    rule, feed = box.rule(), None
+    if scaled:
+        fused_update = box.optimizer.fused_update
 
-    def build():
-        fb = progs.train_body(input_names, metric)
+        def scaled_rule(trained, grads, opt, hyper, scaler):
+            new, opt, scaler, _ = scaled_update(fused_update, trained, grads, opt, hyper, scaler)
+            return new, opt, scaler
 
-        def block(params, aux, opt_state, inputs_list, keys, hypers, scaler):
-            stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *inputs_list)
+        def feed_scale(state):
+            scale = state.scaler["scale"].reshape((1,))
+            return {**state.params, SCALE_NAME: scale.astype(state.params[SCALE_NAME].dtype)}
 
-            def body(carry, xs):
-                params, aux, opt_state, scaler = carry
-                inputs, key, hyper = xs
-                feed = params
-                if scale_name is not None:
-                    s = scaler["scale"].reshape((1,)).astype(params[scale_name].dtype)
-                    feed = {**params, scale_name: s}
-                outs, new_aux, grads, _, stats = fb(feed, aux, inputs, key)
-                trained = {k: params[k] for k in grads}
-                if scale_name is None:
-                    new, opt_state = optimizer.fused_update(trained, grads, opt_state, hyper)
-                else:
-                    new, opt_state, scaler, _ = scaled_update(
-                        optimizer.fused_update, trained, grads, opt_state, hyper, scaler
-                    )
-                return ({**params, **new}, {**aux, **new_aux}, opt_state, scaler), (outs, stats)
-
-            (params, aux, opt_state, scaler), (outs, stats) = lax.scan(
-                body, (params, aux, opt_state, scaler), (stacked, keys, hypers)
-            )
-            rows = jax.tree_util.tree_map(lambda s: s.reshape((-1,) + s.shape[2:]), stats)
-            return params, aux, opt_state, [o[-1] for o in outs], rows, scaler
-
-        return jax.jit(block, donate_argnums=(0, 1, 2))
-
-    key = ("steps", n, input_names, optimizer.fused_signature(), metric_key(metric), scale_name)
-    return progs.cached(key, build, (optimizer, metric))
+        rule = Keyed(("scaled",) + rule.key, scaled_rule)
+        feed = Keyed(SCALE_NAME, feed_scale)
+    return group._progs.train_steps(n, input_names, rule, metric, feed)
 
 
 def use_blocks(module, eval_metric, monitor, steps_per_dispatch) -> bool:
@@ -270,7 +248,6 @@ def _run_block(module, block, metric):
     """Dispatch one block; leaves the module as after the last of its single steps and
     returns the block's metric statistics (see ``train_steps``)."""
     from .. import random as mxrandom
-    from ..contrib.amp.loss_scaler import SCALE_NAME
     from .group_run import _zero_key
     from .train_state import PendingStep
 
@@ -293,27 +270,12 @@ def _run_block(module, block, metric):
     hypers = [box.optimizer.fused_hyper(first) for _ in block]
     hypers = jax.tree_util.tree_map(lambda *xs: np.array(xs), *hypers)  # stacked per leaf
     scaler = getattr(module, "_amp_scaler", None)
-    fn = train_steps(
-        group._progs,
-        tuple(inputs_list[0]),
-        box.optimizer,
-        metric,
-        n,
-        SCALE_NAME if scaler is not None else None,
-    )
-    params, aux, box.state, outs, stats, sstate = fn(
-        group._params_in(),
-        group.state.aux,
-        box.state,
-        inputs_list,
-        stacked_keys,
-        hypers,
-        scaler.state() if scaler is not None else {},
-    )
+    fn = block_program(group, tuple(inputs_list[0]), metric, n, scaler is not None)
+    state = group._step_state(SUM).replace(scaler=scaler.state() if scaler is not None else {})
+    state, outs, stats = fn(state, inputs_list, stacked_keys, hypers)
     if scaler is not None:
-        scaler.keep_device_state(sstate)
-    group._store_params(params)
-    group.state.aux = aux
+        scaler.keep_device_state(state.scaler)
+    group._adopt(state, SUM)
     group._outs = list(outs)
     group._grads, group._grads_stacked = {}, False
     group._grads_valid = not group._diff_params

@@ -1,10 +1,11 @@
 """The Module's state in one place, and the deferred step that changes it.
 
-* ``TrainState``: parameters and aux states (``jax.Array``s on the bound devices) and
-  the optimizer box. Modules that share parameters (``shared_module``, bucketing) share
-  one TrainState; ``borrow_optimizer`` shares the box.
-* ``OptBox``: the optimizer, its fused state (``{name: leaf_state}``) and the MXNet
-  objects around it (kvstore, updater).
+* ``TrainState``: the one small holder of a set of weights: ``value`` is the
+  ``StepState`` pytree (parameters, aux states, optimizer state, compression residuals)
+  that compiled steps take and return. Modules that share parameters (``shared_module``,
+  bucketing) share one holder; ``params``/``aux`` read and replace its fields.
+* ``OptBox``: the optimizer and the MXNet objects around it (kvstore, updater), shared by
+  ``borrow_optimizer``; its ``state`` is the optimizer-state field of its holder's value.
 * ``PendingStep``: what ``forward``/``backward``/``update``/``update_metric`` asked for
   on the current batch. The first time a result is needed (or the step is complete:
   update requested and a metric given) one flush turns it into one compiled dispatch.
@@ -15,27 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-
-class OptBox:
-    """The optimizer and its state, shared by modules that borrow the optimizer."""
-
-    def __init__(
-        self, optimizer, state, kvstore=None, updater=None, update_on_kvstore=False, fused=True
-    ):
-        self.optimizer = optimizer
-        self.state = state
-        self.kvstore = kvstore
-        self.updater = updater
-        self.update_on_kvstore = update_on_kvstore
-        self.fused = fused  # the optimizer runs inside the compiled step
+from ..executor.step import StepState, optimizer_rule
 
 
 class TrainState:
-    """Parameters, aux states and the optimizer box of one set of weights."""
+    """The holder of one set of weights and what steps on it (``value``)."""
 
     def __init__(self):
-        self.params: dict = {}
-        self.aux: dict = {}
+        self.value = StepState({}, {})
+        self.residual_key = None  # the senders the 2-bit residuals belong to
         self.opt: Optional[OptBox] = None
         self.groups: list = []  # groups bound to this state (flushed before any other runs)
         self.version = 0  # bumped whenever params change (host dicts resync lazily)
@@ -43,9 +32,55 @@ class TrainState:
         # buffers, so grad_req='add' in one bucket adds to what another wrote
         self.grad_owner = None
 
+    @property
+    def params(self) -> dict:
+        return self.value.params
+
+    @params.setter
+    def params(self, params: dict) -> None:
+        self.value = self.value.replace(params=params)
+
+    @property
+    def aux(self) -> dict:
+        return self.value.aux
+
+    @aux.setter
+    def aux(self, aux: dict) -> None:
+        self.value = self.value.replace(aux=aux)
+
     def flush_all(self) -> None:
         for g in self.groups:
             g.flush()
+
+
+class OptBox:
+    """The optimizer and its MXNet companions, shared by modules that borrow the optimizer;
+    the optimizer state itself lives in ``holder.value.opt``."""
+
+    def __init__(
+        self, optimizer, holder, kvstore=None, updater=None, update_on_kvstore=False, fused=True
+    ):
+        self.optimizer = optimizer
+        self.holder = holder
+        self.kvstore = kvstore
+        self.updater = updater
+        self.update_on_kvstore = update_on_kvstore
+        self.fused = fused  # the optimizer runs inside the compiled step
+
+    @property
+    def state(self):
+        return self.holder.value.opt
+
+    def rule(self):
+        """The optimizer's step rule (remade when its fused signature changes)."""
+        rule = self.__dict__.get("_rule")
+        if rule is None or rule.key != ("optimizer", self.optimizer.fused_signature()):
+            rule = self._rule = optimizer_rule(self.optimizer)
+        return rule
+
+    @state.setter
+    def state(self, opt) -> None:
+        self.holder.value = self.holder.value.replace(opt=opt)
 
 
 @dataclass

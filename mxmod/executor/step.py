@@ -1,0 +1,176 @@
+"""The training step, written once.
+
+``StepState`` is everything a step changes, as one pytree: parameters, aux states,
+optimizer state, 2-bit compression residuals and the loss-scaler state. ``Batch`` is one
+batch's device inputs and RNG key. ``compose_step`` builds
+
+    train_step(state, batch, hyper) -> (state, StepResult)
+
+from a forward-backward ``fb`` and an ``update(state, grads, hyper)`` (``make_update``:
+gradient reduction, then the optimizer rule). The same function is jitted for one
+dispatch per batch, scanned for several steps per dispatch, and run eagerly over
+per-device replicas (whose forward-backward loops over the devices and whose update is
+jitted on its own); ``make_update`` alone is ``Module.update()`` after a separate
+``backward()``.
+
+Gradient reductions are small static objects: ``SUM`` (the forward-backward already
+summed the devices' gradients with a ``psum``), ``TwoBit(threshold)`` (MXNet's 2-bit
+compression of each device's gradient, its residual carried in the state).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class StepState:
+    """What a training step reads and replaces (donated to the compiled step)."""
+
+    params: dict
+    aux: dict
+    opt: Any = None  # the optimizer's fused state {name: leaf}
+    residual: dict = dataclasses.field(default_factory=dict)  # 2-bit: {name: (senders, ...)}
+    scaler: dict = dataclasses.field(default_factory=dict)  # dynamic loss scaling
+
+    def replace(self, **changes) -> "StepState":
+        return dataclasses.replace(self, **changes)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """One batch on the devices: input arrays by name and the step's RNG key."""
+
+    inputs: dict
+    key: Any
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class StepResult:
+    """What a step hands back besides the new state."""
+
+    outs: list
+    stats: Any  # per-device metric statistics (``()`` without a metric)
+    grads: dict  # the reduced gradients, when kept
+    input_grads: dict  # gradients of the inputs, when kept
+
+
+# ------------------------------------------------------------------ reductions
+@dataclasses.dataclass(frozen=True)
+class SumReduction:
+    """The devices' gradients are already summed (``psum``) by the forward-backward."""
+
+    stacked = False  # the forward-backward returns the sum, not per-device gradients
+
+    def __call__(self, grads: dict, residual: dict):
+        return grads, residual
+
+
+@dataclasses.dataclass(frozen=True)
+class TwoBit:
+    """MXNet's 2-bit gradient compression: each sender (device) adds its residual to its
+    gradient, sends ``+t``/``-t``/0 and keeps the rest as the new residual; the sum of
+    what was sent replaces the exact sum."""
+
+    threshold: float
+    stacked = True  # needs each device's own gradient (leading device axis)
+
+    def __call__(self, grads: dict, residual: dict):
+        acc = {n: residual[n] + g for n, g in grads.items()}
+        sent = {n: quantize_2bit(r, self.threshold) for n, r in acc.items()}
+        return {n: s.sum(0) for n, s in sent.items()}, {n: acc[n] - sent[n] for n in acc}
+
+
+SUM = SumReduction()
+
+
+def quantize_2bit(r, threshold):
+    """What a sender transmits for accumulated gradient ``r`` (MXNet's 2-bit levels)."""
+    t = jnp.asarray(threshold, r.dtype)
+    return jnp.where(r >= t, t, jnp.where(r <= -t, -t, jnp.zeros_like(r)))
+
+
+# ------------------------------------------------------------------ the step
+@dataclasses.dataclass(frozen=True)
+class Keyed:
+    """A function a step is built from, with the key its compiled programs are shared
+    under (equal keys: the same computation)."""
+
+    key: Any
+    fn: Callable = dataclasses.field(compare=False, hash=False)
+
+
+def optimizer_rule(optimizer) -> Keyed:
+    """An optimizer's fused update as a step rule ``(trained, grads, opt, hyper, scaler) ->
+    (new params, opt, scaler)`` (the scaler passes through)."""
+    fused_update = optimizer.fused_update
+
+    def rule(trained, grads, opt, hyper, scaler):
+        new, opt = fused_update(trained, grads, opt, hyper)
+        return new, opt, scaler
+
+    return Keyed(("optimizer", optimizer.fused_signature()), rule)
+
+
+def make_update(rule: Callable, reduction=SUM) -> Callable:
+    """``update(state, grads, hyper) -> (state, reduced grads)``: reduce the gradients, then
+    apply ``rule`` (``optimizer_rule(optimizer).fn`` or a loss-scaled rule)."""
+
+    def update(state: StepState, grads: dict, hyper):
+        grads, residual = reduction(grads, state.residual)
+        trained = {n: state.params[n] for n in grads}
+        new, opt, scaler = rule(trained, grads, state.opt, hyper, state.scaler)
+        params = {**state.params, **new}
+        return state.replace(params=params, opt=opt, residual=residual, scaler=scaler), grads
+
+    return update
+
+
+def compose_step(
+    fb: Callable, update: Callable, keep: tuple = (), feed: Callable | None = None
+) -> Callable:
+    """``train_step(state, batch, hyper) -> (state, StepResult)``: forward-backward, then
+    ``update``. ``fb(params, aux, inputs, key) -> (outs, new_aux, grads, input_grads,
+    stats)``; ``keep`` may hold ``'grads'`` and ``'input_grads'`` (else empty dicts);
+    ``feed(state) -> params`` gives the graph its arguments (default: the parameters)."""
+
+    def train_step(state: StepState, batch: Batch, hyper):
+        args = state.params if feed is None else feed(state)
+        outs, new_aux, grads, igrads, stats = fb(args, state.aux, batch.inputs, batch.key)
+        state = state.replace(aux={**state.aux, **new_aux})
+        state, grads = update(state, grads, hyper)
+        return state, StepResult(
+            list(outs),
+            stats,
+            grads if "grads" in keep else {},
+            igrads if "input_grads" in keep else {},
+        )
+
+    return train_step
+
+
+def scan_steps(train_step: Callable) -> Callable:
+    """``steps(state, [batch] * n, keys, hypers) -> (state, last outputs, stats rows)``:
+    ``n`` train steps in one ``lax.scan``; the statistics of the steps one after the other
+    (``n * devices`` rows, the order single steps fold them in)."""
+
+    def steps(state: StepState, inputs_list: list, keys, hypers):
+        stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *inputs_list)
+
+        def body(state, xs):
+            inputs, key, hyper = xs
+            state, res = train_step(state, Batch(inputs, key), hyper)
+            return state, (res.outs, res.stats)
+
+        state, (outs, stats) = jax.lax.scan(body, state, (stacked, keys, hypers))
+        rows = jax.tree_util.tree_map(lambda s: s.reshape((-1,) + s.shape[2:]), stats)
+        return state, [o[-1] for o in outs], rows
+
+    return steps
