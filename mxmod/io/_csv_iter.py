@@ -17,6 +17,7 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 from ._native_params import BATCH_PARAMS, REQUIRED, check_params
 from ._prefetch import Placement
+from ._text_files import numbered_lines
 from .io import DataBatch, DataDesc, MXDataIter
 
 __all__ = ["CSVIter"]
@@ -45,24 +46,17 @@ def _parse_row(line, dtype):
 def _load_csv(path, shape, what, dtype):
     width = int(np.prod(shape))
     rows = []
-    try:
-        with open(path) as f:
-            for lineno, line in enumerate(f, 1):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    vals = _parse_row(line, dtype)
-                except (ValueError, OverflowError):
-                    raise MXNetError(f"{path}:{lineno}: not a number in {line!r}") from None
-                if len(vals) != width:
-                    raise MXNetError(
-                        f"{path}:{lineno}: {len(vals)} values but {what} "
-                        f"{tuple(shape)} needs {width}"
-                    )
-                rows.append(vals)
-    except OSError as e:
-        raise MXNetError(f"CSVIter: cannot open {path!r}: {e.strerror}") from None
+    for lineno, line in numbered_lines(path, "CSVIter: cannot open"):
+        line = line.strip()
+        try:
+            vals = _parse_row(line, dtype)
+        except (ValueError, OverflowError):
+            raise MXNetError(f"{path}:{lineno}: not a number in {line!r}") from None
+        if len(vals) != width:
+            raise MXNetError(
+                f"{path}:{lineno}: {len(vals)} values but {what} {tuple(shape)} needs {width}"
+            )
+        rows.append(vals)
     return np.asarray(rows, dtype).reshape((len(rows),) + tuple(shape))
 
 
@@ -113,10 +107,6 @@ class CSVIter(MXDataIter):
         self._prev = None  # row indices of the previous batch (the stale tail)
         self._current = None
 
-    def place_on(self, target):
-        """mxmod addition: where batches go (see ``ImageRecordIter.place_on``)."""
-        self.placement.set(target)
-
     def reset(self):
         if not (self.p["round_batch"] and self._wrapped):
             self._pos = 0
@@ -149,23 +139,3 @@ class CSVIter(MXDataIter):
             provide_label=self.provide_label,
         )
         return True
-
-    def next(self):
-        if self.iter_next():
-            return self._current
-        raise StopIteration
-
-    def getdata(self):
-        """The current batch's data: one NDArray, as MXNet's native iterators."""
-        return self._current.data[0]
-
-    def getlabel(self):
-        """The current batch's label: one NDArray, as MXNet's native iterators."""
-        return self._current.label[0]
-
-    def getpad(self):
-        return self._current.pad
-
-    def getindex(self):
-        """Row numbers of the current batch (numpy), as MXNet's CSVIter."""
-        return self._current.index

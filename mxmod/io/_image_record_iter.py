@@ -18,6 +18,7 @@ import os
 import numpy as np
 
 from ..base import MXNetError
+from .. import ndarray as nd
 from ..ndarray import NDArray
 from ._image_aug_default import AUG_DEFAULTS, NORM_DEFAULTS, DefaultAugmenter, Normalizer, decode
 from ._native_params import BATCH_PARAMS, REQUIRED, check_params
@@ -205,12 +206,6 @@ class ImageRecordIter(MXDataIter):
         self._consumed = self._n_batches = 0
         self.reset()
 
-    def place_on(self, target):
-        """mxmod addition: put future batches on ``target`` (a ``{name: Sharding}`` dict,
-        a Sharding/Device for all inputs, a Context, or None for the current context).
-        Batches already prefetched are re-placed when taken."""
-        self.placement.set(target)
-
     # ------------------------------------------------------------ batches
     def _sample(self, item, out_img, out_label, k):
         r, epoch, pos = item
@@ -303,20 +298,6 @@ class ImageRecordIter(MXDataIter):
         except StopIteration:
             return False
 
-    def getdata(self):
-        """The current batch's data: one NDArray, as MXNet's native iterators."""
-        return self._current.data[0]
-
-    def getlabel(self):
-        """The current batch's label: one NDArray, as MXNet's native iterators."""
-        return self._current.label[0]
-
-    def getpad(self):
-        return self._current.pad
-
-    def getindex(self):
-        return self._current.index
-
     def __del__(self):
         pipeline = getattr(self, "pipeline", None)
         if pipeline is not None:
@@ -324,8 +305,6 @@ class ImageRecordIter(MXDataIter):
 
     # ------------------------------------------------------------ mean image
     def _load_or_make_mean(self, path):
-        from .. import ndarray as nd
-
         if os.path.exists(path):
             arrs = nd.load(path)
             arrs = list(arrs.values()) if isinstance(arrs, dict) else arrs

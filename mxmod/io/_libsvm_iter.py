@@ -18,6 +18,7 @@ import numpy as np
 from ..base import MXNetError
 from ._csv_iter import CSVIter
 from ._native_params import BATCH_PARAMS, REQUIRED, check_params
+from ._text_files import numbered_lines
 
 __all__ = ["LibSVMIter"]
 
@@ -40,32 +41,26 @@ def _load_libsvm(path, width, dtype):
         MXNetError: unreadable file, a malformed entry, or an index outside ``[0, width)``.
     """
     heads, rows = [], []
-    try:
-        with open(path) as f:
-            for lineno, line in enumerate(f, 1):
-                tokens = line.split()
-                if not tokens:
-                    continue
-                row = np.zeros(width, dtype)
-                try:
-                    heads.append(float(tokens[0]))
-                    for tok in tokens[1:]:
-                        idx, val = tok.split(":")
-                        idx = int(idx)
-                        if not 0 <= idx < width:
-                            raise MXNetError(
-                                f"{path}:{lineno}: index {idx} is outside [0, {width}) "
-                                "(indices are zero-based; widen data_shape/label_shape)"
-                            )
-                        row[idx] = float(val)
-                except ValueError:
+    for lineno, line in numbered_lines(path, "LibSVMIter: cannot open"):
+        tokens = line.split()
+        row = np.zeros(width, dtype)
+        try:
+            heads.append(float(tokens[0]))
+            for tok in tokens[1:]:
+                idx, val = tok.split(":")
+                idx = int(idx)
+                if not 0 <= idx < width:
                     raise MXNetError(
-                        f"{path}:{lineno}: malformed LibSVM line {line.strip()!r}; expected "
-                        "'label index:value index:value ...'"
-                    ) from None
-                rows.append(row)
-    except OSError as e:
-        raise MXNetError(f"LibSVMIter: cannot open {path!r}: {e.strerror}") from None
+                        f"{path}:{lineno}: index {idx} is outside [0, {width}) "
+                        "(indices are zero-based; widen data_shape/label_shape)"
+                    )
+                row[idx] = float(val)
+        except ValueError:
+            raise MXNetError(
+                f"{path}:{lineno}: malformed LibSVM line {line.strip()!r}; expected "
+                "'label index:value index:value ...'"
+            ) from None
+        rows.append(row)
     return np.asarray(heads, dtype), np.asarray(rows, dtype).reshape(len(rows), width)
 
 

@@ -121,10 +121,6 @@ class MNISTIter(MXDataIter):
                 self.provide_data[0].shape,
             )
 
-    def place_on(self, target):
-        """mxmod addition: where batches go (see ``ImageRecordIter.place_on``)."""
-        self.placement.set(target)
-
     def reset(self):
         self._loc = 0
 
@@ -141,19 +137,3 @@ class MNISTIter(MXDataIter):
             provide_label=self.provide_label,
         )
         return True
-
-    def next(self):
-        if self.iter_next():
-            return self._current
-        raise StopIteration
-
-    def getdata(self):
-        """The current batch's data: one NDArray, as MXNet's native iterators."""
-        return self._current.data[0]
-
-    def getlabel(self):
-        """The current batch's label: one NDArray, as MXNet's native iterators."""
-        return self._current.label[0]
-
-    def getpad(self):
-        return 0

@@ -21,6 +21,7 @@ import jax
 import numpy as np
 
 from ..base import MXNetError
+from ..context import Context, current_context
 
 _END = object()
 _LIVE: "weakref.WeakSet[BatchPipeline]" = weakref.WeakSet()
@@ -56,8 +57,6 @@ class Placement:
     def set(self, target):
         """``target``: a ``{input name: Sharding or Device}`` dict, one Sharding/Device for
         every input, an mxmod Context, or None (back to the current context)."""
-        from ..context import Context
-
         self.by_name, self.default = {}, None
         self.version += 1
         if isinstance(target, dict):
@@ -70,8 +69,6 @@ class Placement:
     def put(self, name, arr):
         dev = self.by_name.get(name, self.default)
         if dev is None:
-            from ..context import current_context
-
             dev = current_context().jax_device
         return jax.device_put(arr, dev)
 

@@ -18,6 +18,7 @@ import struct
 import numpy as np
 
 from ..base import MXNetError
+from ._text_files import numbered_lines
 
 _MAGIC = 0xCED7230A
 _HDR = struct.Struct("<II")
@@ -48,21 +49,13 @@ class RecordFile:
 
     def _read_index(self, path: str) -> np.ndarray:
         offs = []
-        try:
-            with open(path) as f:
-                for lineno, line in enumerate(f, 1):
-                    parts = line.split()
-                    if not parts:
-                        continue
-                    try:
-                        offs.append(int(parts[1]))
-                    except (ValueError, IndexError):
-                        raise MXNetError(
-                            f"{path}:{lineno}: malformed index line {line!r}; "
-                            "expected 'key<TAB>offset'"
-                        ) from None
-        except OSError as e:
-            raise MXNetError(f"cannot open index file {path!r}: {e.strerror}") from None
+        for lineno, line in numbered_lines(path, "cannot open index file"):
+            try:
+                offs.append(int(line.split()[1]))
+            except (ValueError, IndexError):
+                raise MXNetError(
+                    f"{path}:{lineno}: malformed index line {line!r}; expected 'key<TAB>offset'"
+                ) from None
         offs = np.unique(np.asarray(offs, dtype=np.int64))  # file order, as dmlc sorts them
         if offs.size and offs[-1] >= self.size:
             raise MXNetError(
@@ -71,22 +64,27 @@ class RecordFile:
             )
         return offs
 
+    def _header(self, pos: int, rec: int, cause: str) -> tuple[int, int]:
+        """``(cflag, length)`` of the record header at byte ``pos`` (record number ``rec``);
+        ``cause`` ends the error raised when the RecordIO magic number is missing."""
+        magic, lrec = _HDR.unpack_from(self.map, pos)
+        if magic != _MAGIC:
+            raise MXNetError(
+                f"{self.path}: record {rec} does not start with the RecordIO magic number "
+                f"at byte {pos}: {cause}"
+            )
+        return lrec >> 29, lrec & _LEN_MASK
+
     def _scan(self) -> np.ndarray:
         """Start offsets of every record, walking the headers (checks the whole file)."""
-        mm, size, pos, starts, inside = self.map, self.size, 0, [], False
+        size, pos, starts, inside = self.size, 0, [], False
         while pos < size:
             if pos + 8 > size:
                 raise MXNetError(
                     f"{self.path}: record {len(starts)} is truncated: "
                     f"{size - pos} header bytes at the end of the file"
                 )
-            magic, lrec = _HDR.unpack_from(mm, pos)
-            if magic != _MAGIC:
-                raise MXNetError(
-                    f"{self.path}: record {len(starts)} does not start with the "
-                    f"RecordIO magic number at byte {pos}: not a .rec file"
-                )
-            cflag, length = lrec >> 29, lrec & _LEN_MASK
+            cflag, length = self._header(pos, len(starts), "not a .rec file")
             if cflag in (0, 1):
                 starts.append(pos)
             inside = cflag in (1, 2)
@@ -123,13 +121,7 @@ class RecordFile:
         while True:
             if pos + 8 > self.size:
                 raise MXNetError(f"{self.path}: record {i} (byte {self.offsets[i]}) is truncated")
-            magic, lrec = _HDR.unpack_from(mm, pos)
-            if magic != _MAGIC:
-                raise MXNetError(
-                    f"{self.path}: record {i} does not start with the RecordIO magic "
-                    f"number at byte {pos}: a stale .idx offset or a corrupt file"
-                )
-            cflag, length = lrec >> 29, lrec & _LEN_MASK
+            cflag, length = self._header(pos, i, "a stale .idx offset or a corrupt file")
             if pos + 8 + length > self.size:
                 raise MXNetError(
                     f"{self.path}: record {i} (byte {self.offsets[i]}) is truncated: "
@@ -171,24 +163,17 @@ def read_label_list(path: str, label_width: int) -> dict:
         MXNetError: a missing file or a line with too few labels.
     """
     out = {}
-    try:
-        with open(path) as f:
-            for lineno, line in enumerate(f, 1):
-                parts = line.strip().split("\t")
-                if parts == [""]:
-                    continue
-                if len(parts) < label_width + 2:
-                    raise MXNetError(
-                        f"{path}:{lineno}: {len(parts) - 2} label(s) but "
-                        f"label_width is {label_width}; set label_width to the "
-                        "number of labels in the list"
-                    )
-                try:
-                    key = int(float(parts[0]))
-                    labels = [float(x) for x in parts[1 : 1 + label_width]]
-                except ValueError:
-                    raise MXNetError(f"{path}:{lineno}: malformed line {line!r}") from None
-                out[key] = np.asarray(labels, np.float32)
-    except OSError as e:
-        raise MXNetError(f"cannot open image list {path!r}: {e.strerror}") from None
+    for lineno, line in numbered_lines(path, "cannot open image list"):
+        parts = line.strip().split("\t")
+        if len(parts) < label_width + 2:
+            raise MXNetError(
+                f"{path}:{lineno}: {len(parts) - 2} label(s) but label_width is {label_width}; "
+                "set label_width to the number of labels in the list"
+            )
+        try:
+            key = int(float(parts[0]))
+            labels = [float(x) for x in parts[1 : 1 + label_width]]
+        except ValueError:
+            raise MXNetError(f"{path}:{lineno}: malformed line {line!r}") from None
+        out[key] = np.asarray(labels, np.float32)
     return out

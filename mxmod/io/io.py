@@ -174,7 +174,37 @@ class DataIter:
 class MXDataIter(DataIter):
     """Base of the native iterators (C++ ``MXDataIter`` in MXNet): ImageRecordIter,
     ImageDetRecordIter, MNISTIter, CSVIter, LibSVMIter. Their ``getdata``/``getlabel``
-    give one NDArray, not a list."""
+    give one NDArray, not a list.
+
+    Subclasses set ``self.placement`` (a ``_prefetch.Placement``) and store the batch that
+    ``iter_next`` made in ``self._current``; the accessors below read it.
+    """
+
+    def place_on(self, target):
+        """mxmod addition: put future batches on ``target`` (a ``{name: Sharding}`` dict,
+        a Sharding/Device for all inputs, a Context, or None for the current context).
+        ImageRecordIter re-places the batches it prefetched before the call when taken."""
+        self.placement.set(target)
+
+    def next(self):
+        if self.iter_next():
+            return self._current
+        raise StopIteration
+
+    def getdata(self):
+        """The current batch's data: one NDArray, as MXNet's native iterators."""
+        return self._current.data[0]
+
+    def getlabel(self):
+        """The current batch's label: one NDArray, as MXNet's native iterators."""
+        return self._current.label[0]
+
+    def getpad(self):
+        return self._current.pad
+
+    def getindex(self):
+        """Sample indices of the current batch (numpy), as MXNet's native iterators."""
+        return self._current.index
 
     def debug_skip_load(self):
         """MXNet's loader benchmark switch; not available."""
