@@ -7,38 +7,10 @@ Random initializers draw from ``mxmod.random`` (seed it with ``mx.random.seed``)
 distributions as MXNet, not the same streams.
 """
 
-from ._base import InitDesc, Initializer, alias, create, register
-from ._basic import (
-    Bilinear,
-    Constant,
-    LSTMBias,
-    MSRAPrelu,
-    Normal,
-    One,
-    Orthogonal,
-    Uniform,
-    Xavier,
-    Zero,
-)
-from ._composite import FusedRNN, Load, Mixed
+from . import _base, _basic, _composite, _fused_rnn
+from ._base import *  # noqa: F403
+from ._basic import *  # noqa: F403
+from ._composite import *  # noqa: F403
+from ._fused_rnn import *  # noqa: F403
 
-__all__ = [
-    "InitDesc",
-    "Initializer",
-    "register",
-    "alias",
-    "create",
-    "Zero",
-    "One",
-    "Constant",
-    "Uniform",
-    "Normal",
-    "Orthogonal",
-    "Xavier",
-    "MSRAPrelu",
-    "Bilinear",
-    "LSTMBias",
-    "Load",
-    "Mixed",
-    "FusedRNN",
-]
+__all__ = _base.__all__ + _basic.__all__ + _composite.__all__ + _fused_rnn.__all__

@@ -7,11 +7,11 @@ import logging
 import warnings
 from typing import Any, Callable
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..registry import Registry
+from ._composite import Load, Mixed
+from ._fill import _assign, _rng
 
 __all__ = ["InitDesc", "Initializer", "register", "alias", "create"]
 
@@ -32,41 +32,6 @@ class InitDesc(str):
         ret.attrs = attrs or {}
         ret.global_init = global_init
         return ret
-
-
-# ----------------------------------------------------------------------------- array helpers
-# Values are built on the host with numpy and moved once with device_put: no XLA compile per
-# parameter shape (eager jax.random would compile threefry for every new shape).
-def _assign(arr: Any, value: Any) -> None:
-    """``arr[:] = value`` for an NDArray, keeping its dtype, shape and placement."""
-    old = arr._data
-    if hasattr(value, "_data"):
-        value = value._data
-    if isinstance(value, jax.Array) and value.shape == old.shape and value.dtype == old.dtype:
-        new = value
-    else:
-        new = np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=old.dtype), old.shape))
-    sharding = getattr(old, "sharding", None)
-    arr._set_data(jax.device_put(new, sharding) if sharding is not None else jnp.asarray(new))
-
-
-def _rng() -> np.random.Generator:
-    """A numpy generator seeded from ``mxmod.random.next_key()`` (so ``mx.random.seed`` works)."""
-    from .. import random as _random
-
-    key = _random.next_key()
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        key = jax.random.key_data(key)
-    return np.random.default_rng(np.asarray(key).astype(np.uint32).ravel().tolist())
-
-
-def _draw(kind: str, shape: tuple, a: float, b: float) -> np.ndarray:
-    """float32 samples: ``kind='uniform'`` in [a, b), ``'normal'`` mean a, std b."""
-    shape = tuple(int(s) for s in shape)
-    rng = _rng()
-    if kind == "uniform":
-        return (a + (b - a) * rng.random(shape, dtype=np.float32)).astype(np.float32)
-    return (a + b * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
 
 
 class Initializer:
@@ -301,7 +266,6 @@ def create(*args: Any, **kwargs: Any) -> Any:
         name = kwargs.pop("initializer")
     else:
         raise TypeError("create() needs an initializer name, e.g. create('xavier')")
-    from ._composite import Load, Mixed
 
     if isinstance(name, (Initializer, Mixed, Load)):
         if args or kwargs:

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Initializer, _assign, _draw, alias, register
+from ._base import Initializer, alias, register
+from ._fill import _assign, _draw
 
 __all__ = [
     "Zero",
