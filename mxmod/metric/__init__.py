@@ -13,43 +13,17 @@ torch.
 
 from ._base import EvalMetric, check_label_shapes
 from ._registry import alias, register
-from ._classification import F1, MCC, PCC, Accuracy, TopKAccuracy
-from ._composite import CompositeEvalMetric, CustomMetric, create, np
-from ._regression import (
-    MAE,
-    MSE,
-    RMSE,
-    Caffe,
-    CrossEntropy,
-    Loss,
-    NegativeLogLikelihood,
-    PearsonCorrelation,
-    Perplexity,
-    Torch,
-)
+from . import _classification, _composite, _regression
+from ._classification import *  # noqa: F403
+from ._composite import *  # noqa: F403
+from ._regression import *  # noqa: F403
 
 __all__ = [
     "EvalMetric",
     "check_label_shapes",
     "register",
     "alias",
-    "create",
-    "np",
-    "CompositeEvalMetric",
-    "CustomMetric",
-    "Accuracy",
-    "TopKAccuracy",
-    "F1",
-    "MCC",
-    "PCC",
-    "MAE",
-    "MSE",
-    "RMSE",
-    "CrossEntropy",
-    "NegativeLogLikelihood",
-    "Perplexity",
-    "PearsonCorrelation",
-    "Loss",
-    "Torch",
-    "Caffe",
+    *_composite.__all__,
+    *_classification.__all__,
+    *_regression.__all__,
 ]

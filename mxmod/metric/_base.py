@@ -437,6 +437,18 @@ class _StatsMetric(EvalMetric):
 
     _check_pairs = True
 
+    def __init__(self, name, output_names=None, label_names=None, **config):
+        """Global statistics on (all of MXNet's built-in metrics keep them); each ``config``
+        entry is set as an attribute and kept for ``get_config``, as MXNet's do."""
+        self.__dict__.update(config)
+        super().__init__(
+            name,
+            output_names=output_names,
+            label_names=label_names,
+            has_global_stats=True,
+            **config,
+        )
+
     def _inputs(self, labels, preds, conv):
         if self._check_pairs:
             labels, preds = _pairs(labels, preds)

@@ -35,14 +35,7 @@ class Accuracy(_StatsMetric):
     """
 
     def __init__(self, axis=1, name="accuracy", output_names=None, label_names=None):
-        super().__init__(
-            name,
-            axis=axis,
-            output_names=output_names,
-            label_names=label_names,
-            has_global_stats=True,
-        )
-        self.axis = axis
+        super().__init__(name, output_names, label_names, axis=axis)
 
     def _stats(self, labels, preds, xp):
         correct, num = 0, 0
@@ -79,14 +72,7 @@ class TopKAccuracy(_StatsMetric):
     """
 
     def __init__(self, top_k=1, name="top_k_accuracy", output_names=None, label_names=None):
-        super().__init__(
-            name,
-            top_k=top_k,
-            output_names=output_names,
-            label_names=label_names,
-            has_global_stats=True,
-        )
-        self.top_k = top_k
+        super().__init__(name, output_names, label_names, top_k=top_k)
         if not self.top_k > 1:
             raise ValueError(f"Please use Accuracy if top_k is no more than 1 (got top_k={top_k})")
         self.name += "_%d" % self.top_k
@@ -182,10 +168,8 @@ class _BinaryMetric(_StatsMetric):
     def __init__(self, name, output_names, label_names, average):
         if average not in ("macro", "micro"):
             raise ValueError(f"average must be 'macro' or 'micro', got {average!r}")
-        self.average = average
-        super().__init__(
-            name, output_names=output_names, label_names=label_names, has_global_stats=True
-        )
+        self.average = average  # not a config entry: MXNet's get_config leaves it out
+        super().__init__(name, output_names, label_names)
 
     def _stats(self, labels, preds, xp):
         counts, nonbinary = _binary_counts(labels, preds, xp, type(self).__name__)

@@ -38,11 +38,6 @@ class _PairMean(_StatsMetric):
     values, not samples. 1-D labels/preds are reshaped to (N, 1) and broadcast.
     Device stats: ``(sum_of_values, num_pairs)``."""
 
-    def __init__(self, name, output_names=None, label_names=None):
-        super().__init__(
-            name, output_names=output_names, label_names=label_names, has_global_stats=True
-        )
-
     @staticmethod
     def _value(diff, xp):
         raise NotImplementedError
@@ -118,14 +113,7 @@ class CrossEntropy(_StatsMetric):
     """
 
     def __init__(self, eps=1e-12, name="cross-entropy", output_names=None, label_names=None):
-        super().__init__(
-            name,
-            eps=eps,
-            output_names=output_names,
-            label_names=label_names,
-            has_global_stats=True,
-        )
-        self.eps = eps
+        super().__init__(name, output_names, label_names, eps=eps)
 
     def _stats(self, labels, preds, xp):
         total, num = 0.0, 0
@@ -167,15 +155,8 @@ class Perplexity(_StatsMetric):
     def __init__(
         self, ignore_label, axis=-1, name="perplexity", output_names=None, label_names=None
     ):
-        super().__init__(
-            name,
-            ignore_label=ignore_label,
-            output_names=output_names,
-            label_names=label_names,
-            has_global_stats=True,
-        )
-        self.ignore_label = ignore_label
-        self.axis = axis
+        super().__init__(name, output_names, label_names, ignore_label=ignore_label)
+        self.axis = axis  # not a config entry, as in MXNet
 
     def _stats(self, labels, preds, xp):
         loss, num = 0.0, 0.0
@@ -246,10 +227,8 @@ class PearsonCorrelation(_StatsMetric):
     def __init__(self, name="pearsonr", output_names=None, label_names=None, average="macro"):
         if average not in ("macro", "micro"):
             raise ValueError(f"average must be 'macro' or 'micro', got {average!r}")
-        self.average = average
-        super().__init__(
-            name, output_names=output_names, label_names=label_names, has_global_stats=True
-        )
+        self.average = average  # not a config entry: MXNet's get_config leaves it out
+        super().__init__(name, output_names, label_names)
 
     @property
     def _device_additive(self):
@@ -326,9 +305,7 @@ class Loss(_StatsMetric):
     _check_pairs = False
 
     def __init__(self, name="loss", output_names=None, label_names=None):
-        super().__init__(
-            name, output_names=output_names, label_names=label_names, has_global_stats=True
-        )
+        super().__init__(name, output_names, label_names)
 
     def _inputs(self, labels, preds, conv):
         return [], super()._inputs([], preds, conv)[1]
