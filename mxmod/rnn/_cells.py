@@ -15,19 +15,6 @@ def _check_hidden(num_hidden: Any, cls: str) -> int:
     return num_hidden
 
 
-def _nc_states(num_hidden: int, count: int) -> list:
-    """``state_info`` of the fully connected cells: ``count`` states of (batch, num_hidden)."""
-    return [{"shape": (0, num_hidden), "__layout__": "NC"} for _ in range(count)]
-
-
-def _plain_fc_params(cell: BaseRNNCell) -> None:
-    """The i2h/h2h weight and bias variables of RNNCell and GRUCell, in MXNet's order."""
-    cell._iW = cell.params.get("i2h_weight")
-    cell._iB = cell.params.get("i2h_bias")
-    cell._hW = cell.params.get("h2h_weight")
-    cell._hB = cell.params.get("h2h_bias")
-
-
 def lstm_step(cell: BaseRNNCell, gates: Any, prev_c: Any, activation: Any, name: str):
     """MXNet's LSTM update from the sliced gates ``[i, f, c, o]``: ``(next_h, next_c)``;
     ``activation`` acts on the candidate and on the new cell state (tanh in ``LSTMCell``)."""
@@ -51,7 +38,41 @@ def gru_step(cell: BaseRNNCell, i2h: Any, h2h: Any, prev_h: Any, activation: Any
     return symbol._plus((1.0 - update_gate) * next_h_tmp, update_gate * prev_h, name=f"{name}out")
 
 
-class RNNCell(BaseRNNCell):
+class _FCCell(BaseRNNCell):
+    """Base of RNNCell, LSTMCell and GRUCell: ``_num_states`` states of (batch, num_hidden),
+    the i2h/h2h weight and bias variables, and the two fully connected projections onto
+    ``len(_gate_names) * num_hidden`` units. Subclasses set the two class attributes and
+    write ``__call__`` from :meth:`_projections`."""
+
+    _gate_names: tuple = ("",)
+    _num_states = 1
+
+    def __init__(self, num_hidden: int, prefix: str, params: Any, i2h_bias_init: Any = None):
+        super().__init__(prefix=prefix, params=params)
+        self._num_hidden = _check_hidden(num_hidden, type(self).__name__)
+        self._iW = self.params.get("i2h_weight")
+        self._iB = self.params.get("i2h_bias", init=i2h_bias_init)
+        self._hW = self.params.get("h2h_weight")
+        self._hB = self.params.get("h2h_bias")
+
+    @property
+    def state_info(self) -> list:
+        shape = (0, self._num_hidden)
+        return [{"shape": shape, "__layout__": "NC"} for _ in range(self._num_states)]
+
+    def _projections(self, inputs: Any, prev_h: Any, name: str) -> tuple:
+        """``(i2h, h2h)`` FullyConnected nodes named ``{name}i2h`` and ``{name}h2h``."""
+        units = self._num_hidden * len(self._gate_names)
+        i2h = symbol.FullyConnected(
+            data=inputs, weight=self._iW, bias=self._iB, num_hidden=units, name=f"{name}i2h"
+        )
+        h2h = symbol.FullyConnected(
+            data=prev_h, weight=self._hW, bias=self._hB, num_hidden=units, name=f"{name}h2h"
+        )
+        return i2h, h2h
+
+
+class RNNCell(_FCCell):
     """Elman RNN cell ``h' = act(W_i x + b_i + W_h h + b_h)``, as MXNet's ``mx.rnn.RNNCell``.
 
     Args:
@@ -69,40 +90,17 @@ class RNNCell(BaseRNNCell):
         prefix: str = "rnn_",
         params: Optional[RNNParams] = None,
     ):
-        super().__init__(prefix=prefix, params=params)
-        self._num_hidden = _check_hidden(num_hidden, "RNNCell")
+        super().__init__(num_hidden, prefix, params)
         self._activation = activation
-        _plain_fc_params(self)
-
-    @property
-    def state_info(self) -> list:
-        return _nc_states(self._num_hidden, 1)
-
-    @property
-    def _gate_names(self):
-        return ("",)
 
     def __call__(self, inputs, states):
         name = self._step_name()
-        i2h = symbol.FullyConnected(
-            data=inputs,
-            weight=self._iW,
-            bias=self._iB,
-            num_hidden=self._num_hidden,
-            name=f"{name}i2h",
-        )
-        h2h = symbol.FullyConnected(
-            data=states[0],
-            weight=self._hW,
-            bias=self._hB,
-            num_hidden=self._num_hidden,
-            name=f"{name}h2h",
-        )
+        i2h, h2h = self._projections(inputs, states[0], name)
         output = self._get_activation(i2h + h2h, self._activation, name=f"{name}out")
         return output, [output]
 
 
-class LSTMCell(BaseRNNCell):
+class LSTMCell(_FCCell):
     """LSTM cell with gates in MXNet's order ``[i, f, c, o]``, as ``mx.rnn.LSTMCell``.
 
     Args:
@@ -114,6 +112,9 @@ class LSTMCell(BaseRNNCell):
             ``init_params`` unless the bias is given.
     """
 
+    _gate_names = ("_i", "_f", "_c", "_o")
+    _num_states = 2
+
     def __init__(
         self,
         num_hidden: int,
@@ -121,36 +122,17 @@ class LSTMCell(BaseRNNCell):
         params: Optional[RNNParams] = None,
         forget_bias: float = 1.0,
     ):
-        super().__init__(prefix=prefix, params=params)
-        self._num_hidden = _check_hidden(num_hidden, "LSTMCell")
-        self._iW = self.params.get("i2h_weight")
-        self._hW = self.params.get("h2h_weight")
-        self._iB = self.params.get("i2h_bias", init=init.LSTMBias(forget_bias=forget_bias))
-        self._hB = self.params.get("h2h_bias")
-
-    @property
-    def state_info(self) -> list:
-        return _nc_states(self._num_hidden, 2)
-
-    @property
-    def _gate_names(self):
-        return ["_i", "_f", "_c", "_o"]
+        super().__init__(num_hidden, prefix, params, init.LSTMBias(forget_bias=forget_bias))
 
     def __call__(self, inputs, states):
         name = self._step_name()
-        h4 = self._num_hidden * 4
-        i2h = symbol.FullyConnected(
-            data=inputs, weight=self._iW, bias=self._iB, num_hidden=h4, name=f"{name}i2h"
-        )
-        h2h = symbol.FullyConnected(
-            data=states[0], weight=self._hW, bias=self._hB, num_hidden=h4, name=f"{name}h2h"
-        )
+        i2h, h2h = self._projections(inputs, states[0], name)
         gates = symbol.SliceChannel(i2h + h2h, num_outputs=4, name=f"{name}slice")
         next_h, next_c = lstm_step(self, gates, states[1], "tanh", name)
         return next_h, [next_h, next_c]
 
 
-class GRUCell(BaseRNNCell):
+class GRUCell(_FCCell):
     """GRU cell in cuDNN's variant (reset gate applied after the recurrent projection),
     gates ``[r, z, o]``, as MXNet's ``mx.rnn.GRUCell``.
 
@@ -160,29 +142,15 @@ class GRUCell(BaseRNNCell):
         params: shared ``RNNParams`` or None.
     """
 
+    _gate_names = ("_r", "_z", "_o")
+
     def __init__(self, num_hidden: int, prefix: str = "gru_", params: Optional[RNNParams] = None):
-        super().__init__(prefix=prefix, params=params)
-        self._num_hidden = _check_hidden(num_hidden, "GRUCell")
-        _plain_fc_params(self)
-
-    @property
-    def state_info(self) -> list:
-        return _nc_states(self._num_hidden, 1)
-
-    @property
-    def _gate_names(self):
-        return ["_r", "_z", "_o"]
+        super().__init__(num_hidden, prefix, params)
 
     def __call__(self, inputs, states):
         # MXNet's names carry a double underscore here (``gru_t0__i2h``).
         name = self._step_name()
         prev_h = states[0]
-        h3 = self._num_hidden * 3
-        i2h = symbol.FullyConnected(
-            data=inputs, weight=self._iW, bias=self._iB, num_hidden=h3, name=f"{name}_i2h"
-        )
-        h2h = symbol.FullyConnected(
-            data=prev_h, weight=self._hW, bias=self._hB, num_hidden=h3, name=f"{name}_h2h"
-        )
+        i2h, h2h = self._projections(inputs, prev_h, f"{name}_")
         next_h = gru_step(self, i2h, h2h, prev_h, "tanh", name)
         return next_h, [next_h]
