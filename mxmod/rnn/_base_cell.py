@@ -108,6 +108,9 @@ class BaseRNNCell:
         params: an ``RNNParams`` to share weights with other cells; a new one if None.
     """
 
+    #: Why the cell cannot be stepped one time step at a time (for zoneout), or None.
+    _not_steppable: Optional[str] = None
+
     def __init__(self, prefix: str = "", params: Optional[RNNParams] = None):
         if params is None:
             params = RNNParams(prefix)

@@ -46,6 +46,8 @@ class FusedRNNCell(BaseRNNCell):
         params: shared ``RNNParams`` or None.
     """
 
+    _not_steppable = "FusedRNNCell does not support zoneout; unfuse() it first"
+
     def __init__(
         self,
         num_hidden: int,

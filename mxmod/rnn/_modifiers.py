@@ -94,16 +94,8 @@ class ModifierCell(BaseRNNCell):
 
 def _steppable(cell: BaseRNNCell) -> Optional[str]:
     """Why ``cell`` cannot be stepped (for zoneout), or None."""
-    from ._fused import FusedRNNCell
-    from ._stack import BidirectionalCell
-
-    if isinstance(cell, FusedRNNCell):
-        return "FusedRNNCell does not support zoneout; unfuse() it first"
-    if isinstance(cell, BidirectionalCell):
-        return (
-            "BidirectionalCell does not support zoneout since it cannot be stepped; wrap "
-            "the cells underneath in ZoneoutCell instead"
-        )
+    if cell._not_steppable:
+        return cell._not_steppable
     for child in getattr(cell, "_cells", ()):
         reason = _steppable(child)
         if reason:

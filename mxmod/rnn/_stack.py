@@ -125,6 +125,11 @@ class BidirectionalCell(_ContainerCell):
         output_prefix: prefix of the ``Concat`` node names (``<prefix>out`` / ``<prefix>t<i>``).
     """
 
+    _not_steppable = (
+        "BidirectionalCell does not support zoneout since it cannot be stepped; wrap "
+        "the cells underneath in ZoneoutCell instead"
+    )
+
     def __init__(
         self,
         l_cell: BaseRNNCell,
