@@ -13,10 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from . import random as mx_random
+from . import symbol as sym_mod
 from .context import Context
 from .ndarray import array, empty
 from .test_utils import (
     assert_almost_equal,
+    compare_ndarray_tuple,
     default_context,
     default_dtype,
     default_numeric_eps,
@@ -173,8 +176,6 @@ def check_numeric_gradient(
         AssertionError: a gradient differs (names ``NUMERICAL_<arg>``/``BACKWARD_<arg>``).
         NotImplementedError: ``grad_stype_dict`` asks for sparse gradients.
     """
-    from . import symbol as sym_mod
-
     _check_dtype(dtype, allow_asnumpy=False)
     if grad_stype_dict and any(v != "default" for v in grad_stype_dict.values()):
         raise NotImplementedError(
@@ -350,9 +351,6 @@ def compare_optimizer(
     Raises:
         NotImplementedError: for sparse ``w_stype``/``g_stype``.
     """
-    from . import random as mx_random
-    from .test_utils import compare_ndarray_tuple
-
     if w_stype != "default" or g_stype != "default":
         raise NotImplementedError(
             "compare_optimizer: sparse weights/gradients are not "

@@ -13,7 +13,7 @@ import struct
 
 import numpy as np
 
-from .io import DataIter
+from .io import DataIter, NDArrayIter
 
 __all__ = [
     "DummyIter",
@@ -208,8 +208,6 @@ def get_mnist_iterator(
         FileNotFoundError: the MNIST files are missing (see :func:`get_mnist`).
         ValueError: ``part_index`` is not in ``range(num_parts)``.
     """
-    from .io import NDArrayIter
-
     if not 0 <= part_index < num_parts:
         raise ValueError(f"part_index must be in range(num_parts={num_parts}), got {part_index}")
     mnist = get_mnist()

@@ -38,7 +38,7 @@ import numpy.testing as npt
 
 import mxmod as mx
 
-from .context import Context, current_context
+from .context import Context, current_context, num_gpus
 from .ndarray import NDArray, array, waitall
 
 __all__ = [
@@ -478,8 +478,6 @@ def environment(*args: Any):
 
 def list_gpus() -> range:
     """``range(number of GPUs JAX sees)``."""
-    from .context import num_gpus
-
     return range(num_gpus())
 
 
