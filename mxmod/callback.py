@@ -11,6 +11,9 @@ import logging
 import math
 import time
 
+from .kvstore import dist
+from . import model
+
 __all__ = [
     "module_checkpoint",
     "do_checkpoint",
@@ -29,8 +32,6 @@ def _period(period) -> int:
 def _writer() -> bool:
     """Whether this process writes checkpoints: rank 0 of a multi-worker ``dist_sync`` job
     (the workers hold equal weights), or the only process."""
-    from .kvstore import dist
-
     return dist.rank() == 0
 
 
@@ -67,9 +68,7 @@ def do_checkpoint(prefix, period=1):
 
     def _callback(iter_no, sym, arg, aux):
         if (iter_no + 1) % period == 0 and _writer():
-            from .model import save_checkpoint  # written separately; imported when needed
-
-            save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
+            model.save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
 
     return _callback
 
