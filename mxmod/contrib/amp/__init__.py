@@ -15,6 +15,7 @@ does not have: for an Optimizer they raise TypeError as MXNet's do.
 from __future__ import annotations
 
 from ...base import MXNetError
+from ...optimizer import Optimizer
 from . import lists
 from .convert import convert_model, convert_symbol
 from .init import init, is_initialized
@@ -81,8 +82,6 @@ def list_lp16_use_fp32_params(target_dtype):
 
 
 def _gluon_only(fn_name, optimizer_or_trainer):
-    from ...optimizer import Optimizer
-
     if isinstance(optimizer_or_trainer, Optimizer):
         raise TypeError(
             f"amp.{fn_name}: AMP loss scaling for an Optimizer is not MXNet's API "

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from ...base import MXNetError
 from ...ops import get_op
+from ...ops._def import np_dtype
 from ...symbol.graph import Node, topo_order
 from ...symbol.symbol import Symbol
 from . import lists
@@ -123,8 +124,6 @@ class _Pass:
 
     def keeps_lp(self, old) -> bool:
         """Whether a follow-op with a low-precision first input gives low-precision outputs."""
-        from ...ops._def import np_dtype
-
         try:
             n_in = len(old.inputs)
             _, out = old.op.run_infer_type(old.parsed(), [np_dtype(self.lp)] + [None] * (n_in - 1))

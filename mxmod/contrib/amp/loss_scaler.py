@@ -21,6 +21,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...ops import get_op
+from ...symbol.graph import Node, topo_order
+from ...symbol.symbol import Symbol
+
 INIT_SCALE = 2.0**16
 MAX_SCALE = 2.0**24
 WINDOW = 2000
@@ -144,10 +148,6 @@ def insert_loss_scale(sym, name: str = SCALE_NAME):
     the (1,)-shaped argument ``name``, which ``fit`` feeds from the loss scaler once
     ``amp.init_trainer(module)`` was called. Bind the Module with ``fixed_param_names`` holding
     ``name``. The forward pass is unchanged."""
-    from ...ops import get_op
-    from ...symbol.graph import Node, topo_order
-    from ...symbol.symbol import Symbol
-
     if name in sym.list_inputs():
         raise ValueError(
             f"insert_loss_scale: the symbol already has an input {name!r}; "
