@@ -20,22 +20,30 @@ def make(name="sgd", **kw):
     return opt
 
 
-def test_steady_state_does_no_per_parameter_work():
+def test_steady_state_does_no_per_parameter_work(monkeypatch):
+    from mxmod.optimizer import fused
+
     opt = make(momentum=0.9)
     sig = opt.fused_signature()
     opt.fused_hyper()  # the first step reads the counts once (O(parameters))
     calls = []
-    for attr in ("_name_mults", "_compute_signature", "_flush_counts", "_update_count"):
-        fn = getattr(opt, attr)
-        # written into __dict__ directly: setting an attribute would count as a setting
-        opt.__dict__[attr] = (lambda f, a: lambda *x: (calls.append(a), f(*x))[1])(fn, attr)
+
+    def spy(owner, attr):
+        fn = getattr(owner, attr)
+        monkeypatch.setattr(owner, attr, lambda *x: (calls.append(attr), fn(*x))[1])
+
+    spy(fused, "name_mults")
+    spy(fused, "_signature_key")
+    spy(opt._counts, "flush")
+    spy(opt._counts, "count")
+    # written into __dict__ directly: setting an attribute would count as a setting
+    opt.__dict__["_update_count"] = lambda *x: calls.append("_update_count")
     for k in range(2, 52):
         h = opt.fused_hyper()
         assert opt.fused_signature() is sig
         assert int(h["t"]) == k
     assert calls == [] and opt.num_update == 51
-    assert opt.__dict__["_all_index_update_counts"][0] == {}  # not written yet
-    del opt.__dict__["_flush_counts"]
+    assert opt._counts.tables[0] == {}  # not written yet
     assert opt._index_update_count == dict.fromkeys(NAMES, 51)  # written when read
 
 

@@ -8,13 +8,13 @@ per-parameter rule, so they give the same numbers. See ``README.md``.
 
 from ..ndarray import abs as NDabs  # noqa: N812  (MXNet exports this name here)
 from . import contrib, optimizer, updater  # noqa: F401  (submodules, as mx.optimizer.optimizer)
-from ._fused import OptaxState
+from ._base import Optimizer, create, register
+from ._optax import OptaxState
 from .adagrad import AdaDelta, AdaGrad, Ftrl, RMSProp
 from .adam import Adam, Adamax, AdamW, Nadam
 from .contrib import GroupAdaGrad
 from .ftml import FTML
 from .large_batch import LAMB, LARS, LBSGD
-from .optimizer import Optimizer, create, register
 from .sgd import DCASGD, NAG, SGD, SGLD, Signum, ccSGD
 from .testing import Test
 from .updater import Updater, get_updater

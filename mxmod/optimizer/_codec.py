@@ -13,7 +13,16 @@ import io
 import json
 from typing import Any, NamedTuple
 
+import jax.numpy as jnp
 import numpy as np
+
+from ..context import Context, current_context
+from ..fileio import read_npz
+from ..lr_scheduler import LRScheduler
+from ..ndarray import NDArray
+from ._base import Optimizer
+from ._codec_attrs import TRANSIENT, attrs_of, check_attrs
+from ._mxnet_pickle import REFUSED_HELP, states_error
 
 FORMAT = "mxmod-optimizer-states"
 VERSION = 2  # 2 added "kind" and "counts"; version 1 files are still read
@@ -72,19 +81,6 @@ def is_v1_module_payload(got: StatesFile) -> bool:
     )
 
 
-# Attributes never written (live objects, caches) and rebuilt on load.
-_TRANSIENT = (
-    "param_dict",
-    "_jit_fn",
-    "_index_update_count",
-    "_sig_cache",
-    "_static_cache",
-    "_custom_probe",
-    "_fused_base_t",
-    "_fused_shapes",
-)
-
-
 class _Encoder:
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
@@ -99,9 +95,6 @@ class _Encoder:
         return {tag: key, "dtype": dtype.name, **extra}
 
     def __call__(self, obj: Any, where: str = "state") -> Any:
-        from ..lr_scheduler import LRScheduler
-        from .optimizer import Optimizer
-
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, (int, float)):
@@ -134,9 +127,8 @@ class _Encoder:
 
     def attrs(self, obj: Any) -> dict:
         out = {}
-        attrs = obj.__getstate__() if hasattr(obj, "_flush_counts") else vars(obj)
-        for k, v in attrs.items():
-            if k not in _TRANSIENT:
+        for k, v in attrs_of(obj).items():
+            if k not in TRANSIENT:
                 out[k] = self(v, f"{type(obj).__name__}.{k}")
         return out
 
@@ -184,15 +176,7 @@ _TAGS = {
 
 
 def _fail(source: str, where: str, problem: str, expected: str) -> Exception:
-    from ..base import MXNetFileError
-
-    return MXNetFileError(
-        f"{source}: {where}: {problem} (expected {expected}); the file is "
-        f"damaged or not an mxmod optimizer-state file",
-        source,
-        where,
-        expected,
-    )
+    return states_error(source, where, problem, expected, "an mxmod optimizer-state file")
 
 
 def _short(obj: Any) -> str:
@@ -210,8 +194,6 @@ class _Decoder:
         return _fail(self.source, where, problem, expected)
 
     def array(self, obj: dict, key: str, where: str) -> np.ndarray:
-        import jax.numpy as jnp
-
         member = obj[key]
         if not isinstance(member, str) or member not in self.arrays:
             raise self.fail(
@@ -274,8 +256,6 @@ class _Decoder:
                 )
             return _make_ndarray(self.array(obj, tag, where), ctx)
         if tag == "__array__":
-            import jax.numpy as jnp
-
             return jnp.asarray(self.array(obj, tag, where))
         items = obj[tag]
         if tag == "__tuple__":
@@ -314,10 +294,6 @@ class _Decoder:
         return out
 
     def instance(self, obj: dict, tag: str, where: str, depth: int) -> Any:
-        from ..lr_scheduler import LRScheduler
-        from ._codec_attrs import check_attrs
-        from .optimizer import Optimizer
-
         name, attrs = obj[tag], obj["attrs"]
         if not isinstance(name, str) or not isinstance(attrs, dict):
             raise self.fail(
@@ -341,9 +317,6 @@ class _Decoder:
 
 
 def _make_ndarray(host: np.ndarray, ctx: Any) -> Any:
-    from ..context import Context, current_context
-    from ..ndarray import NDArray
-
     c = current_context()
     if ctx is not None:
         try:
@@ -352,14 +325,6 @@ def _make_ndarray(host: np.ndarray, ctx: Any) -> Any:
         except Exception:  # noqa: BLE001 - a device this machine lacks: the current one
             c = current_context()
     return NDArray(host, c)
-
-
-def _restore(cls: type, attrs: dict) -> Any:
-    obj = cls.__new__(cls)
-    obj.__dict__.update(attrs)
-    if hasattr(obj, "_after_restore"):
-        obj._after_restore()
-    return obj
 
 
 def loads(data: bytes, source: str = "optimizer states") -> tuple[dict, Any]:
@@ -385,8 +350,6 @@ def loads_file(data: bytes, source: str = "optimizer states") -> StatesFile:
         MXNetFileError: ``data`` is not a well-formed mxmod optimizer-state blob, naming
             ``source``, the member or JSON field and what was expected.
     """
-    from .optimizer import Optimizer
-
     meta, arrays = _read_meta(data, source)
     dec = _Decoder(arrays, source)
     states = dec(meta["states"], "states")
@@ -426,16 +389,12 @@ def _counts(dec: _Decoder, raw: Any, source: str) -> Counts | None:
 
 def _read_meta(data: Any, source: str) -> tuple[dict, dict]:
     """The checked JSON description and the array members of a blob."""
-    from ..fileio import read_npz
-
     if isinstance(data, str):
         data = data.encode("latin-1")
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"optimizer states must be bytes, got {type(data).__name__}")
     data = bytes(data)
     if data[:1] == b"\x80":
-        from ._mxnet_pickle import REFUSED_HELP
-
         raise NotImplementedError(
             f"these optimizer states are a Python pickle (written by MXNet); {REFUSED_HELP}"
         )

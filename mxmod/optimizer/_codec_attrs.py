@@ -17,6 +17,22 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ..lr_scheduler import LRScheduler
+from ._base import Optimizer
+
+# Attributes never written (live objects, caches) and rebuilt on load.
+TRANSIENT = (
+    "param_dict",
+    "_jit_fn",
+    "_index_update_count",
+    "_sig_cache",
+    "_static_cache",
+    "_custom_probe",
+    "_fused_base_t",
+    "_fused_shapes",
+)
+_REFUSALS = (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError)
+
 # bookkeeping counters of every optimizer: ints >= 0
 _COUNTERS = (
     "num_update",
@@ -40,8 +56,6 @@ def _finite(v: Any) -> bool:
 
 def _kind_problem(name: str, value: Any, ref: Any) -> str | None:
     """What is wrong with ``value`` given the fresh instance's ``ref``; None if fine."""
-    from ..lr_scheduler import LRScheduler
-
     if _is_number(value) and not _finite(value):
         return f"{value} is not finite"
     if name == "lr_scheduler" and not (value is None or isinstance(value, LRScheduler)):
@@ -97,8 +111,6 @@ def _content_problem(name: str, value: Any) -> str | None:
 def _reference(cls: type, values: dict) -> Any:
     """A fresh instance of ``cls``: built without arguments (optimizers) or, for a
     scheduler, from the saved constructor arguments (so its own checks run)."""
-    from ..lr_scheduler import LRScheduler
-
     kwargs = {}
     if issubclass(cls, LRScheduler):
         params = inspect.signature(cls.__init__).parameters
@@ -124,16 +136,7 @@ def check_attrs(cls: type, values: dict, where: str, fail: Callable[..., Excepti
         MXNetFileError: an attribute of the wrong kind, a non-finite number, settings the
             class refuses.
     """
-    from ._codec import _restore
-
-    try:
-        ref = vars(_reference(cls, values))
-    except (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError) as e:
-        raise fail(
-            where,
-            f"settings refused by {cls.__name__} ({e})",
-            f"the settings of a valid {cls.__name__}",
-        ) from None
+    ref = _unless_refused(lambda: attrs_of(_reference(cls, values)), cls, where, fail)
     for name, value in values.items():
         problem = _kind_problem(name, value, ref.get(name))
         if problem is None and isinstance(value, (dict, tuple, list)):
@@ -143,24 +146,40 @@ def check_attrs(cls: type, values: dict, where: str, fail: Callable[..., Excepti
             raise fail(
                 f"{where}.{name}", problem, f"a value like the {kind} of a fresh {cls.__name__}"
             )
-    from ._codec import _TRANSIENT
-
-    attrs = {**{k: v for k, v in ref.items() if k not in values and k not in _TRANSIENT}, **values}
+    attrs = {**{k: v for k, v in ref.items() if k not in values and k not in TRANSIENT}, **values}
     if attrs.get("lr", 0) is None and attrs.get("lr_scheduler") is None:
         raise fail(
             f"{where}.lr",
             "None without an lr_scheduler",
             "a learning rate, or an lr_scheduler that gives it",
         )
+    return _unless_refused(lambda: restore(cls, attrs, check=True), cls, where, fail)
+
+
+def _unless_refused(build: Callable[[], Any], cls: type, where: str, fail: Callable) -> Any:
+    """``build()``, or the decoder's error when ``cls`` refuses the settings."""
     try:
-        obj = _restore(cls, attrs)
-        validate = getattr(obj, "_validate", None)
-        if validate is not None:
-            validate()
-    except (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError) as e:
+        return build()
+    except _REFUSALS as e:
         raise fail(
             where,
             f"settings refused by {cls.__name__} ({e})",
             f"the settings of a valid {cls.__name__}",
         ) from None
+
+
+def attrs_of(obj: Any) -> dict:
+    """The attributes an optimizer or lr_scheduler is stored as (its pickled state)."""
+    return obj.__getstate__() if isinstance(obj, Optimizer) else vars(obj)
+
+
+def restore(cls: type, attrs: dict, check: bool = False) -> Any:
+    """A ``cls`` object from its stored attributes (no constructor runs); ``check`` runs
+    an optimizer's hyperparameter checks."""
+    obj = cls.__new__(cls)
+    obj.__dict__.update(attrs)
+    if isinstance(obj, Optimizer):
+        obj._after_restore()
+        if check:
+            obj._validate()
     return obj

@@ -31,7 +31,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._bookkeeping import _STEP_ATTRS
+from ..ndarray import NDArray
+from ._counts import UpdateCounts
+from ._mults import first_name, index_of, positions
+from ._settings import STEP_ATTRS, settings_key
 
 _HOST_ERRORS = (
     jax.errors.ConcretizationTypeError,
@@ -40,15 +43,7 @@ _HOST_ERRORS = (
     jax.errors.TracerBoolConversionError,
 )
 # attributes the twin replaces or the bookkeeping owns (not user settings)
-_OWN = _STEP_ATTRS | {
-    "lr_scheduler",
-    "_update_count",
-    "_all_index_update_counts",
-    "_fused_names",
-    "_fused_shapes",
-    "_static_cache",
-    "_fused_dev",
-}
+_OWN = STEP_ATTRS | {"lr_scheduler", "_update_count", "_fused_shapes", "_static_cache"}
 # covered by the signature's per-name multipliers
 _MULTS = {"lr_mult", "wd_mult", "idx2name", "param_dict", "sym_info"}
 
@@ -57,35 +52,11 @@ class HostStateError(RuntimeError):
     """The user's ``update`` changed host state, which a compiled step cannot repeat."""
 
 
-def is_mxnet_style(cls: type) -> bool:
-    """True when ``cls`` overrides ``update`` or ``update_multi_precision``."""
-    from ._imperative import ImperativeMixin
-
-    for attr in ("update", "update_multi_precision"):
-        if next(k for k in cls.__mro__ if attr in k.__dict__) is not ImperativeMixin:
-            return True
-    return False
-
-
-def index_of(opt: Any, name: str) -> Any:
-    """The index MXNet's Updater would pass for ``name``: its lowest integer index in
-    ``idx2name``, else the name itself."""
-    best = None
-    for idx, n in opt.idx2name.items():
-        if n == name and isinstance(idx, int) and (best is None or idx < best):
-            best = idx
-    return name if best is None else best
-
-
 def _wrap(x: Any) -> Any:
-    from ..ndarray import NDArray
-
     return NDArray(x)
 
 
 def _unwrap(state: Any, name: str) -> Any:
-    from ..ndarray import NDArray
-
     def leaf(x):
         if isinstance(x, NDArray):
             return x._data
@@ -103,23 +74,6 @@ def _rewrap(state: Any) -> Any:
     return jax.tree_util.tree_map(_wrap, state)
 
 
-class _Counts(dict):
-    """``_index_update_count`` of the twin: every index has this step's traced count."""
-
-    def __init__(self, t):
-        super().__init__()
-        self.t = t
-
-    def __missing__(self, key):
-        return self.t
-
-    def get(self, key, default=None):
-        return self.t
-
-    def __contains__(self, key):
-        return True
-
-
 def _twin(opt: Any, t: Any) -> Any:
     """A shallow copy of ``opt`` (containers copied one level) for tracing its update."""
     twin = object.__new__(type(opt))
@@ -128,8 +82,7 @@ def _twin(opt: Any, t: Any) -> Any:
         d[k] = copy.copy(v) if isinstance(v, (dict, list, set)) else v
     d["lr_scheduler"] = None
     d["num_update"] = t
-    d["_all_index_update_counts"] = {d.get("_cur_dev", 0): _Counts(t)}
-    d["_fused_pending"] = 0
+    d["_counts"] = UpdateCounts.traced(t)
     d["_jit_fn"] = None
     return twin
 
@@ -164,7 +117,7 @@ def fused_init(opt: Any, params: dict) -> dict:
     state = {}
     for name, w in params.items():
         w = jnp.asarray(w)
-        nd_state = opt.create_state_multi_precision(index_of(opt, name), _wrap(w))
+        nd_state = opt.create_state_multi_precision(index_of(opt.idx2name, name), _wrap(w))
         state[name] = jax.tree_util.tree_map(
             lambda x, w=w: _place_like(x, w), _unwrap(nd_state, name)
         )
@@ -184,8 +137,8 @@ def fused_update(opt: Any, params: dict, grads: dict, state: dict, hyper: dict) 
     lr, t = hyper["lr"], hyper["t"]
     lr_pre = hyper.get("lr_pre", lr)
     active = [n for n in params if grads.get(n) is not None]
-    pos = opt._positions(active)
-    first = opt._first_name(sorted(active, key=pos.get))
+    pos = positions(opt._counts.names, active)
+    first = first_name(opt.idx2name, sorted(active, key=pos.get))
     twin = _twin(opt, t)
     d = twin.__dict__
     new_p, new_s = dict(params), dict(state)
@@ -195,7 +148,7 @@ def fused_update(opt: Any, params: dict, grads: dict, state: dict, hyper: dict) 
         st = _rewrap(state[name])
         d["lr"] = lr_pre if name == first else lr
         d["_update_count"] = lambda index, _d=d: _d.__setitem__("lr", lr)
-        twin.update_multi_precision(index_of(opt, name), weight, grad, st)
+        twin.update_multi_precision(index_of(opt.idx2name, name), weight, grad, st)
         new_w = weight._data
         if tuple(new_w.shape) != tuple(jnp.shape(w)):
             raise ValueError(
@@ -224,7 +177,7 @@ def probe(opt: Any, params: Any) -> str | None:
     else:
         shapes = {n: jax.ShapeDtypeStruct(jnp.shape(w), jnp.result_type(w))
                   for n, w in params.items()}  # fmt: skip
-    key = (opt._settings_key(), tuple((n, tuple(s.shape), str(s.dtype))
+    key = (settings_key(opt), tuple((n, tuple(s.shape), str(s.dtype))
                                       for n, s in shapes.items()))  # fmt: skip
     cached = opt.__dict__.get("_custom_probe")
     if cached is not None and cached[0] == key:
@@ -232,8 +185,8 @@ def probe(opt: Any, params: Any) -> str | None:
 
     def run(p, hyper):
         init_twin = _twin(opt, hyper["t"])
-        state = {n: _unwrap(init_twin.create_state_multi_precision(index_of(opt, n), _wrap(w)),
-                            n) for n, w in p.items()}  # fmt: skip
+        make = init_twin.create_state_multi_precision
+        state = {n: _unwrap(make(index_of(opt.idx2name, n), _wrap(w)), n) for n, w in p.items()}
         return fused_update(opt, p, p, state, hyper)
 
     scalar = jax.ShapeDtypeStruct((), jnp.float32)

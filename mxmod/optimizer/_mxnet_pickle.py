@@ -27,6 +27,8 @@ import jax
 import numpy as np
 
 from ..base import MXNetFileError
+from ..fileio import check_pickle_stream
+from ..ndarray.io import _Reader, _record
 
 REFUSED_HELP = (
     "unpickling can run arbitrary code, so mxmod never unpickles state files unless asked. "
@@ -55,8 +57,6 @@ class PickledNDArray:
         self.array = None
 
     def __setstate__(self, state: Any) -> None:
-        from ..ndarray.io import _Reader, _record
-
         raw = state.get("handle") if isinstance(state, dict) else None
         if raw is None:
             self.array = None
@@ -282,14 +282,18 @@ def _key(k: Any) -> Any:
     return k
 
 
-def _fail(source: str, where: str, problem: str, expected: str) -> MXNetFileError:
+def states_error(source: str, where: str, problem: str, expected: str, what: str):
+    """The error of both state-file readers: the file, the field, what was wrong there."""
     return MXNetFileError(
-        f"{source}: {where}: {problem} (expected {expected}); the file is "
-        f"damaged or not MXNet optimizer states",
+        f"{source}: {where}: {problem} (expected {expected}); the file is damaged or not {what}",
         source,
         where,
         expected,
     )
+
+
+def _fail(source: str, where: str, problem: str, expected: str) -> MXNetFileError:
+    return states_error(source, where, problem, expected, "MXNet optimizer states")
 
 
 def restricted_loads(data: bytes, source: str = "optimizer states") -> dict:
@@ -303,8 +307,6 @@ def restricted_loads(data: bytes, source: str = "optimizer states") -> dict:
         MXNetFileError: the pickle is refused (a disallowed global) or malformed, or it is not
             a states dict, naming ``source`` and the offset or entry.
     """
-    from ..fileio import check_pickle_stream
-
     data = bytes(data)
     check_pickle_stream(data, source)
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .optimizer import Optimizer, register
+from ._base import Optimizer, register
 from .rules import NONNEG, UNIT, clip_kernel, clip_nd, dtype_const, rewrite_caller_grads
 
 __all__ = ["AdaGrad", "RMSProp", "AdaDelta", "Ftrl"]
@@ -40,8 +40,7 @@ class AdaGrad(Optimizer):
 
     def __init__(self, eps=1e-7, **kwargs):
         super().__init__(**kwargs)
-        self.float_stable_eps = eps
-        self._validate()
+        self._set_hypers(float_stable_eps=eps)
 
     def _init_leaf(self, w):
         return _zeros32(w)
@@ -85,12 +84,13 @@ class RMSProp(Optimizer):
         **kwargs,
     ):
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.gamma1 = gamma1
-        self.gamma2 = gamma2
-        self.centered = centered
-        self.epsilon = epsilon
-        self.clip_weights = clip_weights
-        self._validate()
+        self._set_hypers(
+            gamma1=gamma1,
+            gamma2=gamma2,
+            centered=centered,
+            epsilon=epsilon,
+            clip_weights=clip_weights,
+        )
 
     def _init_leaf(self, w):
         if self.centered:
@@ -140,9 +140,7 @@ class AdaDelta(Optimizer):
 
     def __init__(self, rho=0.90, epsilon=1e-5, **kwargs):
         super().__init__(**kwargs)
-        self.rho = rho
-        self.epsilon = epsilon
-        self._validate()
+        self._set_hypers(rho=rho, epsilon=epsilon)
 
     def _init_leaf(self, w):
         return (_zeros32(w), _zeros32(w))
@@ -185,10 +183,7 @@ class Ftrl(Optimizer):
 
     def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
         super().__init__(**kwargs)
-        self.lamda1 = lamda1
-        self.beta = beta
-        self.lr = learning_rate
-        self._validate()
+        self._set_hypers(lamda1=lamda1, beta=beta, lr=learning_rate)
 
     def _init_leaf(self, w):
         return (_zeros32(w), _zeros32(w))

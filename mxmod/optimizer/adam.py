@@ -14,7 +14,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
-from .optimizer import Optimizer, register
+from ._base import Optimizer, register
 from .rules import (
     NONNEG,
     UNIT,
@@ -61,11 +61,7 @@ class Adam(Optimizer):
         self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=True, **kwargs
     ):
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.epsilon = epsilon
-        self.lazy_update = lazy_update
-        self._validate()
+        self._set_hypers(beta1=beta1, beta2=beta2, epsilon=epsilon, lazy_update=lazy_update)
 
     def _init_leaf(self, w):
         return (jnp.zeros_like(w), jnp.zeros_like(w))
@@ -119,15 +115,11 @@ class AdamW(Optimizer):
         **kwargs,
     ):
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.epsilon = epsilon
-        self.correct_bias = correct_bias
-        self.use_fused_step = use_fused_step
         self.aggregate_num = max(
             1, min(50, int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "4")))
         )
-        self._validate()
+        self._set_hypers(beta1=beta1, beta2=beta2, epsilon=epsilon, correct_bias=correct_bias,
+                         use_fused_step=use_fused_step)  # fmt: skip
 
     def _init_leaf(self, w):
         return (jnp.zeros_like(w), jnp.zeros_like(w))
@@ -186,9 +178,7 @@ class Adamax(Optimizer):
 
     def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self._validate()
+        self._set_hypers(beta1=beta1, beta2=beta2)
 
     def _init_leaf(self, w):
         return (jnp.zeros_like(w), jnp.zeros_like(w))
@@ -243,12 +233,8 @@ class Nadam(Optimizer):
         **kwargs,
     ):
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.epsilon = epsilon
-        self.schedule_decay = schedule_decay
         self.m_schedule = 1.0
-        self._validate()
+        self._set_hypers(beta1=beta1, beta2=beta2, epsilon=epsilon, schedule_decay=schedule_decay)
 
     def _init_leaf(self, w):
         return (jnp.zeros_like(w), jnp.zeros_like(w))
@@ -271,7 +257,7 @@ class Nadam(Optimizer):
         """Advance the shared ``m_schedule`` once per parameter (vectorised: the running
         product is the same sequence of float64 multiplications) and return one coefficient
         row per parameter, in ``fused_init`` order."""
-        fused = self.__dict__.get("_fused_names", ())
+        fused = self._counts.names
         if names is not None and tuple(names) != fused:
             raise ValueError(
                 "Nadam.fused_hyper(names=...) must list the fused_init parameters in their "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .optimizer import Optimizer, register
+from ._base import Optimizer, register
+from ._mults import name_mults
 from .rules import NONNEG, clip_nd
 
 __all__ = ["GroupAdaGrad"]
@@ -40,8 +41,7 @@ class GroupAdaGrad(Optimizer):
 
     def __init__(self, eps=1e-5, **kwargs):
         super().__init__(**kwargs)
-        self.float_stable_eps = eps
-        self._validate()
+        self._set_hypers(float_stable_eps=eps)
 
     def _init_leaf(self, w):
         if w.ndim != 2:
@@ -61,9 +61,9 @@ class GroupAdaGrad(Optimizer):
         super()._update_impl(index, weight, grad, state, multi_precision)
 
     def fused_init(self, params):
-        _check_no_wd(wd for _, wd in self._name_mults(params).values())
+        _check_no_wd(wd for _, wd in name_mults(self, params).values())
         return super().fused_init(params)
 
     def fused_update(self, params, grads, state, hyper):
-        _check_no_wd(wd for _, wd in self._name_mults(params).values())
+        _check_no_wd(wd for _, wd in name_mults(self, params).values())
         return super().fused_update(params, grads, state, hyper)

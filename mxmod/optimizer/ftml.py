@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .optimizer import Optimizer, register
+from ._base import Optimizer, register
 from .rules import NONNEG, UNIT, clip_kernel
 
 __all__ = ["FTML"]
@@ -32,10 +32,7 @@ class FTML(Optimizer):
 
     def __init__(self, beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-8, **kwargs):
         super().__init__(**kwargs)
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.epsilon = epsilon
-        self._validate()
+        self._set_hypers(beta1=beta1, beta2=beta2, epsilon=epsilon)
 
     def _init_leaf(self, w):
         return (jnp.zeros_like(w), jnp.zeros_like(w), jnp.zeros_like(w))

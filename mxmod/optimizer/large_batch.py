@@ -9,7 +9,8 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
-from .optimizer import Optimizer, register
+from ._base import Optimizer, register
+from ._mults import index_mults
 from .rules import NONNEG, UNIT, check_int, check_momentum, low, rescale_clip, sum_sq
 
 __all__ = ["LARS", "LAMB", "LBSGD"]
@@ -68,16 +69,11 @@ class LARS(Optimizer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.momentum = momentum
-        self.momentum_correction = momentum_correction
-        self.lazy_update = lazy_update
         self.aggregate_num = int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "4"))
-        self.eta = eta
-        self.eps = eps
         self.skip = 0
-        self.last_lr = None
-        self.cur_lr = None
-        self._validate()
+        self.last_lr = self.cur_lr = None
+        self._set_hypers(momentum=momentum, momentum_correction=momentum_correction,
+                         lazy_update=lazy_update, eta=eta, eps=eps)  # fmt: skip
 
     def _track_lr(self) -> float:
         """MXNet's ``_get_lrs`` bookkeeping of ``cur_lr``/``last_lr``; returns the base rate."""
@@ -91,7 +87,7 @@ class LARS(Optimizer):
 
     def _get_lrs(self, indices: list) -> list:
         lr = self._track_lr()
-        return [lr * m for m in self._mults(indices, self.lr_mult, "lr_mult")]
+        return [lr * m for m in index_mults(self, indices, self.lr_mult, "lr_mult")]
 
     def _momentum_now(self) -> float:
         if self.momentum_correction and self.last_lr != 0:
@@ -176,15 +172,10 @@ class LAMB(Optimizer):
                 f"LAMB: lower_bound={lower_bound!r} must not exceed upper_bound={upper_bound!r}"
             )
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.epsilon = epsilon
-        self.lower_bound = lower_bound
-        self.upper_bound = upper_bound
-        self.bias_correction = bias_correction
         env = int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "45"))
         self.aggregate_num = max(1, min(45, env))
-        self._validate()
+        self._set_hypers(beta1=beta1, beta2=beta2, epsilon=epsilon, lower_bound=lower_bound,
+                         upper_bound=upper_bound, bias_correction=bias_correction)  # fmt: skip
 
     def _init_leaf(self, w):
         return (jnp.zeros_like(w), jnp.zeros_like(w))

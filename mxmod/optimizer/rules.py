@@ -12,17 +12,23 @@
   swaps the bounds);
 * weight decay: MXNet's default multipliers (:func:`default_wd_mults`) and the
   imperative quirk of rewriting the caller's gradient (:func:`rewrite_caller_grads`);
-* numerics shared by several rules: ``ema``, ``one_minus_pow``, ``dtype_const``, ``sum_sq``.
+* numerics shared by several rules: ``ema``, ``one_minus_pow``, ``dtype_const``, ``sum_sq``;
+* multi-precision: one parameter's state and step through a float32 master copy
+  (:func:`init_leaf_mp`, :func:`leaf_step`), shared by the imperative and fused paths.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from optax import tree_utils as otu
 
+MP_DTYPES = (np.dtype(np.float16), np.dtype(jnp.bfloat16))  # multi_precision keeps float32
 UNIT = (0.0, 1.0)  # 0 <= x < 1
 NONNEG = (0.0, None)  # x >= 0
 
@@ -115,7 +121,7 @@ def rewrite_caller_grads(weight, grad, multi_precision: bool, opt, fn) -> None:
     ws = weight if isinstance(weight, (list, tuple)) else [weight]
     gs = grad if isinstance(grad, (list, tuple)) else [grad]
     for w, g in zip(ws, gs):
-        if not (multi_precision and opt._use_mp(w.dtype)):
+        if not (multi_precision and use_mp(opt, w.dtype)):
             g._set_data(fn(g._data).astype(g._data.dtype))
 
 
@@ -150,3 +156,51 @@ def sum_sq(x):
 def low(x, leaf: LeafInfo):
     """On a float32 master copy, the low-precision value MXNet's norms read (the weight)."""
     return x if leaf.low_dtype is None else x.astype(leaf.low_dtype)
+
+
+# ----------------------------------------------------------------------------- multi-precision
+def use_mp(opt, dtype: Any) -> bool:
+    """Whether ``opt`` keeps a float32 master copy of a weight of ``dtype``."""
+    return bool(opt.multi_precision) and np.dtype(dtype) in MP_DTYPES
+
+
+def warn_fp16(opt, dtype: Any) -> None:
+    if np.dtype(dtype) == np.float16 and not opt.multi_precision:
+        warnings.warn(
+            "Accumulating with float16 in optimizer can lead to poor accuracy or slow "
+            "convergence. Consider using multi_precision=True option of the "
+            f"{type(opt).__name__} optimizer",
+            stacklevel=4,
+        )
+
+
+def init_leaf_mp(opt, w: jax.Array) -> Any:
+    """``opt._init_leaf`` with MXNet's multi-precision layout (``_mp_master_first``)."""
+    if use_mp(opt, w.dtype):
+        w32 = w.astype(jnp.float32)
+        inner = opt._init_leaf(w32)
+        return (w32, inner) if opt._mp_master_first else (inner, w32)
+    warn_fp16(opt, w.dtype)
+    return opt._init_leaf(w)
+
+
+def leaf_step(opt, w, g, s, leaf: LeafInfo, mp: bool):
+    """One parameter's ``opt._rule``, unwrapping the float32 master copy when ``mp``."""
+    if mp:
+        w32, inner = s if opt._mp_master_first else (s[1], s[0])
+        leaf = leaf._replace(
+            lr=jnp.asarray(leaf.lr, jnp.float32),
+            wd=jnp.asarray(leaf.wd, jnp.float32),
+            low_dtype=w.dtype,
+        )
+        nw32, ninner = opt._rule(w32, g.astype(jnp.float32), inner, leaf)
+        ns = (nw32, ninner) if opt._mp_master_first else (ninner, nw32)
+        return nw32.astype(w.dtype), _cast_like(ns, s)
+    # MXNet computes in the weight's DType
+    leaf = leaf._replace(lr=jnp.asarray(leaf.lr, w.dtype), wd=jnp.asarray(leaf.wd, w.dtype))
+    nw, ns = opt._rule(w, g.astype(w.dtype), s, leaf)
+    return nw.astype(w.dtype), _cast_like(ns, s)
+
+
+def _cast_like(new: Any, old: Any) -> Any:
+    return jax.tree_util.tree_map(lambda n, o: jnp.asarray(n).astype(o.dtype), new, old)

@@ -15,7 +15,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from .optimizer import Optimizer, register
+from ..ndarray._random import _bucket
+from ..random import next_key
+from ._base import Optimizer, register
 from .rules import NONNEG, UNIT, rescale_clip, rescale_clip_nd
 
 __all__ = ["SGD", "ccSGD", "NAG", "Signum", "DCASGD", "SGLD"]
@@ -95,8 +97,7 @@ class NAG(Optimizer):
 
     def __init__(self, momentum: float = 0.0, **kwargs):
         super().__init__(**kwargs)
-        self.momentum = momentum
-        self._validate()
+        self._set_hypers(momentum=momentum)
 
     def _init_leaf(self, w):
         return _momentum_state(self, w)
@@ -137,9 +138,7 @@ class Signum(Optimizer):
         self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0, **kwargs
     ):
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.momentum = momentum
-        self.wd_lh = wd_lh
-        self._validate()
+        self._set_hypers(momentum=momentum, wd_lh=wd_lh)
 
     def _init_leaf(self, w):
         return _momentum_state(self, w)
@@ -179,10 +178,8 @@ class DCASGD(Optimizer):
 
     def __init__(self, momentum: float = 0.0, lamda: float = 0.04, **kwargs):
         super().__init__(**kwargs)
-        self.momentum = momentum
         self.weight_previous: dict = {}
-        self.lamda = lamda
-        self._validate()
+        self._set_hypers(momentum=momentum, lamda=lamda)
 
     def _validate(self) -> None:
         super()._validate()
@@ -224,8 +221,6 @@ class SGLD(Optimizer):
         super().__init__(**kwargs)
 
     def _host_extras(self, indices, ts) -> dict:
-        from ..random import next_key
-
         if indices is None:  # fused step: one key, folded per parameter
             return {"key": next_key()}
         return {"key": jnp.stack([next_key() for _ in indices])}  # one mx.random draw each
@@ -234,8 +229,6 @@ class SGLD(Optimizer):
         return self._host_extras(None, None)
 
     def _optax_static(self):
-        from ..random import next_key
-
         return next_key()
 
     def _traced_extras(self, hyper, sched, static):
@@ -257,8 +250,6 @@ class SGLD(Optimizer):
 
 def _mx_normal(key, scale, shape):
     """``mx.random.normal(0, scale, shape)`` for a given key (its bucketed float32 draw)."""
-    from ..ndarray._random import _bucket
-
     size = math.prod(shape)
     flat = scale * jax.random.normal(key, (_bucket(size),), jnp.float32)
     return flat[:size].reshape(shape)

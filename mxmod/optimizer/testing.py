@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .optimizer import Optimizer, register
+from ._base import Optimizer, register
 
 __all__ = ["Test"]
 

@@ -10,13 +10,16 @@ other's files. MXNet's pickled ``.states`` files are refused unless the caller o
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax
 import numpy as np
 
 from ..base import MXNetFileError
-from . import _codec
+from ..context import cpu
+from ..ndarray import NDArray
+from . import _codec, _mxnet_pickle
 
 __all__ = ["Updater", "get_updater"]
 
@@ -112,14 +115,9 @@ class Updater:
                 ``allow_pickle``), or states that do not fit the ones held, naming the field
                 or index.
         """
-        from . import _mxnet_pickle
-
         source = "optimizer states"
         opt = counts = None
         if allow_pickle and _mxnet_pickle.is_pickle(states):
-            from ..context import cpu
-            from ..ndarray import NDArray
-
             source = "pickled MXNet optimizer states"
             plain = _mxnet_pickle.restricted_loads(states, source)
             loaded = {
@@ -163,8 +161,6 @@ class Updater:
 
     def _check_loaded(self, idx: Any, weight: Any) -> None:
         """Compare a loaded state with the one the optimizer creates for ``weight``."""
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fresh = self.optimizer.create_state_multi_precision(idx, weight)
@@ -199,8 +195,6 @@ class Updater:
             fused_state: ``{name: leaf_state}`` of jax arrays.
             keys: optional ``{name: updater_key}`` (e.g. the Module's integer indices).
         """
-        from ..ndarray import NDArray
-
         for name, leaf in fused_state.items():
             key = keys.get(name, name) if keys else name
             self.states[key] = jax.tree_util.tree_map(NDArray, leaf)
