@@ -92,8 +92,10 @@ def _conv_inputs(a):
     return ["data", "weight"] if a.no_bias else ["data", "weight", "bias"]
 
 
-def _conv_shape(a, s):
-    p = spatial_params(a)
+def _filter_shape(a, s, out_spatial, weight_channels):
+    """Shape inference shared by Convolution and Deconvolution: checks ``data`` against the
+    layout, ``num_filter`` and ``num_group``; ``out_spatial(sp)`` gives the output's spatial
+    dims and ``weight_channels(c)`` the weight's (first, second) channel dims."""
     layout = layout_of(a.layout, len(a.kernel))
     data = s[0]
     if data is None:
@@ -103,6 +105,21 @@ def _conv_shape(a, s):
         _bad(f"num_filter {a.num_filter} must be positive")
     n, c, sp = split_layout(tuple(data), layout)
     _groups(a, c, "data", a.num_filter)
+    out_sp = out_spatial(sp)
+    shapes = [tuple(data), _weight_shape(layout, *weight_channels(c), a.kernel)]
+    if not a.no_bias:
+        shapes.append((a.num_filter,))
+    return shapes, [join_layout(n, a.num_filter, out_sp, layout)]
+
+
+def _conv_shape(a, s):
+    p = spatial_params(a)
+    return _filter_shape(
+        a, s, lambda sp: _conv_spatial(a, sp, p), lambda c: (a.num_filter, c // a.num_group)
+    )
+
+
+def _conv_spatial(a, sp, p) -> list:
     out_sp = []
     for x, k, st, d, pd in zip(sp, a.kernel, p["stride"], p["dilate"], p["pad"]):
         dk = d * (k - 1) + 1
@@ -113,10 +130,7 @@ def _conv_shape(a, s):
                 f"each kernel dim must be <= input dim + 2*pad"
             )
         out_sp.append((x + 2 * pd - dk) // st + 1 if x else 0)
-    shapes = [tuple(data), _weight_shape(layout, a.num_filter, c // a.num_group, a.kernel)]
-    if not a.no_bias:
-        shapes.append((a.num_filter,))
-    return shapes, [join_layout(n, a.num_filter, out_sp, layout)]
+    return out_sp
 
 
 def _dn(layout: str):
@@ -202,32 +216,25 @@ def _deconv_pads(a, sp, p):
 
 def _deconv_shape(a, s):
     p = spatial_params(a, ("stride", "dilate", "pad", "adj"), (1, 1, 0, 0))
-    layout = layout_of(a.layout, len(a.kernel))
-    data = s[0]
-    if data is None:
-        return s, [None]
-    _check_data(data, layout)
-    if a.num_filter <= 0:
-        _bad(f"num_filter {a.num_filter} must be positive")
-    n, c, sp = split_layout(tuple(data), layout)
-    _groups(a, c, "data", a.num_filter)
+    return _filter_shape(
+        a, s, lambda sp: _deconv_spatial(a, sp, p), lambda c: (c, a.num_filter // a.num_group)
+    )
+
+
+def _deconv_spatial(a, sp, p) -> list:
+    if not all(sp):
+        return [0] * len(sp)
     out_sp = []
-    if all(sp):
-        pads, adjs = _deconv_pads(a, sp, p)
-        for x, k, st, d, pd, adj in zip(sp, a.kernel, p["stride"], p["dilate"], pads, adjs):
-            o = st * (x - 1) + d * (k - 1) + 1 - 2 * pd + adj
-            if o <= 0:
-                _bad(
-                    f"pad {p['pad']} is too large for input {tuple(sp)} with kernel {a.kernel}: "
-                    f"the output would be empty"
-                )
-            out_sp.append(o)
-    else:
-        out_sp = [0] * len(sp)
-    shapes = [tuple(data), _weight_shape(layout, c, a.num_filter // a.num_group, a.kernel)]
-    if not a.no_bias:
-        shapes.append((a.num_filter,))
-    return shapes, [join_layout(n, a.num_filter, out_sp, layout)]
+    pads, adjs = _deconv_pads(a, sp, p)
+    for x, k, st, d, pd, adj in zip(sp, a.kernel, p["stride"], p["dilate"], pads, adjs):
+        o = st * (x - 1) + d * (k - 1) + 1 - 2 * pd + adj
+        if o <= 0:
+            _bad(
+                f"pad {p['pad']} is too large for input {tuple(sp)} with kernel {a.kernel}: "
+                f"the output would be empty"
+            )
+        out_sp.append(o)
+    return out_sp
 
 
 def deconv(x, w, layout: str, kernel, stride, dilate, pads, adjs, groups: int):
