@@ -32,12 +32,17 @@ from .base import MXNetError  # noqa: E402
 import os as _os  # noqa: E402
 
 if "DMLC_ROLE" in _os.environ or "JAX_PROCESS_ID" in _os.environ:
-    from .kvstore.dist import maybe_initialize_at_import as _join
+    from .kvstore.dist import maybe_initialize_at_import as _join  # launched jobs only
 
     _join()
     del _join
 del _os
 from .context import Context, cpu, cpu_pinned, current_context, gpu, tpu  # noqa: E402
+
+# The layers under the Module API. executor sets Symbol.bind/simple_bind (a hook table in
+# mxmod.symbol.symbol), so it is imported with them.
+from . import executor, ndarray, symbol  # noqa: E402,F401
+from .symbol.naming import AttrScope  # noqa: E402
 
 #: The MXNet version whose behaviour mxmod implements, so ``mx.__version__ >= "1.3.0"``
 #: checks in MXNet programs take the modern branch; mxmod's own release is
@@ -99,10 +104,6 @@ def __getattr__(name):
         module = _importlib.import_module(f".{_SUBMODULES[name]}", __name__)
         globals()[name] = module
         return module
-    if name == "AttrScope":
-        from .symbol.naming import AttrScope
-
-        return AttrScope
     if name in _NP_SWITCHES:  # MXNet exports its NumPy-semantics switches at top level
         return getattr(_importlib.import_module(".util", __name__), name)
     raise AttributeError(f"module 'mxmod' has no attribute {name!r}")

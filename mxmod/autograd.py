@@ -35,7 +35,7 @@ _ADVICE = (
 )
 
 
-def _unsupported(what: str, prefix: str = "mx.autograd.") -> NotImplementedError:
+def unsupported_error(what: str, prefix: str = "mx.autograd.") -> NotImplementedError:
     return NotImplementedError(f"{prefix}{what} is not available in mxmod: {_ADVICE}")
 
 
@@ -52,27 +52,27 @@ def is_training() -> bool:
 def set_recording(is_recording: bool) -> bool:  # noqa: A002 (MXNet's parameter name)
     """Returns the previous state (False); turning recording on raises NotImplementedError."""
     if is_recording:
-        raise _unsupported("set_recording(True)")
+        raise unsupported_error("set_recording(True)")
     return False
 
 
 def set_training(train_mode: bool) -> bool:
     """Returns the previous state (False); turning training mode on raises NotImplementedError."""
     if train_mode:
-        raise _unsupported("set_training(True)")
+        raise unsupported_error("set_training(True)")
     return False
 
 
 def record(train_mode: bool = True):
     """Raises NotImplementedError: there is no tape to record."""
-    raise _unsupported("record()")
+    raise unsupported_error("record()")
 
 
 @contextlib.contextmanager
 def pause(train_mode: bool = False):
     """No-op scope (nothing is recorded); ``train_mode=True`` raises NotImplementedError."""
     if train_mode:
-        raise _unsupported("pause(train_mode=True)")
+        raise unsupported_error("pause(train_mode=True)")
     yield
 
 
@@ -84,27 +84,27 @@ def predict_mode():
 
 def train_mode():
     """Raises NotImplementedError: imperative operators cannot run in training mode."""
-    raise _unsupported("train_mode()")
+    raise unsupported_error("train_mode()")
 
 
 def mark_variables(*args: Any, **kwargs: Any) -> None:
-    raise _unsupported("mark_variables()")
+    raise unsupported_error("mark_variables()")
 
 
 def backward(*args: Any, **kwargs: Any) -> None:
-    raise _unsupported("backward()")
+    raise unsupported_error("backward()")
 
 
 def grad(*args: Any, **kwargs: Any) -> Any:
-    raise _unsupported("grad()")
+    raise unsupported_error("grad()")
 
 
 def get_symbol(*args: Any, **kwargs: Any) -> Any:
-    raise _unsupported("get_symbol()")
+    raise unsupported_error("get_symbol()")
 
 
 class Function:
     """Custom imperative differentiable function: creating one raises NotImplementedError."""
 
     def __init__(self) -> None:
-        raise _unsupported("Function")
+        raise unsupported_error("Function")

@@ -23,6 +23,10 @@ __all__ = [
     "dtype_name",
     "mx_real_t",
     "py_str",
+    "as_list",
+    "names_list",
+    "DTYPE_FLAGS",
+    "FLAG_DTYPES",
 ]
 
 
@@ -139,14 +143,37 @@ def is_number(x: Any) -> bool:
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, np.ndarray)
 
 
-def _as_list(obj):
-    """``obj`` as a list, as MXNet's helper: a list or tuple's items, anything else (``None``
-    included) as ``[obj]``."""
+def as_list(obj):
+    """``obj`` as a list, as MXNet's ``_as_list``: a list or tuple's items, anything else
+    (``None`` included) as ``[obj]``."""
     if isinstance(obj, (list, tuple)):
         return list(obj)
     return [obj]
 
 
-def _names_list(obj) -> list:
+def names_list(obj) -> list:
     """An optional list of names (or callbacks) as a list: ``None`` is none (``[]``)."""
-    return [] if obj is None else _as_list(obj)
+    return [] if obj is None else as_list(obj)
+
+
+_as_list = as_list  # MXNet's name
+_names_list = names_list
+
+#: MXNet's numeric type flags, as stored in a variable's ``__dtype__`` attribute and passed
+#: to ``CustomOpProp.create_operator``.
+DTYPE_FLAGS = {
+    "float32": 0,
+    "float64": 1,
+    "float16": 2,
+    "uint8": 3,
+    "int32": 4,
+    "int8": 5,
+    "int64": 6,
+    "bool": 7,
+    "int16": 8,
+    "uint16": 9,
+    "uint32": 10,
+    "uint64": 11,
+    "bfloat16": 12,
+}
+FLAG_DTYPES = {v: k for k, v in DTYPE_FLAGS.items()}

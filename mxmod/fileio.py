@@ -34,6 +34,8 @@ import zipfile
 import zlib
 from struct import error as struct_error
 
+from .base import MXNetFileError
+
 __all__ = [
     "atomic_write",
     "write_checkpoint",
@@ -284,8 +286,6 @@ _NPZ_MAX_RATIO = 1024  # a deflated member may expand this much (zip bombs beyon
 
 
 def _npz_fail(source: str, where: str, problem: str, expected: str) -> Exception:
-    from .base import MXNetFileError
-
     return MXNetFileError(
         f"{source}: {where}: {problem} (expected {expected}); the file is truncated or corrupted",
         source,

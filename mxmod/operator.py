@@ -15,18 +15,25 @@ device -> host -> device round trip that XLA cannot fuse or overlap.
 
 from __future__ import annotations
 
-import logging
+import itertools
 from typing import Any, Callable
 
 import numpy as np
 
-from .base import MXNetError
-from .context import cpu
+from . import ndarray as _ndarray  # noqa: F401  (sets the host side of Custom nodes)
+from .ops import list_ops
+from .ops.custom import PROPS, register_prop
+from .symbol.custom import Custom as symbol_custom
 
-__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators"]
-
-_PROPS: dict[str, type] = {}
-_INSTANCES: dict[tuple, "CustomOpProp"] = {}
+__all__ = [
+    "CustomOp",
+    "CustomOpProp",
+    "register",
+    "get_all_registered_operators",
+    "PythonOp",
+    "NumpyOp",
+    "NDArrayOp",
+]
 
 
 class CustomOp:
@@ -159,14 +166,7 @@ class CustomOpProp:
         return CustomOp()
 
 
-_LEGACY = {"PythonOp", "NumpyOp", "NDArrayOp"}
-
-
 def __getattr__(name: str) -> Any:
-    if name in _LEGACY:  # MXNet's deprecated pre-CustomOp API, run as CustomOps
-        from . import _legacy_ops
-
-        return getattr(_legacy_ops, name)
     if name == "get_operator_arguments":
         raise NotImplementedError(
             "mx.operator.get_operator_arguments (MXNet's C operator "
@@ -207,9 +207,7 @@ def register(reg_name: str) -> Callable[[type], type]:
                 f"mx.operator.register({reg_name!r}) decorates a subclass of "
                 f"mx.operator.CustomOpProp, got {prop_cls!r}"
             )
-        if reg_name in _PROPS and _PROPS[reg_name] is not prop_cls:
-            logging.warning("New registration is overriding existing custom operator %s", reg_name)
-        _PROPS[reg_name] = prop_cls
+        register_prop(reg_name, prop_cls)
         return prop_cls
 
     return do_register
@@ -217,225 +215,105 @@ def register(reg_name: str) -> Callable[[type], type]:
 
 def get_all_registered_operators() -> list:
     """Names of every operator: the built-in table's and the registered custom ones."""
-    from .ops import list_ops
-
-    return sorted(set(list_ops()) | set(_PROPS))
+    return sorted(set(list_ops()) | set(PROPS))
 
 
-def get_prop(op_type: str, kwargs: tuple) -> CustomOpProp:
-    """The ``CustomOpProp`` instance for ``op_type`` and its string kwargs (cached).
-
-    Raises:
-      MXNetError: if ``op_type`` is not registered or the constructor rejects the kwargs.
-    """
-    cls = _PROPS.get(op_type)
-    if cls is None:
-        known = ", ".join(sorted(_PROPS)) or "none yet"
-        raise MXNetError(
-            f"Cannot find custom operator {op_type!r}: register its CustomOpProp with "
-            f"@mx.operator.register({op_type!r}) first (registered: {known})"
-        )
-    key = (op_type, cls, kwargs)
-    prop = _INSTANCES.get(key)
-    if prop is None:
-        try:
-            prop = cls(**dict(kwargs))
-        except TypeError as e:
-            raise MXNetError(
-                f"custom operator {op_type!r}: {cls.__name__}({_kw(kwargs)}) failed: "
-                f"{e}; the extra keyword arguments of Custom go to the CustomOpProp "
-                "constructor as strings"
-            ) from None
-        _INSTANCES[key] = prop
-    return prop
+# ------------------------------------------------------------------ MXNet's deprecated API
+# ``NumpyOp``/``NDArrayOp``: pre-CustomOp Python operators, run as ``CustomOp``s. The op
+# instance describes itself (``list_arguments``, ``list_outputs``, ``infer_shape(in_shapes)
+# -> (in_shapes, out_shapes)``, ``need_top_grad``) and computes ``forward(in_data,
+# out_data)`` / ``backward(out_grad, in_data, out_data, in_grad)`` by writing into its
+# output arrays: numpy arrays for ``NumpyOp``, NDArrays for ``NDArrayOp``. Calling the
+# instance (``op(data=..., name=...)``) makes the symbol.
+_COUNTER = itertools.count()
 
 
-def _kw(kwargs: tuple) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in kwargs)
+class PythonOp:
+    """Base of the legacy Python operators, as ``mxnet.operator.PythonOp``."""
+
+    _arrays = "numpy"
+
+    def __init__(self, need_top_grad: bool = True):
+        self.need_top_grad_ = need_top_grad
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.get_symbol(*args, **kwargs)
+
+    def get_symbol(self, *args: Any, **kwargs: Any) -> Any:
+        """The ``Custom`` symbol computing this op on ``args``/``kwargs`` inputs."""
+        op_type = f"_legacy_{type(self).__name__}_{next(_COUNTER)}"
+        register(op_type)(_prop_class(self))
+        return symbol_custom(*args, op_type=op_type, **kwargs)
+
+    def list_arguments(self) -> list:
+        return ["data"]
+
+    def list_outputs(self) -> list:
+        return ["output"]
+
+    def infer_shape(self, in_shape: list) -> tuple:
+        return in_shape, [in_shape[0]]
+
+    def need_top_grad(self) -> bool:
+        return self.need_top_grad_
+
+    def forward(self, in_data: list, out_data: list) -> None:
+        """Write the outputs into ``out_data`` (override)."""
+
+    def backward(self, out_grad: list, in_data: list, out_data: list, in_grad: list) -> None:
+        """Write the input gradients into ``in_grad`` (override)."""
 
 
-# ------------------------------------------------------------------ running user code on the host
-def _host_arrays(values: list, ctx) -> list:
-    """NDArrays on ``ctx`` holding ``values`` (host arrays), placed in one transfer."""
-    import jax
-    from .ndarray import NDArray
-
-    host = [np.asarray(v) for v in values]
-    host = [h.astype(jax.dtypes.canonicalize_dtype(h.dtype), copy=False) for h in host]
-    return [NDArray(a, ctx) for a in jax.device_put(host, ctx.jax_device)]
+class NumpyOp(PythonOp):
+    """A legacy operator computing on numpy arrays, as ``mxnet.operator.NumpyOp``."""
 
 
-def _read_back(arrays: list, specs: list, label: str, what: str) -> list:
-    out = []
-    for i, (arr, spec) in enumerate(zip(arrays, specs)):
-        value = arr.asnumpy() if hasattr(arr, "asnumpy") else np.asarray(arr)
-        if tuple(value.shape) != tuple(spec.shape):
-            raise MXNetError(
-                f"custom operator {label}: {what}[{i}] has shape {value.shape} after "
-                f"the call but must keep shape {tuple(spec.shape)}"
-            )
-        out.append(value.astype(spec.dtype, copy=False))
-    return out
+class NDArrayOp(PythonOp):
+    """A legacy operator computing on NDArrays, as ``mxnet.operator.NDArrayOp``."""
+
+    _arrays = "ndarray"
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        deps = list(out_grad) if self.need_top_grad_ else []
+        return deps + list(in_data) + list(out_data)
 
 
-def run_forward(
-    op: CustomOp, label: str, is_train: bool, ins: list, aux: list, out_specs: list
-) -> tuple[list, list]:
-    """Call ``op.forward`` on host copies; return the outputs and the aux states after it."""
-    ctx = cpu(0)
-    n_in, n_aux = len(ins), len(aux)
-    arrays = _host_arrays([*ins, *aux, *(np.zeros(s.shape, s.dtype) for s in out_specs)], ctx)
-    in_data, aux_data, out_data = arrays[:n_in], arrays[n_in : n_in + n_aux], arrays[n_in + n_aux :]
-    try:
-        with ctx:
-            op.forward(
-                is_train=is_train,
-                req=["write"] * len(out_data),
-                in_data=in_data,
-                out_data=out_data,
-                aux=aux_data,
-            )
-    except Exception as e:
-        raise MXNetError(f"custom operator {label}: forward raised {type(e).__name__}: {e}") from e
-    aux_specs = [np.asarray(a) for a in aux]
-    return (
-        _read_back(out_data, out_specs, label, "out_data"),
-        _read_back(aux_data, aux_specs, label, "aux"),
-    )
+def _prop_class(op: PythonOp) -> type:
+    def to_host(arrays):
+        if op._arrays == "ndarray":
+            return list(arrays)
+        return [a.asnumpy() for a in arrays]
 
+    class _Op(CustomOp):
+        def _run(self, outs, reqs, call):
+            host = [np.zeros(o.shape, o.dtype) for o in outs] if op._arrays == "numpy" else outs
+            call(host)
+            if op._arrays == "numpy":
+                for dst, req, src in zip(outs, reqs, host):
+                    self.assign(dst, req, src)
 
-def run_backward(
-    op: CustomOp,
-    label: str,
-    out_grad: list,
-    in_data: list,
-    out_data: list,
-    aux: list,
-    in_specs: list,
-) -> list:
-    """Call ``op.backward`` on host copies (``None``: not a declared dependency, passed
-    empty); return the input gradients."""
-    ctx = cpu(0)
-    empty = np.zeros((0,), np.float32)  # an undeclared dependency, as MXNet's empty NDArray
-    groups = [[empty if v is None else v for v in g] for g in (out_grad, in_data, out_data, aux)]
-    groups.append([np.zeros(s.shape, s.dtype) for s in in_specs])
-    arrays = iter(_host_arrays([v for g in groups for v in g], ctx))
-    og, ind, outd, aux_data, in_grad = ([next(arrays) for _ in g] for g in groups)
-    try:
-        with ctx:
-            op.backward(
-                req=["write"] * len(in_grad),
-                out_grad=og,
-                in_data=ind,
-                out_data=outd,
-                in_grad=in_grad,
-                aux=aux_data,
-            )
-    except Exception as e:
-        raise MXNetError(f"custom operator {label}: backward raised {type(e).__name__}: {e}") from e
-    return _read_back(in_grad, in_specs, label, "in_grad")
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self._run(out_data, req, lambda outs: op.forward(to_host(in_data), outs))
 
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            grads, ins, outs = to_host(out_grad), to_host(in_data), to_host(out_data)
+            self._run(in_grad, req, lambda g: op.backward(grads, ins, outs, g))
 
-# ------------------------------------------------------------------ mx.sym.Custom / mx.nd.Custom
-def _attr_value(key: str, value: Any) -> str:
-    if key == "dtype" and not isinstance(value, str):
-        return np.dtype(value).name
-    return value if isinstance(value, str) else str(value)
+    class _Prop(CustomOpProp):
+        def __init__(self, **_attrs):
+            super().__init__(need_top_grad=op.need_top_grad())
 
+        def list_arguments(self):
+            return op.list_arguments()
 
-def symbol_custom(
-    *data: Any,
-    op_type: str | None = None,
-    name: str | None = None,
-    attr: dict | None = None,
-    **kwargs: Any,
-):
-    """``mx.sym.Custom``: a node running the registered Python operator ``op_type``.
+        def list_outputs(self):
+            return op.list_outputs()
 
-    Inputs are given positionally or by the names of ``list_arguments()`` /
-    ``list_auxiliary_states()`` (missing ones become variables ``<name>_<input>``); other
-    keyword arguments reach the ``CustomOpProp`` constructor as strings.
+        def infer_shape(self, in_shape):
+            ins, outs = op.infer_shape(in_shape)[:2]
+            return ins, outs, []
 
-    Raises:
-      MXNetError: if ``op_type`` is missing or not registered.
-    """
-    from .symbol import Symbol
-    from .symbol.creation import make_op
+        def create_operator(self, ctx, shapes, dtypes):
+            return _Op()
 
-    if op_type is None:
-        raise MXNetError("mx.sym.Custom needs op_type=<the name given to @mx.operator.register>")
-    kw = {k: v if isinstance(v, Symbol) else _attr_value(k, v) for k, v in kwargs.items()}
-    sym = make_op("Custom", list(data), {"op_type": op_type, **kw}, name=name, attr=attr)
-    node = sym._outputs[0][0]
-    node.op = node.op.for_attrs(node.parsed())
-    return sym
-
-
-def nd_custom(
-    *data: Any, op_type: str | None = None, out: Any = None, name: str | None = None, **kwargs: Any
-):
-    """``mx.nd.Custom``: run the registered Python operator ``op_type`` on NDArrays now.
-
-    Inputs are the arguments then the aux states (positionally or by name); the user's
-    ``forward`` runs with ``is_train=False`` (mxmod has no ``autograd.record``) and
-    writes the aux NDArrays in place, as in MXNet.
-
-    Raises:
-      MXNetError: if ``op_type`` is missing or unknown, or an input is missing.
-      TypeError: if an input is not an NDArray.
-    """
-    from .ndarray import NDArray
-    from .ops import get_op
-    from .ops.custom import create_operator, np_type, signature
-
-    if op_type is None:
-        raise MXNetError("mx.nd.Custom needs op_type=<the name given to @mx.operator.register>")
-    named = {k: v for k, v in kwargs.items() if isinstance(v, (NDArray, np.ndarray))}
-    raw = {k: _attr_value(k, v) for k, v in kwargs.items() if k not in named}
-    a = get_op("Custom").parse({"op_type": op_type, **raw}, name or "Custom")
-    slots = list(a.arguments) + list(a.aux)
-    if len(data) > len(slots):
-        raise MXNetError(
-            f"mx.nd.Custom {op_type!r} takes {len(slots)} inputs "
-            f"({', '.join(slots)}), got {len(data)}"
-        )
-    unknown = sorted(set(named) - set(slots))
-    if unknown:
-        raise MXNetError(
-            f"mx.nd.Custom {op_type!r}: no input named {unknown[0]!r}; its inputs "
-            f"are {', '.join(slots)}"
-        )
-    arrays = []
-    for i, slot in enumerate(slots):
-        x = data[i] if i < len(data) else named.get(slot)
-        if x is None:
-            raise MXNetError(
-                f"mx.nd.Custom {op_type!r} needs input {slot!r} (inputs: {', '.join(slots)})"
-            )
-        if not isinstance(x, NDArray):
-            raise TypeError(
-                f"mx.nd.Custom {op_type!r}: input {slot!r} must be an NDArray, got "
-                f"{type(x).__name__}; wrap it with mx.nd.array()"
-            )
-        arrays.append(x)
-    shapes = [x.shape for x in arrays]
-    dtypes = [np.dtype(x.dtype).name for x in arrays]
-    out_shapes, out_types = signature(a, shapes, dtypes)
-    op = create_operator(a, shapes, dtypes)
-    ctx = arrays[0].context if arrays else cpu(0)
-    outs = [NDArray(np.zeros(s, np_type(t)), ctx) for s, t in zip(out_shapes, out_types)]
-    n_arg = len(a.arguments)
-    with ctx:
-        op.forward(
-            is_train=False,
-            req=["write"] * len(outs),
-            in_data=arrays[:n_arg],
-            out_data=outs,
-            aux=arrays[n_arg:],
-        )
-    if out is not None:
-        targets = out if isinstance(out, (list, tuple)) else [out]
-        for t, o in zip(targets, outs):
-            t[:] = o
-        return out
-    return outs[0] if len(outs) == 1 else outs
+    return _Prop

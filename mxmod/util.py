@@ -15,6 +15,8 @@ import functools
 import os
 from typing import Any, Callable
 
+from .context import gpu_memory_info, num_gpus
+
 __all__ = [
     "get_gpu_count",
     "get_gpu_memory",
@@ -36,15 +38,11 @@ __all__ = [
 
 def get_gpu_count() -> int:
     """Number of GPUs JAX sees (``mx.util.get_gpu_count``)."""
-    from .context import num_gpus
-
     return num_gpus()
 
 
 def get_gpu_memory(gpu_dev_id: int) -> tuple:
     """``(free, total)`` bytes of GPU ``gpu_dev_id`` (``mx.util.get_gpu_memory``)."""
-    from .context import gpu_memory_info
-
     return gpu_memory_info(gpu_dev_id)
 
 

@@ -12,8 +12,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import random as mxrandom
 from ..base import MXNetError
+from ..ndarray import NDArray
+from .arrays import reshaped_arrays
 from .lower import GraphFn
+from .monitor_taps import backward_taps
 from .programs import vjp_step
 
 
@@ -53,8 +57,6 @@ def compiled_for(sym) -> Compiled:
 
 
 def _to_jax(value: Any, like: Any, what: str):
-    from ..ndarray import NDArray
-
     arr = value._data if isinstance(value, NDArray) else jnp.asarray(np.asarray(value))
     if tuple(arr.shape) != tuple(like.shape):
         raise MXNetError(
@@ -126,8 +128,6 @@ class Executor:
         bind; ``forward`` writes into them in place, so a reference taken before it sees the
         results. ``out_specs`` lists ``(shape, dtype)`` per output, or is None (or holds a
         None) when shape inference could not decide: then the graph is traced abstractly."""
-        from ..ndarray import NDArray
-
         if out_specs is None or any(s is None or s[0] is None or s[1] is None for s in out_specs):
             forward = functools.partial(self._compiled.forward, is_train=False)
             outs, _ = jax.eval_shape(forward, self._args(), self._aux(), _zero_key())
@@ -147,8 +147,6 @@ class Executor:
         return {n: _on(a._data, dev) for n, a in zip(self._aux_names, self.aux_arrays)}
 
     def _key(self):
-        from .. import random as mxrandom
-
         return mxrandom.next_key() if self._compiled.graph.has_random else _zero_key()
 
     def forward(self, is_train: bool = False, **kwargs: Any) -> list:
@@ -194,9 +192,6 @@ class Executor:
         )
         self._store_grads(grads)
         if self._monitor is not None:  # MXNet's monitor also sees the backward nodes
-            from ..ndarray import NDArray
-            from .monitor_taps import backward_taps
-
             args = {**const, **diff}
             for name, g in backward_taps(
                 self._compiled.graph, args, self._aux(), key, fwd_train, head_grads
@@ -207,8 +202,6 @@ class Executor:
             self._store_aux({k: v for k, v in new_aux.items() if k not in fwd_aux})
 
     def _head_grads(self, out_grads: Any) -> list:
-        from ..ndarray import NDArray
-
         shapes = [o.shape for o in self.outputs]
         dtypes = [o._data.dtype for o in self.outputs]
         if out_grads is None or (isinstance(out_grads, (list, tuple)) and not out_grads):
@@ -235,8 +228,6 @@ class Executor:
         ]
 
     def _set_outputs(self, outs: list) -> None:
-        from ..ndarray import NDArray
-
         if len(self.outputs) == len(outs):
             for holder, o in zip(self.outputs, outs):
                 holder._set_data(o)
@@ -282,9 +273,15 @@ class Executor:
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs):
         """A new executor for new input shapes, sharing arrays whose shapes are unchanged."""
-        from .bind import reshape_executor
-
-        return reshape_executor(self, partial_shaping, allow_up_sizing, kwargs)
+        args, grads, aux, out_specs = reshaped_arrays(
+            self, partial_shaping, allow_up_sizing, kwargs
+        )
+        new = Executor(
+            self._symbol, self._ctx, self._arg_names, args, grads, self._grad_req,
+            self._aux_names, aux, out_specs,
+        )  # fmt: skip
+        new._shares_outputs_of = self  # MXNet's reshaped executor writes into the base's memory
+        return new
 
     def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
         self._monitor = callback

@@ -9,6 +9,7 @@ import jax
 from ..base import MXNetError
 from ..ops import LowerCtx
 from ..symbol.graph import aux_var_ids, topo_order
+from ..symbol.infer import propagate_shapes
 from .layout import Values, channel_last_enabled, lower_channel_last
 
 
@@ -65,7 +66,7 @@ class GraphFn:
     def _reroll_plan(self, order, heads):
         """Evaluation order with the time steps of unrolled ``mx.rnn`` cells as loops run
         by ``lax.scan`` (``mxmod.rnn._reroll``); None when the graph has no such loop."""
-        from ..rnn._reroll import Loop, schedule
+        from ..rnn._reroll import Loop, schedule  # upward: belongs in executor/
 
         plan = schedule(order, heads)
         if not any(isinstance(item, Loop) for item in plan):
@@ -94,8 +95,6 @@ class GraphFn:
 
     def _out_shapes(self, args: dict, aux: dict) -> dict:
         """Inferred output shapes of the nodes that need them (trace time only)."""
-        from ..symbol.infer import propagate_shapes
-
         known = {n: tuple(v.shape) for n, v in {**args, **aux}.items()}
         _, shapes = propagate_shapes(self.symbol, known)
         return {

@@ -4,7 +4,13 @@
 :mod:`mxmod.ndarray.ndarray`). ``save``/``load`` live in ``mxmod.ndarray.io``.
 """
 
+import importlib
+
+from ..ops import OPS, get_op
 from . import contrib, random
+from .custom import nd_custom as Custom  # noqa: F401  (mx.nd.Custom)
+from .io import load, load_frombuffer, save
+from .op_table import nd_function
 from .binary_funcs import *  # noqa: F403  (add, divide, equal ... as MXNet)
 from .creation import arange, array, empty, full, ones, waitall, zeros
 from .ndarray import NDArray, from_jax
@@ -93,38 +99,21 @@ __all__ = [
     "zeros_like",
 ]
 
-try:  # save/load are written separately; expose them when present
-    from .io import load, load_frombuffer, save  # noqa: F401
-
-    __all__ += ["save", "load", "load_frombuffer"]
-except ModuleNotFoundError as _err:  # pragma: no cover - io.py not written yet
-    if _err.name != __name__ + ".io":
-        raise
+__all__ += ["save", "load", "load_frombuffer"]
 
 
 def __getattr__(name):
     """Every other operator of the table is available as ``mx.nd.<Op>``."""
-    from ..ops import OPS, get_op
-
     if name == "sparse":
         raise NotImplementedError(
             "mx.nd.sparse: sparse storage (row_sparse/csr) is not supported by mxmod; use "
             "dense NDArrays (mx.nd.array(x.toarray()) for a scipy matrix)"
         )
     if name in ("utils", "_internal"):
-        import importlib
-
         return importlib.import_module(f"{__name__}.{name}")
-    if name == "Custom":
-        from ..operator import nd_custom
-
-        globals()[name] = nd_custom
-        return nd_custom
     if name == "Correlation":
         get_op(name)  # raises the out-of-scope NotImplementedError
     if name in OPS:
-        from .op_table import nd_function
-
         fn = nd_function(name)
         globals()[name] = fn
         return fn

@@ -29,7 +29,8 @@ import numpy as np
 
 from ..base import MXNetError
 from . import ops, shape_ops
-from .ndarray import NDArray, _put
+from .ops import binary
+from .ndarray import NDArray
 
 
 def _int_div(a, b):
@@ -51,23 +52,6 @@ def _is_scalar(x: Any) -> bool:
     if isinstance(x, jax.Array):
         return x.ndim == 0
     return isinstance(x, (int, float, bool, np.generic)) and np.ndim(x) == 0
-
-
-def binary(lhs: NDArray, rhs: NDArray, fn, op: str) -> NDArray:
-    """Apply ``fn`` to two NDArrays with MXNet's dtype/shape/context checks."""
-    if lhs._data.dtype != rhs._data.dtype:
-        raise MXNetError(
-            f"{op}: operand dtypes differ ({np.dtype(lhs.dtype).name} vs "
-            f"{np.dtype(rhs.dtype).name}); cast one side with .astype('{np.dtype(lhs.dtype).name}')"
-        )
-    try:
-        np.broadcast_shapes(lhs.shape, rhs.shape)
-    except ValueError:
-        raise MXNetError(
-            f"{op}: operands could not be broadcast together with shapes {lhs.shape} {rhs.shape}"
-        ) from None
-    out = fn(lhs._data, _put(rhs._data, rhs._ctx, lhs._ctx))
-    return NDArray(out.astype(lhs._data.dtype), lhs._ctx)
 
 
 def _apply(self: NDArray, other: Any, fn, op: str, reverse: bool = False) -> NDArray:

@@ -7,6 +7,8 @@ operator of that name (``_plus_scalar``...), as in MXNet.
 
 from __future__ import annotations
 
+import sys
+
 from typing import Any
 
 from .ndarray import NDArray
@@ -40,8 +42,6 @@ _crop_assign_scalar = _slice_assign_scalar
 
 
 def __getattr__(name: str):
-    from .. import ndarray
-
     if name.startswith("__"):
         raise AttributeError(name)
-    return getattr(ndarray, name)
+    return getattr(sys.modules[__package__], name)  # the package, loaded before this module

@@ -13,7 +13,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from .ndarray import NDArray
-from .ops import _binary_fn
+from .ops import binary_fn
 
 __all__ = [
     "add",
@@ -52,7 +52,7 @@ def _by_operator(op, name: str):
 
 def _by_jnp(fn, name: str):
     def f(lhs: Any, rhs: Any) -> Any:
-        return _binary_fn(fn, name, lhs, rhs)
+        return binary_fn(fn, name, lhs, rhs)
 
     f.__name__ = name
     f.__doc__ = f"``mx.nd.{name}(lhs, rhs)``: element-wise 1/0 in the NDArray's dtype."

@@ -13,12 +13,15 @@ methods of ``NDArray`` that dispatch to an operator of the table.
 from __future__ import annotations
 
 import operator
+import sys
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 
+from ..autograd import unsupported_error
 from ..base import MXNetError
+from ..context import current_context
 from . import _index
 from ._random import normal, randint, uniform
 from .ndarray import NDArray
@@ -48,9 +51,8 @@ random_randint = randint
 
 
 def _nd(name: str):
-    from .. import ndarray
-
-    return getattr(ndarray, name)
+    """``mx.nd.<name>``, looked up when called (this package is loaded by then)."""
+    return getattr(sys.modules[__package__], name)
 
 
 def _as_axes(axes: Any, ndim: int, what: str) -> list:
@@ -184,8 +186,6 @@ class CachedOp:
         self._exes: dict = {}
 
     def __call__(self, *args: Any, out: Any = None, default_ctx: Any = None):
-        from ..context import current_context
-
         names = self._sym.list_inputs()
         arrays = [a for a in args if a is not None]
         if len(arrays) != len(names):
@@ -295,9 +295,7 @@ def _slice_is_contiguous(slc: Any, shape: tuple) -> bool:
 
 def _no_autograd(what: str):
     def method(self, *args: Any, **kwargs: Any):
-        from ..autograd import _unsupported
-
-        raise _unsupported(f"NDArray.{what}", prefix="")
+        raise unsupported_error(f"NDArray.{what}", prefix="")
 
     method.__name__ = what
     return method

@@ -32,6 +32,7 @@ import numpy as np
 from ..base import MXNetError
 from ..context import Context, current_context
 from . import _index
+from .records import record_from_bytes
 from ._device import _ctx_of, _fresh, _put, _read_flat, _write_flat, jax_dtype
 
 __all__ = ["NDArray", "from_jax", "jax_dtype"]
@@ -209,8 +210,6 @@ class NDArray:
 
     def __setstate__(self, state: dict) -> None:
         if "handle" in state:  # MXNet's pickle: one raw NDArray record, loaded on the CPU
-            from .io import record_from_bytes
-
             NDArray.__init__(self, record_from_bytes(bytes(state["handle"])), current_context())
             return
         ctx = Context(*state["ctx"])

@@ -16,6 +16,7 @@ import numpy as np
 from ..base import MXNetError
 from ..ops import LowerCtx, get_op
 from ..ops._attrs import attr_str
+from ._random import next_key
 from .ndarray import NDArray
 
 
@@ -80,9 +81,7 @@ def nd_function(name: str):
         fn, _ = _compiled(op.name, tuple(sorted(raw.items())), len(op.input_names(attrs)))
         key = None
         if op.random:
-            from .. import random as mxrandom
-
-            key = mxrandom.next_key()
+            key = next_key()
         outs = [NDArray(o) for o in fn(ins, key)]
         if out is not None:
             targets = out if isinstance(out, (list, tuple)) else [out]

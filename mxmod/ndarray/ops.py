@@ -296,10 +296,26 @@ def dot(
     return _like(out.reshape(1) if out.ndim == 0 else out, lhs)
 
 
-def _binary_fn(fn, op: str, lhs: Any, rhs: Any) -> NDArray:
-    if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
-        from ._arith import binary
+def binary(lhs: NDArray, rhs: NDArray, fn, op: str) -> NDArray:
+    """Apply ``fn`` to two NDArrays with MXNet's dtype/shape/context checks."""
+    if lhs._data.dtype != rhs._data.dtype:
+        raise MXNetError(
+            f"{op}: operand dtypes differ ({np.dtype(lhs.dtype).name} vs "
+            f"{np.dtype(rhs.dtype).name}); cast one side with .astype('{np.dtype(lhs.dtype).name}')"
+        )
+    try:
+        np.broadcast_shapes(lhs.shape, rhs.shape)
+    except ValueError:
+        raise MXNetError(
+            f"{op}: operands could not be broadcast together with shapes {lhs.shape} {rhs.shape}"
+        ) from None
+    out = fn(lhs._data, _put(rhs._data, rhs._ctx, lhs._ctx))
+    return NDArray(out.astype(lhs._data.dtype), lhs._ctx)
 
+
+def binary_fn(fn, op: str, lhs: Any, rhs: Any) -> NDArray:
+    """``fn`` on NDArrays and/or scalars (a scalar takes the NDArray's dtype)."""
+    if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
         return binary(lhs, rhs, fn, op)
     if isinstance(lhs, NDArray):
         return _like(fn(lhs._data, jnp.asarray(np.asarray(rhs).astype(lhs._data.dtype))), lhs)
@@ -310,12 +326,12 @@ def _binary_fn(fn, op: str, lhs: Any, rhs: Any) -> NDArray:
 
 def maximum(lhs: Any, rhs: Any) -> NDArray:
     """Element-wise maximum; either side may be a scalar."""
-    return _binary_fn(jnp.maximum, "maximum", lhs, rhs)
+    return binary_fn(jnp.maximum, "maximum", lhs, rhs)
 
 
 def minimum(lhs: Any, rhs: Any) -> NDArray:
     """Element-wise minimum; either side may be a scalar."""
-    return _binary_fn(jnp.minimum, "minimum", lhs, rhs)
+    return binary_fn(jnp.minimum, "minimum", lhs, rhs)
 
 
 def _unary(fn, op: str):

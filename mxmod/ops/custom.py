@@ -8,21 +8,77 @@ The lowering runs the user's ``forward``/``backward`` as host callbacks
 (``jax.pure_callback``) under a ``jax.custom_vjp``: forward returns the outputs and the
 aux states the user's code may have written (the op's new aux values, like BatchNorm's
 moving statistics), backward returns the input gradients. Aux states get no gradient.
+
+Two tables connect this operator to the layers above it, which fill them at their import:
+``PROPS`` maps a name to the ``CustomOpProp`` class given to ``mx.operator.register``, and
+``HOST_CALLS`` holds ``'forward'``/``'backward'``, the functions that run the user's
+``CustomOp`` on NDArrays (set by ``mxmod.ndarray.custom``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import logging
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import MXNetError
-from ..operator import get_prop, run_backward, run_forward
+from ..base import DTYPE_FLAGS, MXNetError
+from ..context import cpu
 from ._attrs import Attrs
 from ._def import OpDef, register
+
+#: Registered ``CustomOpProp`` classes by name (filled by ``mx.operator.register``).
+PROPS: dict[str, type] = {}
+_INSTANCES: dict[tuple, Any] = {}
+#: ``'forward'``/``'backward'``: run the user's ``CustomOp`` on host arrays (signatures of
+#: ``mxmod.ndarray.custom.run_forward``/``run_backward``, which sets them at its import).
+HOST_CALLS: dict[str, Callable] = {}
+
+
+def register_prop(reg_name: str, prop_cls: type) -> None:
+    """Record ``prop_cls`` under ``reg_name``; replacing a name logs a warning, as MXNet."""
+    if reg_name in PROPS and PROPS[reg_name] is not prop_cls:
+        logging.warning("New registration is overriding existing custom operator %s", reg_name)
+    PROPS[reg_name] = prop_cls
+
+
+def get_prop(op_type: str, kwargs: tuple) -> Any:
+    """The ``CustomOpProp`` instance for ``op_type`` and its string kwargs (cached).
+
+    Raises:
+      MXNetError: if ``op_type`` is not registered or the constructor rejects the kwargs.
+    """
+    cls = PROPS.get(op_type)
+    if cls is None:
+        known = ", ".join(sorted(PROPS)) or "none yet"
+        raise MXNetError(
+            f"Cannot find custom operator {op_type!r}: register its CustomOpProp with "
+            f"@mx.operator.register({op_type!r}) first (registered: {known})"
+        )
+    key = (op_type, cls, kwargs)
+    prop = _INSTANCES.get(key)
+    if prop is None:
+        try:
+            prop = cls(**dict(kwargs))
+        except TypeError as e:
+            given = ", ".join(f"{k}={v!r}" for k, v in kwargs)
+            raise MXNetError(
+                f"custom operator {op_type!r}: {cls.__name__}({given}) failed: "
+                f"{e}; the extra keyword arguments of Custom go to the CustomOpProp "
+                "constructor as strings"
+            ) from None
+        _INSTANCES[key] = prop
+    return prop
+
+
+def attr_value(key: str, value: Any) -> str:
+    """A keyword argument of ``Custom`` as the string its Prop receives (dtypes by name)."""
+    if key == "dtype" and not isinstance(value, str):
+        return np.dtype(value).name
+    return value if isinstance(value, str) else str(value)
 
 
 class CustomOpDef(OpDef):
@@ -205,9 +261,6 @@ def signature(a: Attrs, shapes: list, dtypes: list) -> tuple[list, list]:
 
 def create_operator(a: Attrs, shapes: list, dtypes: list):
     """Call the Prop's ``create_operator`` as MXNet does (shape lists, MXNet type codes)."""
-    from ..context import cpu
-    from ..symbol.creation import DTYPE_FLAGS
-
     flags = [DTYPE_FLAGS.get(d, -1) for d in dtypes]
     return a.prop.create_operator(cpu(0), [list(s) for s in shapes], flags)
 
@@ -225,6 +278,8 @@ def _lower(a: Attrs, ins: list, aux: list, ctx) -> Any:
     in_specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in ins]
     n_out, n_arg, deps = len(out_specs), len(ins), a.deps
     is_train = bool(ctx.is_train)
+
+    run_forward, run_backward = HOST_CALLS["forward"], HOST_CALLS["backward"]
 
     def host_forward(*host):
         return run_forward(op, label, is_train, host[:n_arg], host[n_arg:], out_specs)

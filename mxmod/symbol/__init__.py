@@ -1,9 +1,11 @@
 """``mx.sym`` / ``mx.symbol``: symbols, their constructors (one per operator), JSON I/O."""
 
-from ..ops import OPS
+import importlib
+
+from ..ops import OPS, get_op
+from . import arith as _arith
 from . import contrib, random
-from .creation import Group, Variable, creator, full, ones, var, zeros
-from .json_io import load, load_json
+from .creation import Group, Variable, creator, full, load, load_json, ones, var, zeros
 from .naming import AttrScope, NameManager, Prefix
 from .symbol import Symbol
 
@@ -11,11 +13,12 @@ for _name, _op in list(OPS.items()):
     if _name not in globals():
         globals()[_name] = creator(_name)
 
-from ..operator import symbol_custom as Custom  # noqa: E402,F401  (names/is_loss from the user's Prop)
+from .custom import Custom  # noqa: E402,F401  (names/is_loss from the user's Prop)
 from . import fluent as _fluent  # noqa: E402
 from .pyfuncs import arange, eye, hypot, linspace, maximum, minimum, pow, power  # noqa: E402,F401
 
 _fluent.install()
+_arith.install()
 
 
 def __getattr__(name):
@@ -25,16 +28,12 @@ def __getattr__(name):
             "dense symbols (mx.sym.*)"
         )
     if name == "_internal":
-        import importlib
-
         return importlib.import_module(f"{__name__}._internal")
     if name in OPS:
         fn = creator(name)
         globals()[name] = fn
         return fn
     if name == "Correlation":
-        from ..ops import get_op
-
         get_op(name)
     raise AttributeError(f"mxmod.symbol has no attribute {name!r}")
 

@@ -3,34 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Any, Optional
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import DTYPE_FLAGS, MXNetError
 from ..ops import get_op
 from ..ops._attrs import attr_str
+from . import json_io
 from .graph import Node
 from .naming import AttrScope, NameManager, dunder
 from .symbol import Symbol
-
-# MXNet's numeric type flags, as stored in ``__dtype__``.
-DTYPE_FLAGS = {
-    "float32": 0,
-    "float64": 1,
-    "float16": 2,
-    "uint8": 3,
-    "int32": 4,
-    "int8": 5,
-    "int64": 6,
-    "bool": 7,
-    "int16": 8,
-    "uint16": 9,
-    "uint32": 10,
-    "uint64": 11,
-    "bfloat16": 12,
-}
-FLAG_DTYPES = {v: k for k, v in DTYPE_FLAGS.items()}
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -249,6 +234,33 @@ def creator(op_name: str, hint: Optional[str] = None):
     create.__name__ = op_name
     create.__doc__ = f"Create a ``{get_op(op_name).name}`` node (MXNet's ``mx.sym.{op_name}``)."
     return create
+
+
+def op_function(name: str):
+    """``mx.sym.<name>`` as the package exports it (looked up when called)."""
+    return getattr(sys.modules[__package__], name)
+
+
+def load_json(text: str, source: str = "JSON string") -> Symbol:
+    """``mx.sym.load_json``: the Symbol of MXNet symbol JSON (any MXNet version's format).
+
+    Raises:
+        TypeError: ``text`` is not a str.
+        MXNetFileError: the text is not a valid symbol file (see
+            :func:`mxmod.symbol.json_io.heads_from_json`).
+        NotImplementedError: the graph uses an operator or feature mxmod does not support.
+    """
+    return Symbol(json_io.heads_from_json(text, source))
+
+
+def load(fname: str | os.PathLike) -> Symbol:
+    """``mx.sym.load``: the Symbol of a ``-symbol.json`` file.
+
+    Raises:
+        TypeError: ``fname`` is not a path.
+        MXNetFileError: the file is missing, unreadable or not a valid symbol file.
+    """
+    return Symbol(json_io.heads_from_file(fname))
 
 
 def zeros(shape, dtype="float32", name=None, attr=None, **kwargs) -> Symbol:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..context import current_context
+from .creation import op_function
 from .symbol import Symbol
 
 FLUENT_OPS = (
@@ -22,15 +24,9 @@ FLUENT_OPS = (
 ).split()
 
 
-def _sym(name: str):
-    from .. import symbol
-
-    return getattr(symbol, name)
-
-
 def _fluent(name: str):
     def method(self, *args: Any, **kwargs: Any) -> Symbol:
-        return _sym(name)(self, *args, **kwargs)
+        return op_function(name)(self, *args, **kwargs)
 
     method.__name__ = name
     method.__doc__ = f"Fluent form of ``mx.sym.{name}(self, ...)``."
@@ -43,18 +39,16 @@ def reshape(self, *args: Any, **kwargs: Any) -> Symbol:
         shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
         kwargs["shape"] = tuple(shape)
         args = ()
-    return _sym("reshape")(self, *args, **kwargs)
+    return op_function("reshape")(self, *args, **kwargs)
 
 
 def astype(self, dtype: Any, **kwargs: Any) -> Symbol:
     """``mx.sym.cast(self, dtype=dtype)``."""
-    return _sym("cast")(self, dtype=dtype, **kwargs)
+    return op_function("cast")(self, dtype=dtype, **kwargs)
 
 
 def eval_(self, ctx: Any = None, **kwargs: Any) -> list:
     """Bind ``kwargs`` (name -> NDArray) as the arguments and run one forward pass."""
-    from ..context import current_context
-
     exe = self.bind(ctx or current_context(), kwargs)
     return exe.forward()
 
@@ -62,7 +56,7 @@ def eval_(self, ctx: Any = None, **kwargs: Any) -> list:
 def split_v2(self, indices_or_sections: Any, axis: int = 0, squeeze_axis: bool = False):
     """Split into equal sections (an int) or at the given indices, as MXNet's."""
     if isinstance(indices_or_sections, int):
-        return _sym("split")(
+        return op_function("split")(
             self, num_outputs=indices_or_sections, axis=axis, squeeze_axis=squeeze_axis
         )
     raise NotImplementedError(
@@ -76,7 +70,7 @@ def gen_atomic_symbol(self) -> Symbol:
     if node.is_var:
         raise ValueError(f"_gen_atomic_symbol: {node.name!r} is a variable, not an operator")
     params = {k: v for k, v in node.attrs.items() if not k.startswith("__")}
-    return _sym(node.op.name)(name=node.name, **params)
+    return op_function(node.op.name)(name=node.name, **params)
 
 
 def install() -> None:

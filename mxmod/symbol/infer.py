@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import FLAG_DTYPES, MXNetError
 from ..ops._attrs import AttrError, p_shape
 from .graph import Node, aux_var_ids, topo_order
 
@@ -174,8 +174,6 @@ def unknown_shape_error(sym, given: dict) -> MXNetError:
 
 
 def propagate_types(sym, given: dict[str, Any]) -> tuple[list[Node], dict[Entry, str]]:
-    from .creation import FLAG_DTYPES
-
     order = topo_order(sym._outputs)
     types: dict[Entry, str] = {}
     for node in order:

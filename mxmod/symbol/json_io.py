@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ..base import MXNetError, MXNetFileError
+from ..fileio import atomic_write
 from ..ops import get_op
 from . import json_schema
 from .graph import Node, topo_order
 from .naming import HIDDEN_KEYS
-from .symbol import Symbol
 
 MXNET_VERSION = 10901
 _AMP_OPS = ("amp_cast", "amp_multicast")
@@ -41,7 +42,7 @@ def _triple(t) -> str:
     return f"[{t[0]}, {t[1]}, {t[2]}]"
 
 
-def graph_dict(sym: Symbol, remove_amp_cast: bool = True) -> dict:
+def graph_dict(sym: Any, remove_amp_cast: bool = True) -> dict:
     """The JSON structure as Python data (node order, versions, row pointers)."""
     heads = sym._outputs
     if remove_amp_cast:
@@ -79,7 +80,8 @@ def graph_dict(sym: Symbol, remove_amp_cast: bool = True) -> dict:
     }
 
 
-def to_json(sym: Symbol, remove_amp_cast: bool = True) -> str:
+def to_json(sym: Any, remove_amp_cast: bool = True) -> str:
+    """``sym.tojson()``: MXNet's exact text of the graph of ``sym`` (a Symbol)."""
     g = graph_dict(sym, remove_amp_cast)
     rendered = []
     for n in g["nodes"]:
@@ -134,17 +136,15 @@ def _strip_amp(heads):
     return [entry(h) for h in heads]
 
 
-def save(sym: Symbol, fname: str, remove_amp_cast: bool = True) -> None:
+def save(sym: Any, fname: str, remove_amp_cast: bool = True) -> None:
     """Write ``tojson()`` atomically (temp file, fsync, rename)."""
-    from ..fileio import atomic_write
-
     atomic_write(fname, to_json(sym, remove_amp_cast).encode("utf-8"))
 
 
 # ------------------------------------------------------------------- reader
-def load_json(text: str, source: str = "JSON string") -> Symbol:
-    """Build a Symbol from MXNet symbol JSON (current or legacy format), as
-    ``mx.sym.load_json``.
+def heads_from_json(text: str, source: str = "JSON string") -> list:
+    """The output entries of the graph in MXNet symbol JSON (current or legacy format):
+    what ``mx.sym.load_json`` wraps in a Symbol.
 
     Refuses what MXNet's reader refuses (``json_schema``) and, beyond MXNet, graphs that
     would only fail later: cycles, variables with inputs, operators with more inputs than
@@ -183,7 +183,7 @@ def load_json(text: str, source: str = "JSON string") -> Symbol:
             _complete_inputs(node, version, source, f"nodes[{index[id(node)]}]")
     for k, (node, out) in enumerate(heads):
         _check_output(node, out, source, f"heads[{k}]")
-    return Symbol(heads)
+    return heads
 
 
 def _version(data: dict) -> int:
@@ -339,13 +339,13 @@ def _complete_inputs(node: Node, version: int, source: str, where: str) -> None:
                 child.attrs.update(hook)
 
 
-def load(fname: str) -> Symbol:
-    """``mx.sym.load``: read a ``-symbol.json`` file.
+def heads_from_file(fname: Any) -> list:
+    """The output entries of the graph in a ``-symbol.json`` file (``mx.sym.load``).
 
     Raises:
         TypeError: ``fname`` is not a path.
         MXNetFileError: the file is missing, unreadable, not UTF-8 text, or not a valid
-            symbol file (see :func:`load_json`).
+            symbol file (see :func:`heads_from_json`).
     """
     if not isinstance(fname, (str, os.PathLike)):
         raise TypeError(f"fname required to be a string, got {type(fname).__name__}")
@@ -370,4 +370,4 @@ def load(fname: str) -> Symbol:
             f"offset {e.start}",
             "UTF-8 JSON text",
         ) from None
-    return load_json(text, source=repr(fname))
+    return heads_from_json(text, source=repr(fname))

@@ -9,26 +9,21 @@ import math
 import numbers
 from typing import Any
 
+from .creation import op_function
 from .symbol import Symbol
 
 __all__ = ["maximum", "minimum", "power", "pow", "hypot", "arange", "linspace", "eye"]
-
-
-def _sym(name: str):
-    from .. import symbol
-
-    return getattr(symbol, name)
 
 
 def _dispatch(name: str, both: str, scalar: str, rscalar: str, py):
     def f(left: Any, right: Any, name: Any = None) -> Any:
         kw = {} if name is None else {"name": name}
         if isinstance(left, Symbol) and isinstance(right, Symbol):
-            return _sym(both)(left, right, **kw)
+            return op_function(both)(left, right, **kw)
         if isinstance(left, Symbol) and isinstance(right, numbers.Number):
-            return _sym(scalar)(left, scalar=right, **kw)
+            return op_function(scalar)(left, scalar=right, **kw)
         if isinstance(left, numbers.Number) and isinstance(right, Symbol):
-            return _sym(rscalar)(right, scalar=left, **kw)
+            return op_function(rscalar)(right, scalar=left, **kw)
         if isinstance(left, numbers.Number) and isinstance(right, numbers.Number):
             return py(left, right)
         raise TypeError(
@@ -54,7 +49,7 @@ def _dtype_kw(dtype: Any) -> dict:
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None):
     """Values in ``[start, stop)`` by ``step``, each repeated ``repeat`` times (float32)."""
-    return _sym("_arange")(
+    return op_function("_arange")(
         start=start,
         stop=stop,
         step=step,
@@ -67,11 +62,11 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, d
 
 def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
     """``num`` evenly spaced values from ``start`` to ``stop``."""
-    return _sym("_linspace")(
+    return op_function("_linspace")(
         start=start, stop=stop, num=num, endpoint=endpoint, name=name, **_dtype_kw(dtype)
     )
 
 
 def eye(N, M=0, k=0, dtype=None, **kwargs):
     """2-D array with ones on diagonal ``k``."""
-    return _sym("_eye")(N=N, M=M, k=k, **_dtype_kw(dtype), **kwargs)
+    return op_function("_eye")(N=N, M=M, k=k, **_dtype_kw(dtype), **kwargs)

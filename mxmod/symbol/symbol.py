@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from ..base import MXNetError, NotImplementedForSymbol
+from . import infer, json_io
 from .graph import Node, aux_var_ids, copy_graph, topo_order
 from .naming import HIDDEN_KEYS, dunder
+
+#: ``'bind'``/``'simple_bind'``: the functions behind ``Symbol.bind``/``simple_bind``
+#: (``mxmod.executor`` sets them at its import; ``import mxmod`` imports it).
+EXECUTOR_HOOKS: dict[str, Callable] = {}
+
+
+def _executor_hook(name: str) -> Callable:
+    try:
+        return EXECUTOR_HOOKS[name]
+    except KeyError:
+        raise MXNetError(
+            f"Symbol.{name} needs mxmod.executor: import mxmod (or mxmod.executor) first"
+        ) from None
 
 
 class Symbol:
@@ -144,9 +158,7 @@ class Symbol:
         return {"handle": self.tojson()}  # as MXNet: a symbol pickles as its JSON
 
     def __setstate__(self, state: dict) -> None:
-        from .json_io import load_json
-
-        self._outputs = load_json(state["handle"])._outputs
+        self._outputs = json_io.heads_from_json(state["handle"])
         self._compiled = None
 
     def __copy__(self) -> "Symbol":
@@ -162,34 +174,22 @@ class Symbol:
 
     # ------------------------------------------------------------ inference, json, bind
     def infer_shape(self, *args, **kwargs):
-        from .infer import infer_shape
-
-        return infer_shape(self, args, kwargs, partial=False)
+        return infer.infer_shape(self, args, kwargs, partial=False)
 
     def infer_shape_partial(self, *args, **kwargs):
-        from .infer import infer_shape
-
-        return infer_shape(self, args, kwargs, partial=True)
+        return infer.infer_shape(self, args, kwargs, partial=True)
 
     def infer_type(self, *args, **kwargs):
-        from .infer import infer_type
-
-        return infer_type(self, args, kwargs)
+        return infer.infer_type(self, args, kwargs)
 
     def infer_type_partial(self, *args, **kwargs):
-        from .infer import infer_type
-
-        return infer_type(self, args, kwargs, partial=True)
+        return infer.infer_type(self, args, kwargs, partial=True)
 
     def tojson(self, remove_amp_cast: bool = True) -> str:
-        from .json_io import to_json
-
-        return to_json(self, remove_amp_cast)
+        return json_io.to_json(self, remove_amp_cast)
 
     def save(self, fname: str, remove_amp_cast: bool = True) -> None:
-        from .json_io import save
-
-        save(self, fname, remove_amp_cast)
+        json_io.save(self, fname, remove_amp_cast)
 
     def debug_str(self) -> str:
         lines = []
@@ -201,135 +201,19 @@ class Symbol:
                 lines.append(f"Op:{n.op.name}, Name={n.name}\n  Inputs: {ins}")
         return "\n".join(lines)
 
-    def simple_bind(
-        self,
-        ctx,
-        grad_req="write",
-        type_dict=None,
-        stype_dict=None,
-        group2ctx=None,
-        shared_arg_names=None,
-        shared_exec=None,
-        shared_buffer=None,
-        **kwargs,
-    ):
-        from ..executor import simple_bind
+    def simple_bind(self, ctx, *args, **kwargs):
+        """An Executor with every array allocated from the input shapes given as keywords
+        (MXNet's ``Symbol.simple_bind``; see :func:`mxmod.executor.simple_bind`)."""
+        return _executor_hook("simple_bind")(self, ctx, *args, **kwargs)
 
-        return simple_bind(
-            self,
-            ctx,
-            grad_req=grad_req,
-            type_dict=type_dict,
-            stype_dict=stype_dict,
-            group2ctx=group2ctx,
-            shared_exec=shared_exec,
-            shared_buffer=shared_buffer,
-            **kwargs,
-        )
-
-    def bind(
-        self,
-        ctx,
-        args,
-        args_grad=None,
-        grad_req="write",
-        aux_states=None,
-        group2ctx=None,
-        shared_exec=None,
-    ):
-        from ..executor import bind
-
-        return bind(
-            self,
-            ctx,
-            args,
-            args_grad=args_grad,
-            grad_req=grad_req,
-            aux_states=aux_states,
-            group2ctx=group2ctx,
-            shared_exec=shared_exec,
-        )
+    def bind(self, ctx, args, *more, **kwargs):
+        """An Executor over the given argument (and aux, gradient) arrays (MXNet's
+        ``Symbol.bind``; see :func:`mxmod.executor.bind`)."""
+        return _executor_hook("bind")(self, ctx, args, *more, **kwargs)
 
     # ------------------------------------------------------------ operator sugar
-    def __add__(self, o):
-        return _sugar(self, o, "elemwise_add", "_plus", "_plus_scalar", "_plusscalar")
-
-    def __radd__(self, o):
-        return self.__add__(o)
-
-    def __sub__(self, o):
-        return _sugar(self, o, "elemwise_sub", "_minus", "_minus_scalar", "_minusscalar")
-
-    def __rsub__(self, o):
-        return _scalar_op(self, o, "_rminus_scalar", "_rminusscalar")
-
-    def __mul__(self, o):
-        return _sugar(self, o, "elemwise_mul", "_mul", "_mul_scalar", "_mulscalar")
-
-    def __rmul__(self, o):
-        return self.__mul__(o)
-
-    def __truediv__(self, o):
-        return _sugar(self, o, "elemwise_div", "_div", "_div_scalar", "_divscalar")
-
-    def __rtruediv__(self, o):
-        return _scalar_op(self, o, "_rdiv_scalar", "_rdivscalar")
-
-    def __mod__(self, o):
-        return _sugar(self, o, "_mod", "_mod", "_mod_scalar", "_modscalar")
-
-    def __rmod__(self, o):
-        return _scalar_op(self, o, "_rmod_scalar", "_rmodscalar")
-
-    def __pow__(self, o):
-        return _sugar(self, o, "_power", "_power", "_power_scalar", "_powerscalar")
-
-    def __rpow__(self, o):
-        return _scalar_op(self, o, "_rpower_scalar", "_rpower_scalar")
-
-    def __neg__(self):
-        return self.__mul__(-1.0)
-
-    def __gt__(self, o):
-        return _sugar(self, o, "_greater", "_greater", "_greater_scalar", "_greater_scalar")
-
-    def __ge__(self, o):
-        return _sugar(
-            self,
-            o,
-            "_greater_equal",
-            "_greater_equal",
-            "_greater_equal_scalar",
-            "_greater_equal_scalar",
-        )
-
-    def __lt__(self, o):
-        return _sugar(self, o, "_lesser", "_lesser", "_lesser_scalar", "_lesser_scalar")
-
-    def __le__(self, o):
-        return _sugar(
-            self,
-            o,
-            "_lesser_equal",
-            "_lesser_equal",
-            "_lesser_equal_scalar",
-            "_lesser_equal_scalar",
-        )
-
-    def __eq__(self, o):
-        return _sugar(self, o, "_equal", "_equal", "_equal_scalar", "_equal_scalar")
-
-    def __ne__(self, o):
-        return _sugar(self, o, "_not_equal", "_not_equal", "_not_equal_scalar", "_not_equal_scalar")
-
-    def __abs__(self):
-        from .creation import make_op
-
-        return make_op("abs", [self], {})
-
+    # ``+ - * / % ** < <= > >= == != abs -`` make operator nodes (mxmod.symbol.arith).
     __hash__ = object.__hash__
-    __div__ = __truediv__
-    __rdiv__ = __rtruediv__
 
     # ------------------------------------------------------------ NDArray-only
     # As MXNet: truth values, in-place arithmetic and the NDArray data methods raise
@@ -393,21 +277,3 @@ def _single(s: Any, what: str) -> tuple[Node, int]:
             f"({s.list_outputs()}); pick one with sym[i]"
         )
     return s._outputs[0]
-
-
-def _sugar(a: Symbol, b: Any, op: str, hint: str, scalar_op: str, scalar_hint: str) -> Symbol:
-    from .creation import make_op
-
-    if isinstance(b, Symbol):
-        return make_op(op, [a, b], {}, hint=hint)
-    if isinstance(b, (int, float)) or hasattr(b, "dtype"):
-        return _scalar_op(a, b, scalar_op, scalar_hint)
-    raise TypeError(f"unsupported operand type for Symbol arithmetic: {type(b).__name__}")
-
-
-def _scalar_op(a: Symbol, b: Any, op: str, hint: str) -> Symbol:
-    from .creation import make_op
-
-    if not isinstance(b, (int, float)) and not hasattr(b, "dtype"):
-        raise TypeError(f"unsupported operand type for Symbol arithmetic: {type(b).__name__}")
-    return make_op(op, [a], {"scalar": b}, hint=hint)
