@@ -40,16 +40,23 @@ def _bshape(ndim: int, ax: int, c: int) -> tuple:
 
 
 # -------------------------------------------------------------------- BatchNorm
-def _bn_shape(a, s):
+# BatchNorm and _contrib_SyncBatchNorm (sync_bn.py) share the parameters, slots, shape and
+# type rules and the moving-statistics update below.
+def bn_shapes(s, channel_axis):
+    """Shapes of a BatchNorm-like op: gamma, beta and the moving statistics are ``(C,)``
+    with C the data's ``channel_axis(data_shape)`` dim; outputs: data and two ``(C,)``."""
     data = s[0]
     if data is None:
         c = next((x[0] for x in s[1:] if x is not None), None)
         if c is None:
             return s, [None, None, None]
         return [None] + [(c,)] * 4, [None, (c,), (c,)]
-    ax = _axis(a.axis, len(data))
-    c = data[ax]
+    c = data[channel_axis(data)]
     return [tuple(data)] + [(c,)] * 4, [tuple(data), (c,), (c,)]
+
+
+def _bn_shape(a, s):
+    return bn_shapes(s, lambda data: _axis(a.axis, len(data)))
 
 
 def _param_type(d):
@@ -94,6 +101,18 @@ def _bn_infer(red: tuple, shp: tuple):
     return f
 
 
+def bn_statistics(a, ctx, mm, mv, batch_stats):
+    """``(mean, var, new_moving_mean, new_moving_var)``: in training (without
+    ``use_global_stats``) ``batch_stats()`` and the momentum update, else the moving ones."""
+    if ctx.is_train and not a.use_global_stats:
+        mean, var = batch_stats()
+        m = a.momentum
+        new_mm = _sg(mm * m + mean.astype(mm.dtype) * (1 - m))
+        new_mv = _sg(mv * m + var.astype(mv.dtype) * (1 - m))
+        return mean, var, new_mm, new_mv
+    return _f32(mm), _f32(mv), mm, mv
+
+
 def _bn_lower(a, ins, aux, ctx):
     x, gamma, beta = ins
     mm, mv = aux
@@ -101,15 +120,12 @@ def _bn_lower(a, ins, aux, ctx):
     red = tuple(i for i in range(x.ndim) if i != ax)
     shp = _bshape(x.ndim, ax, x.shape[ax])
     xf = _f32(x)
-    if ctx.is_train and not a.use_global_stats:
+
+    def batch_stats():
         mean = jnp.mean(xf, axis=red)
-        var = jnp.mean(jnp.square(xf - mean.reshape(shp)), axis=red)
-        m = a.momentum
-        new_mm = _sg(mm * m + mean.astype(mm.dtype) * (1 - m))
-        new_mv = _sg(mv * m + var.astype(mv.dtype) * (1 - m))
-    else:
-        mean, var = _f32(mm), _f32(mv)
-        new_mm, new_mv = mm, mv
+        return mean, jnp.mean(jnp.square(xf - mean.reshape(shp)), axis=red)
+
+    mean, var, new_mm, new_mv = bn_statistics(a, ctx, mm, mv, batch_stats)
     invstd = jax.lax.rsqrt(var + a.eps)
     g = jnp.ones_like(invstd) if a.fix_gamma else _f32(gamma)
     if not ctx.is_train and not a.use_global_stats:
@@ -122,31 +138,38 @@ def _bn_lower(a, ins, aux, ctx):
     return [y, _sg(mean).astype(pdt), _sg(invstd).astype(pdt)], [new_mm, new_mv]
 
 
+BN_PARAMS = {
+    "eps": Param(p_float, 1e-3),
+    "momentum": Param(p_float, 0.9),
+    "fix_gamma": Param(p_bool, True),
+    "use_global_stats": Param(p_bool, False),
+    "output_mean_var": Param(p_bool, False),
+}
+BN_SLOTS = dict(
+    inputs=("data", "gamma", "beta"),
+    aux=("moving_mean", "moving_var"),
+    outputs=lambda a: ["output", "mean", "var"] if a.output_mean_var else ["output"],
+    num_outputs_total=lambda a: 3,
+    infer_type=_bn_type,
+    input_attrs={
+        "moving_mean": {"__init__": '["zero", {}]'},
+        "moving_var": {"__init__": '["one", {}]'},
+    },
+)
+
 register(
     OpDef(
         name="BatchNorm",
         params={
-            "eps": Param(p_float, 1e-3),
-            "momentum": Param(p_float, 0.9),
-            "fix_gamma": Param(p_bool, True),
-            "use_global_stats": Param(p_bool, False),
-            "output_mean_var": Param(p_bool, False),
+            **BN_PARAMS,
             "axis": Param(p_int, 1),
             "cudnn_off": Param(p_bool, False),
             "min_calib_range": Param(optional(p_float), None),
             "max_calib_range": Param(optional(p_float), None),
         },
-        inputs=("data", "gamma", "beta"),
-        aux=("moving_mean", "moving_var"),
-        outputs=lambda a: ["output", "mean", "var"] if a.output_mean_var else ["output"],
-        num_outputs_total=lambda a: 3,
         infer_shape=_bn_shape,
-        infer_type=_bn_type,
         lower=_bn_lower,
-        input_attrs={
-            "moving_mean": {"__init__": '["zero", {}]'},
-            "moving_var": {"__init__": '["one", {}]'},
-        },
+        **BN_SLOTS,
     )
 )
 

@@ -20,36 +20,19 @@ import jax
 import jax.numpy as jnp
 
 from ..base import MXNetError
-from ._attrs import Param, p_bool, p_float, p_int, p_str
+from ._attrs import Param, p_int, p_str
 from ._def import OpDef, register
-
-_sg = jax.lax.stop_gradient
-_LOW = (jnp.float16, jnp.bfloat16)
+from .norm import BN_PARAMS, BN_SLOTS, _f32, _sg, bn_shapes, bn_statistics
 
 
-def _f32(x):
-    return x.astype(jnp.float32) if x.dtype in _LOW else x
+def _channel_axis(data):
+    if len(data) < 2:
+        raise MXNetError(f"data {tuple(data)} needs a channel axis 1 (batch, channel, ...)")
+    return 1
 
 
 def _shape(a, s):
-    data = s[0]
-    if data is None:
-        c = next((x[0] for x in s[1:] if x is not None), None)
-        if c is None:
-            return s, [None, None, None]
-        return [None] + [(c,)] * 4, [None, (c,), (c,)]
-    if len(data) < 2:
-        raise MXNetError(f"data {tuple(data)} needs a channel axis 1 (batch, channel, ...)")
-    c = data[1]
-    return [tuple(data)] + [(c,)] * 4, [tuple(data), (c,), (c,)]
-
-
-def _type(a, t):
-    d = t[0]
-    if d is None:
-        return t, [None, None, None]
-    p = "float32" if d in ("float16", "bfloat16") else d
-    return [d] + [p if x is None else x for x in t[1:]], [d, p, p]
+    return bn_shapes(s, _channel_axis)
 
 
 def batch_stats(xf, red: tuple, axis_name=None):
@@ -73,14 +56,8 @@ def _lower(a, ins, aux, ctx):
     red = tuple(i for i in range(x.ndim) if i != 1)
     shp = tuple(x.shape[1] if i == 1 else 1 for i in range(x.ndim))
     xf = _f32(x)
-    if ctx.is_train and not a.use_global_stats:
-        mean, var = batch_stats(xf, red, ctx.axis_name)
-        m = a.momentum
-        new_mm = _sg(mm * m + mean.astype(mm.dtype) * (1 - m))
-        new_mv = _sg(mv * m + var.astype(mv.dtype) * (1 - m))
-    else:
-        mean, var = _f32(mm), _f32(mv)
-        new_mm, new_mv = mm, mv
+    stats = lambda: batch_stats(xf, red, ctx.axis_name)  # noqa: E731
+    mean, var, new_mm, new_mv = bn_statistics(a, ctx, mm, mv, stats)
     scale = jax.lax.rsqrt(var + a.eps) * (1.0 if a.fix_gamma else _f32(gamma))
     y = (xf - mean.reshape(shp)) * scale.reshape(shp) + _f32(beta).reshape(shp)
     pdt = mm.dtype
@@ -90,25 +67,9 @@ def _lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="_contrib_SyncBatchNorm",
-        params={
-            "eps": Param(p_float, 1e-3),
-            "momentum": Param(p_float, 0.9),
-            "fix_gamma": Param(p_bool, True),
-            "use_global_stats": Param(p_bool, False),
-            "output_mean_var": Param(p_bool, False),
-            "ndev": Param(p_int, 1),
-            "key": Param(p_str),
-        },
-        inputs=("data", "gamma", "beta"),
-        aux=("moving_mean", "moving_var"),
-        outputs=lambda a: ["output", "mean", "var"] if a.output_mean_var else ["output"],
-        num_outputs_total=lambda a: 3,
+        params={**BN_PARAMS, "ndev": Param(p_int, 1), "key": Param(p_str)},
         infer_shape=_shape,
-        infer_type=_type,
         lower=_lower,
-        input_attrs={
-            "moving_mean": {"__init__": '["zero", {}]'},
-            "moving_var": {"__init__": '["one", {}]'},
-        },
+        **BN_SLOTS,
     )
 )
