@@ -21,15 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from .base import MXNetError
+from . import metric as _metric
+from .base import MXNetError, _names_list
+from .context import Context, cpu
+from .initializer import Uniform
+from .io import DataBatch, DataDesc, DataIter, NDArrayIter
+from .module import Module
+from .module.checkpoint import BatchEndParam, load_checkpoint, save_checkpoint
+from .ndarray import NDArray, zeros
+from .optimizer import Optimizer
+from .symbol import Symbol
 
 __all__ = ["FeedForward"]
-
-
-def _default_initializer():
-    from .initializer import Uniform
-
-    return Uniform(0.01)
 
 
 def _check_unique_names(symbol: Any) -> None:
@@ -87,9 +90,6 @@ class FeedForward:
         begin_epoch: int = 0,
         **kwargs: Any,
     ):
-        from .context import Context, cpu
-        from .symbol import Symbol
-
         warnings.warn(
             "mxnet.model.FeedForward has been deprecated. Please use mxnet.mod.Module instead.",
             DeprecationWarning,
@@ -117,7 +117,7 @@ class FeedForward:
         self.num_epoch, self.epoch_size = num_epoch, epoch_size
         self.kwargs = kwargs.copy()
         self.optimizer = optimizer
-        self.initializer = initializer if initializer is not None else _default_initializer()
+        self.initializer = initializer if initializer is not None else Uniform(0.01)
         self.numpy_batch_size = numpy_batch_size
         self.begin_epoch = begin_epoch
         self._pred_mod = None
@@ -139,9 +139,6 @@ class FeedForward:
 
     # ------------------------------------------------------------------ data
     def _init_iter(self, X: Any, y: Any, is_train: bool) -> Any:
-        from .io import DataIter, NDArrayIter
-        from .ndarray import NDArray
-
         if isinstance(X, (np.ndarray, NDArray)):
             if y is None:
                 if is_train:
@@ -164,8 +161,6 @@ class FeedForward:
         return X
 
     def _init_eval_iter(self, eval_data: Any) -> Any:
-        from .io import DataIter
-
         if eval_data is None:
             return None
         if isinstance(eval_data, (tuple, list)) and len(eval_data) == 2:
@@ -184,8 +179,6 @@ class FeedForward:
 
     def _init_params(self, inputs: list) -> None:
         """Create every parameter as FeedForward does: given values first, else initializer."""
-        from .io import DataDesc
-        from .ndarray import zeros
 
         inputs = [x if isinstance(x, DataDesc) else DataDesc(*x) for x in inputs]
         shapes = {x.name: x.shape for x in inputs}
@@ -234,8 +227,6 @@ class FeedForward:
         ``eval_data`` is a DataIter or a ``(data, label)`` pair. Callbacks have
         Module.fit's signatures (``epoch_end_callback(epoch, symbol, arg, aux)``).
         """
-        from .module import Module
-        from .optimizer import Optimizer
 
         data = self._init_iter(X, y, is_train=True)
         eval_data = self._init_eval_iter(eval_data)
@@ -290,8 +281,6 @@ class FeedForward:
 
     # --------------------------------------------------------------- predict
     def _predictor(self, data: Any) -> Any:
-        from .module import Module
-
         if self.arg_params is None:
             raise MXNetError(
                 "FeedForward has no parameters: call fit() first or pass "
@@ -322,7 +311,6 @@ class FeedForward:
 
         With ``return_data`` also returns the data and labels seen, as MXNet.
         """
-        from .io import DataBatch
 
         X = self._init_iter(X, None, is_train=False)
         if reset:
@@ -358,9 +346,6 @@ class FeedForward:
         reset: bool = True,
     ) -> float:
         """Evaluate ``eval_metric`` over ``X``; returns the metric value."""
-        from . import metric as _metric
-        from .io import DataBatch
-        from .model import BatchEndParam
 
         if not isinstance(eval_metric, _metric.EvalMetric):
             eval_metric = _metric.create(eval_metric)
@@ -375,12 +360,8 @@ class FeedForward:
             eval_metric.update(batch.label, mod.get_outputs())
             if batch_end_callback is not None:
                 params = BatchEndParam(epoch=0, nbatch=i, eval_metric=eval_metric, locals=locals())
-                for cb in (
-                    batch_end_callback
-                    if isinstance(batch_end_callback, list)
-                    else [batch_end_callback]
-                ):
-                    cb(params)
+                for callback in _names_list(batch_end_callback):
+                    callback(params)
         return eval_metric.get()[1]
 
     # ----------------------------------------------------------------- files
@@ -390,7 +371,6 @@ class FeedForward:
         Raises:
             ValueError: no epoch given and ``num_epoch`` is None.
         """
-        from .model import save_checkpoint
 
         epoch = self.num_epoch if epoch is None else epoch
         if epoch is None:
@@ -407,7 +387,6 @@ class FeedForward:
     @staticmethod
     def load(prefix: str, epoch: int, ctx: Any = None, **kwargs: Any) -> "FeedForward":
         """A FeedForward from ``prefix-symbol.json``/``prefix-%04d.params`` (begin_epoch=epoch)."""
-        from .model import load_checkpoint
 
         symbol, arg_params, aux_params = load_checkpoint(prefix, epoch)
         return FeedForward(
@@ -429,18 +408,29 @@ class FeedForward:
         epoch_size: int | None = None,
         optimizer: Any = "sgd",
         initializer: Any = None,
-        eval_data: Any = None,
-        eval_metric: Any = "acc",
-        epoch_end_callback: Any = None,
-        batch_end_callback: Any = None,
-        kvstore: Any = "local",
-        logger: Any = None,
-        work_load_list: Any = None,
-        eval_end_callback: Any = None,
-        eval_batch_end_callback: Any = None,
+        *fit_args: Any,
         **kwargs: Any,
     ) -> "FeedForward":
-        """Build a FeedForward and ``fit`` it in one call (MXNet's functional form)."""
+        """Build a FeedForward and ``fit`` it in one call (MXNet's functional form).
+
+        After ``initializer`` come :meth:`fit`'s arguments in MXNet's order
+        (``_CREATE_FIT_ARGS``: eval_data, eval_metric, epoch_end_callback,
+        batch_end_callback, kvstore, logger, work_load_list, eval_end_callback,
+        eval_batch_end_callback), by position or by name; other keywords are optimizer
+        arguments (``learning_rate=0.1``...), as for the constructor.
+        """
+        if len(fit_args) > len(_CREATE_FIT_ARGS):
+            raise TypeError(
+                f"FeedForward.create takes at most {8 + len(_CREATE_FIT_ARGS)} positional "
+                f"arguments ({', '.join(_CREATE_FIT_ARGS)} after initializer); pass the "
+                "others by name"
+            )
+        fit_kwargs = dict(zip(_CREATE_FIT_ARGS, fit_args))
+        for name in _CREATE_FIT_ARGS:
+            if name in kwargs:
+                if name in fit_kwargs:
+                    raise TypeError(f"FeedForward.create got multiple values for {name!r}")
+                fit_kwargs[name] = kwargs.pop(name)
         model = FeedForward(
             symbol,
             ctx=ctx,
@@ -450,20 +440,22 @@ class FeedForward:
             initializer=initializer,
             **kwargs,
         )
-        model.fit(
-            X,
-            y,
-            eval_data=eval_data,
-            eval_metric=eval_metric,
-            epoch_end_callback=epoch_end_callback,
-            batch_end_callback=batch_end_callback,
-            kvstore=kvstore,
-            logger=logger,
-            work_load_list=work_load_list,
-            eval_end_callback=eval_end_callback,
-            eval_batch_end_callback=eval_batch_end_callback,
-        )
+        model.fit(X, y, **fit_kwargs)
         return model
+
+
+#: ``FeedForward.create``'s arguments that go to ``fit``, in MXNet's positional order.
+_CREATE_FIT_ARGS = (
+    "eval_data",
+    "eval_metric",
+    "epoch_end_callback",
+    "batch_end_callback",
+    "kvstore",
+    "logger",
+    "work_load_list",
+    "eval_end_callback",
+    "eval_batch_end_callback",
+)
 
 
 def _count_from_one(callbacks: Any) -> Any:
@@ -472,7 +464,7 @@ def _count_from_one(callbacks: Any) -> Any:
     twice, not once."""
     if callbacks is None:
         return None
-    callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
+    callbacks = _names_list(callbacks)
 
     def call(param):
         done = param._replace(nbatch=param.nbatch + 1)

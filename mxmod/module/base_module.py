@@ -8,99 +8,36 @@ import time
 import warnings
 from typing import Any
 
-from ..base import MXNetError, _as_list, _names_list
+import numpy as np
+
+from .. import initializer as _init
+from .. import metric as _metric
+from .. import ndarray as nd
+from ..base import _as_list  # noqa: F401  (MXNet's base_module exposes it)
+from ..base import MXNetError, _names_list
+from ..context import cpu
+from ..io import DataBatch, DataIter
+from ..kvstore.dist_iter import wrap_for_workers
+from . import multi_step
+from .checkpoint import BatchEndParam
+from .input_checks import (  # noqa: F401  (MXNet's base_module helpers, imported from here)
+    _check_input_names,
+    _check_input_names_strict,
+    _parse_data_desc,
+    _parse_data_desc_list,
+)
 from .stages import require
 
 
-_PARAM_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta")
+def _bound_property(name: str, read) -> property:
+    """A property that needs the module bound (else a stage error naming ``name``), read
+    as ``read(module)``."""
 
+    def get(self):
+        require(self, name, "binded")
+        return read(self)
 
-def _check_input_names(symbol, names, typename, throw) -> None:
-    """Check that ``names`` are inputs of ``symbol`` (MXNet's helper of the same name)."""
-    _check_input_names_strict(_names_list(names), symbol.list_arguments(), typename, throw)
-
-
-def _check_input_names_strict(names, args, typename, throw) -> None:
-    for name in names:
-        if name in args:
-            continue
-        candidates = [a for a in args if not a.endswith(_PARAM_SUFFIXES)]
-        hint = f"Did you mean one of: {candidates}?"
-        if typename == "label":
-            labels = [a for a in candidates if "label" in a]
-            if labels:
-                hint = f"Did you mean label_names={labels}?"
-            hint += (
-                " (label_names=None only for a symbol without labels: a label input "
-                "left out of label_names would be trained as a parameter)"
-            )
-        msg = (
-            f"You created Module with Module(..., {typename}_names={list(names)}) but input "
-            f"with name {name!r} is not found in symbol.list_arguments(). {hint}"
-        )
-        if throw:
-            raise ValueError(msg)
-        warnings.warn(msg, UserWarning, stacklevel=4)
-
-
-def _parse_data_desc_list(shapes, what: str) -> list:
-    """``data_shapes``/``label_shapes`` as DataDescs, with errors that show the right form."""
-    from ..io import DataDesc
-
-    example = (
-        f"{what}=[('data', (10, 20))]"
-        if what == "data_shapes"
-        else f"{what}=[('softmax_label', (10,))]"
-    )
-    if isinstance(shapes, dict):
-        raise TypeError(
-            f"{what} must be a list of (name, shape) pairs or DataDescs, not a "
-            f"dict; write {example} (or list(your_dict.items()))"
-        )
-    if isinstance(shapes, (DataDesc, tuple)) and shapes and isinstance(shapes[0], str):
-        shapes = [shapes]
-    out = []
-    for d in _as_list(shapes):
-        if isinstance(d, DataDesc):
-            out.append(d)
-            continue
-        if (
-            not isinstance(d, (list, tuple))
-            or len(d) < 2
-            or not isinstance(d[0], str)
-            or not isinstance(d[1], (list, tuple))
-            or not all(isinstance(n, (int,)) or hasattr(n, "__index__") for n in d[1])
-        ):
-            raise TypeError(
-                f"{what} entry {d!r} is not (name, shape) with shape a tuple of "
-                f"ints; write {example}"
-            )
-        out.append(DataDesc(*d))
-    return out
-
-
-def _check_names_match(names, shapes, kind: str, throw: bool) -> None:
-    actual = [d[0] for d in shapes]
-    if sorted(names) != sorted(actual):
-        msg = (
-            f"Data provided by {kind}_shapes don't match names specified by {kind}_names "
-            f"({[tuple(d) for d in shapes]} vs. {list(names)})"
-        )
-        if throw:
-            raise ValueError(msg)
-        warnings.warn(msg, UserWarning, stacklevel=3)
-
-
-def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
-    """DataDescs of the data and label shapes, checked against the names (MXNet's helper)."""
-    data_shapes = _parse_data_desc_list(data_shapes, "data_shapes")
-    _check_names_match(data_names, data_shapes, "data", True)
-    if label_shapes is not None:
-        label_shapes = _parse_data_desc_list(label_shapes, "label_shapes")
-        _check_names_match(label_names, label_shapes, "label", False)
-    else:
-        _check_names_match(label_names, [], "label", False)
-    return data_shapes, label_shapes
+    return property(get)
 
 
 def _call(callbacks: Any, *args: Any) -> None:
@@ -142,9 +79,6 @@ class BaseModule:
         sparse_row_id_fn=None,
     ):
         """Evaluate ``eval_metric`` over ``eval_data``; returns ``[(name, value), ...]``."""
-        from .. import metric as _metric
-        from ..model import BatchEndParam
-
         require(self, "score", "binded", "params_initialized")
         if reset:
             eval_data.reset()
@@ -153,15 +87,8 @@ class BaseModule:
         eval_metric.reset()
         self._place_batches(eval_data)
         actual = 0
-        for nbatch, batch in enumerate(eval_data):
-            if num_batch is not None and nbatch == num_batch:
-                break
-            self.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
-            self.forward(batch, is_train=False)
-            if isinstance(batch, list):
-                self.update_metric(eval_metric, [b.label for b in batch], pre_sliced=True)
-            else:
-                self.update_metric(eval_metric, batch.label)
+        for nbatch, batch in self._run_inference(eval_data, num_batch, sparse_row_id_fn):
+            self._update_metric_with(eval_metric, batch)
             _call(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
             actual += 1
         _call(score_end_callback, BatchEndParam(epoch, actual, eval_metric, locals()))
@@ -172,14 +99,28 @@ class BaseModule:
         require(self, "iter_predict", "binded", "params_initialized")
         if reset:
             eval_data.reset()
+        for nbatch, batch in self._run_inference(eval_data, num_batch, sparse_row_id_fn):
+            pad = batch.pad or 0
+            outputs = [o[0 : o.shape[0] - pad] for o in self.get_outputs()]
+            yield outputs, nbatch, batch
+
+    def _run_inference(self, eval_data, num_batch, sparse_row_id_fn):
+        """Yield ``(nbatch, batch)`` for the first ``num_batch`` batches of ``eval_data``
+        (all when None), each prepared and run forward for inference."""
         for nbatch, batch in enumerate(eval_data):
             if num_batch is not None and nbatch == num_batch:
                 break
             self.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
             self.forward(batch, is_train=False)
-            pad = batch.pad or 0
-            outputs = [o[0 : o.shape[0] - pad] for o in self.get_outputs()]
-            yield outputs, nbatch, batch
+            yield nbatch, batch
+
+    def _update_metric_with(self, eval_metric, batch) -> None:
+        """``update_metric`` with the batch's labels (a list of batches: pre-sliced, one
+        per device)."""
+        if isinstance(batch, list):
+            self.update_metric(eval_metric, [b.label for b in batch], pre_sliced=True)
+        else:
+            self.update_metric(eval_metric, batch.label)
 
     def predict(
         self,
@@ -191,11 +132,6 @@ class BaseModule:
         sparse_row_id_fn=None,
     ):
         """Run inference over ``eval_data`` (a DataIter or an array)."""
-        import numpy as np
-
-        from .. import ndarray as nd
-        from ..io import DataBatch, DataIter
-
         require(self, "predict", "binded", "params_initialized")
         if isinstance(eval_data, (nd.NDArray, np.ndarray)):
             if isinstance(eval_data, np.ndarray):
@@ -204,16 +140,10 @@ class BaseModule:
             return self.get_outputs()[0]
         if not isinstance(eval_data, DataIter):
             raise ValueError("eval_data must be of type NDArray or DataIter")
-        if reset:
-            eval_data.reset()
-        outputs = []
-        for nbatch, batch in enumerate(eval_data):
-            if num_batch is not None and nbatch == num_batch:
-                break
-            self.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
-            self.forward(batch, is_train=False)
-            pad = batch.pad or 0
-            outputs.append([o[0 : o.shape[0] - pad].copy() for o in self.get_outputs()])
+        outputs = [
+            [o.copy() for o in outs]
+            for outs, _, _ in self.iter_predict(eval_data, num_batch, reset, sparse_row_id_fn)
+        ]
         if not outputs:
             return []
         if not merge_batches:
@@ -260,15 +190,10 @@ class BaseModule:
         (``lax.scan``); the result equals single steps (see ``module/multi_step.py`` for
         what callbacks see).
         """
-        from .. import initializer as _init
-        from .. import metric as _metric
-        from ..model import BatchEndParam
-
         if num_epoch is None:
             raise ValueError("fit() needs num_epoch: please specify number of epochs")
         if initializer is None:
             initializer = _init.Uniform(0.01)
-        from ..kvstore.dist_iter import wrap_for_workers
 
         # a multi-worker dist_sync job: every worker runs the same number of steps
         train_data, eval_data = wrap_for_workers(kvstore, train_data, eval_data, self.logger)
@@ -298,7 +223,6 @@ class BaseModule:
                 f"fit(steps_per_dispatch={steps_per_dispatch!r}): give a positive "
                 "int (1: one dispatch per batch, MXNet's behaviour)"
             )
-        from . import multi_step
 
         blocks = multi_step.use_blocks(self, eval_metric, monitor, steps_per_dispatch)
         if begin_epoch > 0 and hasattr(train_data, "set_epoch"):
@@ -307,6 +231,7 @@ class BaseModule:
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
             eval_metric.reset()
+            self._begin_fit_epoch(epoch, train_data)
             nbatch = 0
             data_iter = iter(train_data)
             end_of_batch = False
@@ -330,10 +255,7 @@ class BaseModule:
                     monitor.tic()
                 self.forward_backward(data_batch)
                 self.update()
-                if isinstance(data_batch, list):
-                    self.update_metric(eval_metric, [b.label for b in data_batch], pre_sliced=True)
-                else:
-                    self.update_metric(eval_metric, data_batch.label)
+                self._update_metric_with(eval_metric, data_batch)
                 try:
                     next_data_batch = next(data_iter)
                     self.prepare(next_data_batch, sparse_row_id_fn=sparse_row_id_fn)
@@ -362,7 +284,15 @@ class BaseModule:
                 )
                 for name, val in res:
                     self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
-            train_data.reset()
+            self._end_fit_epoch(epoch, train_data)
+
+    def _begin_fit_epoch(self, epoch: int, train_data) -> None:
+        """Hook run by ``fit`` before each epoch's batches (after the metric reset); the
+        default does nothing (SVRGModule recomputes its full gradient here)."""
+
+    def _end_fit_epoch(self, epoch: int, train_data) -> None:
+        """Hook ending each ``fit`` epoch: rewind ``train_data`` for the next one."""
+        train_data.reset()
 
     def _place_batches(self, data_iter) -> None:
         """Ask an iterator that can (``place_on``, mxmod's native iterators) to put its
@@ -383,27 +313,43 @@ class BaseModule:
     def set_params(
         self, arg_params, aux_params, allow_missing=False, force_init=True, allow_extra=False
     ):
-        self.init_params(
-            initializer=None,
-            arg_params=arg_params,
-            aux_params=aux_params,
-            allow_missing=allow_missing,
-            force_init=force_init,
-            allow_extra=allow_extra,
-        )
+        """Assign parameter values: MXNet's ``init_params`` with them and no initializer. A
+        module that writes a partial set in place (``_write_params``: Module,
+        BucketingModule) does so under ``allow_missing=True``, leaving the others as they
+        are."""
+        if not allow_missing or self._write_params is None:
+            self.init_params(
+                initializer=None,
+                arg_params=arg_params,
+                aux_params=aux_params,
+                allow_missing=allow_missing,
+                force_init=force_init,
+                allow_extra=allow_extra,
+            )
+            return
+        if self.params_initialized and not force_init:
+            warnings.warn(
+                "Parameters already initialized and force_init=False. set_params call ignored.",
+                stacklevel=2,
+            )
+            return
+        self._write_params(arg_params, aux_params, force_init, allow_extra)
+        self._params_dirty = True
+        self.params_initialized = True
+
+    #: ``(arg_params, aux_params, force_init, allow_extra) -> None`` writing the given
+    #: parameters into the module's arrays, for ``set_params(allow_missing=True)``; None:
+    #: the module has no such path (``set_params`` calls ``init_params``).
+    _write_params = None
 
     def save_params(self, fname: str) -> None:
         """Write ``arg:``/``aux:`` prefixed parameters in MXNet's ``.params`` format."""
-        from .. import ndarray as nd
-
         arg_params, aux_params = self.get_params()
-        blob = {"arg:" + k: v.as_in_context(_cpu()) for k, v in arg_params.items()}
-        blob.update({"aux:" + k: v.as_in_context(_cpu()) for k, v in aux_params.items()})
+        blob = {"arg:" + k: v.as_in_context(cpu()) for k, v in arg_params.items()}
+        blob.update({"aux:" + k: v.as_in_context(cpu()) for k, v in aux_params.items()})
         nd.save(fname, blob)
 
     def load_params(self, fname: str) -> None:
-        from .. import ndarray as nd
-
         arg_params, aux_params = {}, {}
         for key, value in nd.load(fname).items():
             kind, _, name = key.partition(":")
@@ -466,8 +412,40 @@ class BaseModule:
     def update_metric(self, eval_metric, labels, pre_sliced=False):
         self._abstract("update_metric")
 
-    def bind(self, *a, **k):
+    def bind(
+        self,
+        data_shapes,
+        label_shapes=None,
+        for_training=True,
+        inputs_need_grad=False,
+        force_rebind=False,
+        shared_module=None,
+        grad_req="write",
+    ):
+        """Bind the module to its input shapes, as MXNet's ``bind``: the stage rules every
+        module shares (``force_rebind``, already bound, ``inputs_need_grad`` only for
+        training), then the subclass's ``_bind``."""
+        if force_rebind:
+            self._reset_bind()
+        if self.binded:
+            self.logger.warning("Already bound, ignoring bind()")
+            return
+        if inputs_need_grad and not for_training:
+            raise MXNetError("inputs_need_grad=True needs for_training=True")
+        self.for_training = for_training
+        self.inputs_need_grad = inputs_need_grad
+        self._grad_req = grad_req
+        self._bind(data_shapes, label_shapes, shared_module, force_rebind)
+        self.binded = True
+
+    def _bind(self, data_shapes, label_shapes, shared_module, force_rebind) -> None:
+        """Bind for :meth:`bind`, which has set ``for_training``, ``inputs_need_grad`` and
+        ``_grad_req``; ``force_rebind`` is for children to rebind too."""
         self._abstract("bind")
+
+    def _reset_bind(self) -> None:
+        """Forget the binding (``bind(force_rebind=True)``)."""
+        self.binded = False
 
     def init_optimizer(self, *a, **k):
         self._abstract("init_optimizer")
@@ -487,6 +465,4 @@ def _first_batch(train_data, data_iter):
 
 
 def _cpu():
-    from ..context import cpu
-
     return cpu()

@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 import logging
-import warnings
 
 import numpy as np
 
-from ..base import MXNetError
+from .. import ndarray as nd
+from .. import symbol as sym
+from ..base import MXNetError, _names_list
 from ..context import cpu
+from ..symbol import NameManager
+from .checkpoint import load_params
 from .ctx_groups import prepare_group2ctxs
-from ..base import _names_list
-from .base_module import BaseModule, _check_input_names, _parse_data_desc_list
+from .base_module import _bound_property
+from .composite import CompositeModule
+from .input_checks import _check_module_names, _parse_data_desc_list
 from .module import Module
 from .stages import require
 
 
-class BucketingModule(BaseModule):
+def _of_current_bucket(name: str) -> property:
+    """A property read from the current bucket's Module (the module must be bound)."""
+    return _bound_property(name, lambda self: getattr(self._curr_module, name))
+
+
+class BucketingModule(CompositeModule):
     """MXNet's ``mx.mod.BucketingModule`` on JAX.
 
     ``sym_gen(bucket_key) -> (symbol, data_names, label_names)`` builds the network of
@@ -75,10 +84,13 @@ class BucketingModule(BaseModule):
         symbol, data_names, label_names = self._call_sym_gen(default_bucket_key)
         self._fixed_param_names = _names_list(fixed_param_names)
         self._state_names = _names_list(state_names)
-        _check_input_names(symbol, _names_list(data_names), "data", True)
-        _check_input_names(symbol, _names_list(label_names), "label", False)
-        _check_input_names(symbol, self._state_names, "state", True)
-        _check_input_names(symbol, self._fixed_param_names, "fixed_param", True)
+        _check_module_names(
+            symbol.list_arguments(),
+            _names_list(data_names),
+            _names_list(label_names),
+            self._state_names,
+            self._fixed_param_names,
+        )
         self._context = context if context is not None else cpu()
         self._work_load_list = work_load_list
         n_ctx = len(context) if isinstance(context, (list, tuple)) else 1
@@ -96,7 +108,6 @@ class BucketingModule(BaseModule):
     def _call_sym_gen(self, bucket_key, fresh_names=True):
         """``sym_gen(bucket_key)`` in a fresh NameManager (automatic names restart per
         bucket, so parameters line up by name), with errors naming the key."""
-        from ..name import NameManager
 
         try:
             if fresh_names:
@@ -133,12 +144,6 @@ class BucketingModule(BaseModule):
         )
 
     # ------------------------------------------------------------ properties
-    def _reset_bind(self) -> None:
-        self.binded = False
-        self._buckets = {}
-        self._curr_module = None
-        self._curr_bucket_key = None
-
     @property
     def data_names(self):
         if self.binded:
@@ -151,25 +156,30 @@ class BucketingModule(BaseModule):
             return self._curr_module.output_names
         return self._call_sym_gen(self._default_bucket_key)[0].list_outputs()
 
-    @property
-    def data_shapes(self):
-        require(self, "data_shapes", "binded")
-        return self._curr_module.data_shapes
+    data_shapes = _of_current_bucket("data_shapes")
+    label_shapes = _of_current_bucket("label_shapes")
+    output_shapes = _of_current_bucket("output_shapes")
+    symbol = _of_current_bucket("symbol")
 
-    @property
-    def label_shapes(self):
-        require(self, "label_shapes", "binded")
-        return self._curr_module.label_shapes
+    # ------------------------------------------------------------ children
+    def _child_modules(self) -> list:
+        return list(self._buckets.values())
 
-    @property
-    def output_shapes(self):
-        require(self, "output_shapes", "binded")
-        return self._curr_module.output_shapes
+    def _param_modules(self) -> list:
+        return [self._curr_module]  # the other buckets share its state
 
-    @property
-    def symbol(self):
-        require(self, "symbol", "binded")
-        return self._curr_module.symbol
+    def _input_module(self) -> Module:
+        return self._curr_module
+
+    _output_module = _input_module
+
+    def _after_init_params(self) -> None:
+        self._params_dirty = False
+
+    def _after_init_optimizer(self) -> None:
+        for mod in self._buckets.values():
+            if mod is not self._curr_module and mod.binded:
+                mod.borrow_optimizer(self._curr_module)
 
     # ------------------------------------------------------------ parameters
     def get_params(self):
@@ -179,57 +189,14 @@ class BucketingModule(BaseModule):
         self._params_dirty = False
         return params
 
-    def set_params(
-        self, arg_params, aux_params, allow_missing=False, force_init=True, allow_extra=False
-    ):
-        if not allow_missing:
-            self.init_params(
-                initializer=None,
-                arg_params=arg_params,
-                aux_params=aux_params,
-                allow_missing=allow_missing,
-                force_init=force_init,
-                allow_extra=allow_extra,
-            )
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn(
-                "Parameters already initialized and force_init=False. set_params call ignored.",
-                stacklevel=2,
-            )
-            return
+    def _write_params(self, arg_params, aux_params, force_init, allow_extra):
         self._curr_module.set_params(
             arg_params,
             aux_params,
-            allow_missing=allow_missing,
+            allow_missing=True,
             force_init=force_init,
             allow_extra=allow_extra,
         )
-        self._params_dirty = True
-        self.params_initialized = True
-
-    def init_params(
-        self,
-        initializer=None,
-        arg_params=None,
-        aux_params=None,
-        allow_missing=False,
-        force_init=False,
-        allow_extra=False,
-    ):
-        if self.params_initialized and not force_init:
-            return
-        require(self, "init_params", "binded")
-        self._curr_module.init_params(
-            initializer=initializer,
-            arg_params=arg_params,
-            aux_params=aux_params,
-            allow_missing=allow_missing,
-            force_init=force_init,
-            allow_extra=allow_extra,
-        )
-        self._params_dirty = False
-        self.params_initialized = True
 
     def get_states(self, merge_multi_context=True):
         require(self, "get_states", "binded", "params_initialized")
@@ -240,54 +207,33 @@ class BucketingModule(BaseModule):
         self._curr_module.set_states(states, value)
 
     # ------------------------------------------------------------ binding
-    def bind(
-        self,
-        data_shapes,
-        label_shapes=None,
-        for_training=True,
-        inputs_need_grad=False,
-        force_rebind=False,
-        shared_module=None,
-        grad_req="write",
-    ):
-        """Bind the default bucket (the others bind on first use, in ``switch_bucket``)."""
-        arg_params = aux_params = None
-        if self.params_initialized:
-            arg_params, aux_params = self.get_params()
-        if force_rebind:
-            self._reset_bind()
-        if self.binded:
-            self.logger.warning("Already bound, ignoring bind()")
-            return
+    def _bind(self, data_shapes, label_shapes, shared_module, force_rebind):
+        """Bind the default bucket (the others bind on first use, in ``switch_bucket``);
+        parameters already set carry over to the new binding."""
         if shared_module is not None:
             raise MXNetError(
                 "BucketingModule.bind(shared_module=...) is not supported: the "
                 "buckets of one BucketingModule already share their parameters"
             )
-        self.for_training = for_training
-        self.inputs_need_grad = inputs_need_grad
-        self._grad_req = grad_req
-        symbol, data_names, label_names = self._call_sym_gen(self._default_bucket_key)
-        module = self._new_module(symbol, data_names, label_names)
-        self.binded = True
-        try:
-            module.bind(
-                data_shapes,
-                label_shapes,
-                for_training,
-                inputs_need_grad,
-                force_rebind=False,
-                shared_module=None,
-                grad_req=grad_req,
-            )
-        except BaseException:
-            self.binded = False
-            raise
+        params = self.get_params() if self.params_initialized else None
+        if force_rebind:
+            self._buckets = {}
+        module = self._new_module(*self._call_sym_gen(self._default_bucket_key))
+        module.bind(
+            data_shapes,
+            label_shapes,
+            self.for_training,
+            self.inputs_need_grad,
+            force_rebind=False,
+            shared_module=None,
+            grad_req=self._grad_req,
+        )
         self._curr_module = module
         self._curr_bucket_key = self._default_bucket_key
         self._buckets[self._default_bucket_key] = module
-        if arg_params is not None:
-            self.set_params(arg_params, aux_params)
+        self.binded = True
+        if params is not None:
+            self.set_params(*params)
 
     def switch_bucket(self, bucket_key, data_shapes, label_shapes=None):
         """Make ``bucket_key``'s Module current, building and binding it on first use.
@@ -368,26 +314,6 @@ class BucketingModule(BaseModule):
                     "shapes must not depend on the bucket key"
                 )
 
-    # ------------------------------------------------------------ optimizer
-    def init_optimizer(
-        self,
-        kvstore="local",
-        optimizer="sgd",
-        optimizer_params=(("learning_rate", 0.01),),
-        force_init=False,
-    ):
-        require(self, "init_optimizer", "binded", "params_initialized")
-        if self.optimizer_initialized and not force_init:
-            self.logger.warning("optimizer already initialized, ignoring.")
-            return
-        self._curr_module.init_optimizer(
-            kvstore, optimizer, optimizer_params, force_init=force_init
-        )
-        for mod in self._buckets.values():
-            if mod is not self._curr_module and mod.binded:
-                mod.borrow_optimizer(self._curr_module)
-        self.optimizer_initialized = True
-
     # ------------------------------------------------------------ computation
     def prepare(self, data_batch, sparse_row_id_fn=None):
         """Bind the next batch's bucket ahead of its forward, then switch back."""
@@ -418,33 +344,15 @@ class BucketingModule(BaseModule):
         self._params_dirty = True
         self._curr_module.update()
 
-    def get_outputs(self, merge_multi_context=True):
-        require(self, "get_outputs", "binded", "params_initialized")
-        return self._curr_module.get_outputs(merge_multi_context=merge_multi_context)
-
-    def get_input_grads(self, merge_multi_context=True):
-        require(self, "get_input_grads", "binded", "params_initialized")
-        if not self.inputs_need_grad:
-            raise MXNetError("get_input_grads() needs bind(..., inputs_need_grad=True)")
-        return self._curr_module.get_input_grads(merge_multi_context=merge_multi_context)
-
     def update_metric(self, eval_metric, labels, pre_sliced=False):
         require(self, "update_metric", "binded", "params_initialized")
         self._curr_module.update_metric(eval_metric, labels, pre_sliced)
-
-    def install_monitor(self, mon):
-        require(self, "install_monitor", "binded")
-        self._monitor = mon
-        for mod in self._buckets.values():
-            if mod.binded:
-                mod.install_monitor(mon)
 
     # ------------------------------------------------------------ files
     def save_checkpoint(self, prefix, epoch, remove_amp_cast=False):
         """``<prefix>-<epoch>.params``, ``<prefix>-<key>-symbol.json`` for every bucket and
         ``<prefix>.buckets`` (the integer keys), as MXNet. As MXNet, ``sym_gen`` is called
         without a fresh NameManager here."""
-        from .. import ndarray as nd
 
         if not self._buckets:
             raise MXNetError("Empty BucketingModule cannot be saved: bind it (or fit) first")
@@ -465,9 +373,6 @@ class BucketingModule(BaseModule):
     def load(prefix, epoch, sym_gen=None, default_bucket_key=None, **kwargs):
         """A BucketingModule from :meth:`save_checkpoint`'s files (one Module per saved
         bucket, built from its saved JSON; names from ``sym_gen``); bind before use."""
-        from .. import ndarray as nd
-        from .. import symbol as sym
-        from ..model import load_params
 
         if sym_gen is None:
             raise MXNetError(

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import logging
 
-from ..base import MXNetError
-from ..base import _as_list, _names_list
-from .base_module import BaseModule, _parse_data_desc_list
+from .. import ndarray as nd
+from ..base import MXNetError, _as_list, _names_list
+from .base_module import BaseModule
+from .input_checks import _parse_data_desc_list
+
+
+def _named_shapes(shapes, kind: str, names) -> list:
+    """``{kind}_shapes`` as DataDescs, named as the module's ``{kind}_names`` in order."""
+    descs = _parse_data_desc_list(shapes, f"{kind}_shapes")
+    given = [d.name for d in descs]
+    if names is None or given != names:
+        raise MXNetError(
+            f"{kind}_shapes name {given} but this module's {kind}_names are {names} "
+            "(same names, same order)"
+        )
+    return descs
 
 
 class PythonModule(BaseModule):
@@ -44,16 +57,9 @@ class PythonModule(BaseModule):
         """``({}, {})``: a PythonModule has no parameters (subclasses may override)."""
         return {}, {}
 
-    def init_params(
-        self,
-        initializer=None,
-        arg_params=None,
-        aux_params=None,
-        allow_missing=False,
-        force_init=False,
-        allow_extra=False,
-    ):
-        """Nothing to initialise; marks the module initialised."""
+    def init_params(self, *args, **kwargs):
+        """Nothing to initialise (MXNet's arguments, all ignored); marks the module
+        initialised."""
         self.params_initialized = True
 
     def update(self):
@@ -68,61 +74,28 @@ class PythonModule(BaseModule):
             raise RuntimeError("PythonModule does not support presliced labels")
         eval_metric.update(labels, self.get_outputs())
 
-    def bind(
-        self,
-        data_shapes,
-        label_shapes=None,
-        for_training=True,
-        inputs_need_grad=False,
-        force_rebind=False,
-        shared_module=None,
-        grad_req="write",
-    ):
+    def _bind(self, data_shapes, label_shapes, shared_module, force_rebind):
         """Record the shapes (names must be in the module's order) and compute the output
         shapes."""
-        if self.binded and not force_rebind:
-            self.logger.warning("Already bound, ignoring bind()")
-            return
-        if grad_req != "write":
+        if self._grad_req != "write":
             raise NotImplementedError(
-                f"{type(self).__name__}.bind(grad_req={grad_req!r}): "
+                f"{type(self).__name__}.bind(grad_req={self._grad_req!r}): "
                 "a Python module only supports grad_req='write'"
             )
-        data_shapes = _parse_data_desc_list(data_shapes, "data_shapes")
-        names = [d.name for d in data_shapes]
-        if names != self._data_names:
-            raise MXNetError(
-                f"data_shapes name {names} but this module's data_names are "
-                f"{self._data_names} (same names, same order)"
-            )
+        self._data_shapes = _named_shapes(data_shapes, "data", self._data_names)
         if label_shapes is not None:
-            label_shapes = _parse_data_desc_list(label_shapes, "label_shapes")
-            labels = [d.name for d in label_shapes]
-            if self._label_names is None or labels != self._label_names:
-                raise MXNetError(
-                    f"label_shapes name {labels} but this module's label_names "
-                    f"are {self._label_names} (same names, same order)"
-                )
-        self.for_training = for_training
-        self.inputs_need_grad = inputs_need_grad
-        self._data_shapes = data_shapes
+            label_shapes = _named_shapes(label_shapes, "label", self._label_names)
         self._label_shapes = label_shapes
         self._output_shapes = self._compute_output_shapes()
-        self.binded = True
 
     def _compute_output_shapes(self):
         """``[(output_name, shape), ...]`` from ``self._data_shapes``/``_label_shapes``;
         subclasses implement it."""
         raise NotImplementedError(f"{type(self).__name__} must implement _compute_output_shapes()")
 
-    def init_optimizer(
-        self,
-        kvstore="local",
-        optimizer="sgd",
-        optimizer_params=(("learning_rate", 0.01),),
-        force_init=False,
-    ):
-        """No optimizer is needed; marks the module ready to train."""
+    def init_optimizer(self, *args, **kwargs):
+        """No optimizer is needed (MXNet's arguments, all ignored); marks the module ready
+        to train."""
         self.optimizer_initialized = True
 
 
@@ -177,11 +150,7 @@ class PythonLossModule(PythonModule):
             self._labels = data_batch.label[0]
 
     def get_outputs(self, merge_multi_context=True):
-        if merge_multi_context is not True:
-            raise MXNetError(
-                "PythonLossModule computes on one context: use "
-                "get_outputs(merge_multi_context=True)"
-            )
+        _merged_only("get_outputs", merge_multi_context)
         return [self._scores]
 
     def backward(self, out_grads=None):
@@ -193,8 +162,6 @@ class PythonLossModule(PythonModule):
 
     def _backward_impl(self):
         """``self._scores_grad = grad_func(self._scores, self._labels)``."""
-        from .. import ndarray as nd
-
         if self._grad_func is None:
             raise NotImplementedError(
                 "PythonLossModule without grad_func: pass "
@@ -207,14 +174,17 @@ class PythonLossModule(PythonModule):
         self._scores_grad = grad
 
     def get_input_grads(self, merge_multi_context=True):
-        if merge_multi_context is not True:
-            raise MXNetError(
-                "PythonLossModule computes on one context: use "
-                "get_input_grads(merge_multi_context=True)"
-            )
+        _merged_only("get_input_grads", merge_multi_context)
         return [self._scores_grad]
 
     def install_monitor(self, mon):
         raise NotImplementedError(
             "PythonLossModule.install_monitor: a Python loss has no executors to monitor"
+        )
+
+
+def _merged_only(method: str, merge_multi_context) -> None:
+    if merge_multi_context is not True:
+        raise MXNetError(
+            f"PythonLossModule computes on one context: use {method}(merge_multi_context=True)"
         )

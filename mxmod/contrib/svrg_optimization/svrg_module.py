@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import logging
-import time
 
 import jax
 import jax.numpy as jnp
 
-from ... import metric as _metric
+from ... import optimizer as opt
 from ...base import MXNetError
+from ...kvstore import _create_kvstore
 from ...module import Module
-from ...base import _names_list
 from ...module.stages import require
+from ...ndarray import NDArray, zeros
 from .svrg_optimizer import _SVRGOptimizer
 
 
@@ -58,7 +58,12 @@ class SVRGModule(Module):
     (MXNet 1.9.1 added the previous pass's mean to the new sum, so every pass after the
     first was off by ``old_mean / num_batches``); the full gradients are exact sums over
     devices computed inside the step, not pushed through the kvstore under
-    ``<name>_full`` keys.
+    ``<name>_full`` keys. ``fit`` is :meth:`BaseModule.fit` with SVRG's epoch start
+    (:meth:`_begin_fit_epoch`), so it logs the epoch's whole training metric as
+    ``Module.fit`` does (MXNet's SVRG loop logged the local one, which differs after a
+    callback such as ``Speedometer(auto_reset=True)`` resets it) and takes
+    ``steps_per_dispatch`` (blocks run single steps: SVRG rewrites each batch's
+    gradients).
 
     Args:
         symbol, data_names, label_names, logger, context, work_load_list,
@@ -81,8 +86,7 @@ class SVRGModule(Module):
         compression_params=None,
         update_freq=None,
     ):
-        super().__init__(
-            symbol,
+        module_args = dict(
             data_names=data_names,
             label_names=label_names,
             logger=logger,
@@ -93,6 +97,7 @@ class SVRGModule(Module):
             group2ctxs=group2ctxs,
             compression_params=compression_params,
         )
+        super().__init__(symbol, **module_args)
         if not isinstance(update_freq, int) or isinstance(update_freq, bool):
             raise TypeError(
                 "update_freq in SVRGModule must be an integer to represent the "
@@ -104,18 +109,8 @@ class SVRGModule(Module):
                 f"the frequency for calculating full gradients, got {update_freq}"
             )
         self.update_freq = update_freq
-        self._mod_aux = Module(
-            symbol,
-            data_names,
-            label_names,
-            logger,
-            self._context,
-            work_load_list,
-            fixed_param_names,
-            state_names,
-            group2ctxs,
-            compression_params,
-        )
+        # the snapshot module: the same network on the same devices
+        self._mod_aux = Module(symbol, **{**module_args, "context": self._context})
         self._full_grads = None
         self._ctx_len = len(self._context)
 
@@ -138,25 +133,10 @@ class SVRGModule(Module):
         grad_req="write",
     ):
         """Bind this module and, for training, the snapshot module with the same shapes."""
-        super().bind(
-            data_shapes,
-            label_shapes,
-            for_training,
-            inputs_need_grad,
-            force_rebind,
-            shared_module,
-            grad_req,
-        )
+        args = (data_shapes, label_shapes, for_training, inputs_need_grad, force_rebind)
+        super().bind(*args, shared_module, grad_req)
         if for_training:
-            self._mod_aux.bind(
-                data_shapes,
-                label_shapes,
-                for_training,
-                inputs_need_grad,
-                force_rebind,
-                shared_module,
-                grad_req,
-            )
+            self._mod_aux.bind(*args, shared_module, grad_req)
 
     def init_optimizer(
         self,
@@ -185,8 +165,6 @@ class SVRGModule(Module):
             force_init=force_init,
         )
         if self._kvstore:  # MXNet's keys for exchanging full gradients between workers
-            from ...ndarray import zeros
-
             for name in group.param_names:
                 self._kvstore.init(name + "_full", zeros(self._arg_params[name].shape))
 
@@ -194,7 +172,6 @@ class SVRGModule(Module):
     def _param_dict(self):
         """MXNet's per-device full gradients: device ``k`` holds its share (``1/num
         devices``) of the mean gradient summed over devices (None before init_optimizer)."""
-        from ...ndarray import NDArray
 
         if self._full_grads is None:
             return None
@@ -223,8 +200,6 @@ class SVRGModule(Module):
     def _create_optimizer(self, optimizer, default_opt, kvstore, optimizer_params):
         """The ``_SVRGOptimizer`` with Module's rescale_grad and index map, plus one
         ``<name>_full`` key per parameter (as MXNet)."""
-        from ... import optimizer as opt
-        from ...kvstore import _create_kvstore
 
         batch_size = self._exec_group.batch_size
         kv, update_on_kvstore = _create_kvstore(kvstore, self._ctx_len, self._arg_params)
@@ -310,131 +285,12 @@ class SVRGModule(Module):
         super().prepare(data_batch, sparse_row_id_fn=sparse_row_id_fn)
         self._mod_aux.prepare(data_batch, sparse_row_id_fn=sparse_row_id_fn)
 
-    def fit(
-        self,
-        train_data,
-        eval_data=None,
-        eval_metric="acc",
-        epoch_end_callback=None,
-        batch_end_callback=None,
-        kvstore="local",
-        optimizer="sgd",
-        optimizer_params=(("learning_rate", 0.01),),
-        eval_end_callback=None,
-        eval_batch_end_callback=None,
-        initializer=None,
-        arg_params=None,
-        aux_params=None,
-        allow_missing=False,
-        force_rebind=False,
-        force_init=False,
-        begin_epoch=0,
-        num_epoch=None,
-        validation_metric=None,
-        monitor=None,
-        sparse_row_id_fn=None,
-    ):
-        """MXNet's SVRG training loop: the full gradient is recomputed at every epoch
-        divisible by ``update_freq``; the training iterator is reset at the start of
-        each epoch; the logged training metric is the local one."""
-        from ... import initializer as _init
-        from ...model import BatchEndParam
+    def _begin_fit_epoch(self, epoch, train_data):
+        """MXNet's SVRG ``fit``: the full gradient at every epoch divisible by
+        ``update_freq``, and the data rewound at the start of each epoch (not its end)."""
+        if epoch % self.update_freq == 0:
+            self.update_full_grads(train_data)
+        train_data.reset()
 
-        if num_epoch is None:
-            raise ValueError("fit() needs num_epoch: please specify number of epochs")
-        self.bind(
-            data_shapes=train_data.provide_data,
-            label_shapes=train_data.provide_label,
-            for_training=True,
-            force_rebind=force_rebind,
-        )
-        if monitor is not None:
-            self.install_monitor(monitor)
-        self.init_params(
-            initializer=initializer or _init.Uniform(0.01),
-            arg_params=arg_params,
-            aux_params=aux_params,
-            allow_missing=allow_missing,
-            force_init=force_init,
-        )
-        self.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params)
-        if validation_metric is None:
-            validation_metric = eval_metric
-        if not isinstance(eval_metric, _metric.EvalMetric):
-            eval_metric = _metric.create(eval_metric)
-        for epoch in range(begin_epoch, num_epoch):
-            eval_metric.reset()
-            tic = time.time()
-            if epoch % self.update_freq == 0:
-                self.update_full_grads(train_data)
-            train_data.reset()
-            eval_name_vals = self._fit_epoch(
-                train_data,
-                eval_metric,
-                epoch,
-                monitor,
-                batch_end_callback,
-                sparse_row_id_fn,
-                BatchEndParam,
-            )
-            for name, val in eval_name_vals:
-                self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
-            self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
-            arg_params_, aux_params_ = self.get_params()
-            self.set_params(arg_params_, aux_params_)
-            for callback in _names_list(epoch_end_callback):
-                callback(epoch, self.symbol, arg_params_, aux_params_)
-            if eval_data is not None:
-                res = self.score(
-                    eval_data,
-                    validation_metric,
-                    score_end_callback=eval_end_callback,
-                    batch_end_callback=eval_batch_end_callback,
-                    epoch=epoch,
-                )
-                for name, val in res:
-                    self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
-
-    def _fit_epoch(
-        self,
-        train_data,
-        eval_metric,
-        epoch,
-        monitor,
-        batch_end_callback,
-        sparse_row_id_fn,
-        BatchEndParam,
-    ):
-        data_iter = iter(train_data)
-        try:
-            next_batch = next(data_iter)
-        except StopIteration:
-            raise MXNetError("SVRGModule.fit(): train_data yields no batches") from None
-        nbatch, end, eval_name_vals = 0, False, []
-        while not end:
-            batch = next_batch
-            if monitor is not None:
-                monitor.tic()
-            self.forward_backward(batch)
-            self.update()
-            if isinstance(batch, list):
-                self.update_metric(eval_metric, [b.label for b in batch], pre_sliced=True)
-            else:
-                self.update_metric(eval_metric, batch.label)
-            try:
-                next_batch = next(data_iter)
-                self.prepare(next_batch, sparse_row_id_fn=sparse_row_id_fn)
-            except StopIteration:
-                end = True
-            if monitor is not None:
-                monitor.toc_print()
-            if end:
-                eval_name_vals = eval_metric.get_name_value()
-            for callback in _names_list(batch_end_callback):
-                callback(
-                    BatchEndParam(
-                        epoch=epoch, nbatch=nbatch, eval_metric=eval_metric, locals=locals()
-                    )
-                )
-            nbatch += 1
-        return eval_name_vals
+    def _end_fit_epoch(self, epoch, train_data):
+        """Nothing: :meth:`_begin_fit_epoch` rewinds the data."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from ...base import _as_list
 from ...optimizer import Optimizer, create, register
-from ...optimizer._fused import Signature, _ClassOrInstance
+from ...optimizer.fused import ClassOrInstance, Signature
 
 # the settings the Optimizer base takes; the rest go to the wrapped optimizer only
 _BASE_PARAMS = (
@@ -91,7 +91,7 @@ class _SVRGOptimizer(Optimizer):
             self._pick(index).update(index, weight, grad, state)
 
     # ---------------------------------------------------------- compiled step
-    fused_supported = _ClassOrInstance(_svrg_fused_supported)
+    fused_supported = ClassOrInstance(_svrg_fused_supported)
 
     def fused_init(self, params: dict) -> dict:
         self._fused_names = tuple(params)
