@@ -84,13 +84,8 @@ class RMSProp(Optimizer):
         **kwargs,
     ):
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self._set_hypers(
-            gamma1=gamma1,
-            gamma2=gamma2,
-            centered=centered,
-            epsilon=epsilon,
-            clip_weights=clip_weights,
-        )
+        self._set_hypers(gamma1=gamma1, gamma2=gamma2, centered=centered, epsilon=epsilon,
+                         clip_weights=clip_weights)  # fmt: skip
 
     def _init_leaf(self, w):
         if self.centered:

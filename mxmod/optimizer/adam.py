@@ -9,7 +9,6 @@ float32 follow the C++ kernel (``adam_update``: ``1 - beta1`` in float32) or the
 from __future__ import annotations
 
 import math
-import os
 
 import jax.numpy as jnp
 import numpy as np
@@ -18,6 +17,7 @@ from ._base import Optimizer, register
 from .rules import (
     NONNEG,
     UNIT,
+    aggregation_size,
     clip_kernel,
     clip_nd,
     dtype_const,
@@ -115,9 +115,7 @@ class AdamW(Optimizer):
         **kwargs,
     ):
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.aggregate_num = max(
-            1, min(50, int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "4")))
-        )
+        self.aggregate_num = aggregation_size(4, most=50)
         self._set_hypers(beta1=beta1, beta2=beta2, epsilon=epsilon, correct_bias=correct_bias,
                          use_fused_step=use_fused_step)  # fmt: skip
 

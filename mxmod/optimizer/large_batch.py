@@ -4,14 +4,22 @@ the per-layer norms are computed inside the per-parameter rule)."""
 from __future__ import annotations
 
 import logging
-import os
 
 import jax.numpy as jnp
 import numpy as np
 
 from ._base import Optimizer, register
 from ._mults import index_mults
-from .rules import NONNEG, UNIT, check_int, check_momentum, low, rescale_clip, sum_sq
+from .rules import (
+    NONNEG,
+    UNIT,
+    aggregation_size,
+    check_int,
+    check_momentum,
+    low,
+    rescale_clip,
+    sum_sq,
+)
 
 __all__ = ["LARS", "LAMB", "LBSGD"]
 
@@ -69,7 +77,7 @@ class LARS(Optimizer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.aggregate_num = int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "4"))
+        self.aggregate_num = aggregation_size(4)
         self.skip = 0
         self.last_lr = self.cur_lr = None
         self._set_hypers(momentum=momentum, momentum_correction=momentum_correction,
@@ -172,8 +180,7 @@ class LAMB(Optimizer):
                 f"LAMB: lower_bound={lower_bound!r} must not exceed upper_bound={upper_bound!r}"
             )
         super().__init__(learning_rate=learning_rate, **kwargs)
-        env = int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "45"))
-        self.aggregate_num = max(1, min(45, env))
+        self.aggregate_num = aggregation_size(45, most=45)
         self._set_hypers(beta1=beta1, beta2=beta2, epsilon=epsilon, lower_bound=lower_bound,
                          upper_bound=upper_bound, bias_correction=bias_correction)  # fmt: skip
 

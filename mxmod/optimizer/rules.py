@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from typing import Any, NamedTuple
 
@@ -106,6 +107,13 @@ def clip_nd(x, clip_gradient):
 def rescale_clip_nd(opt, g):
     """``clip_nd(rescale_grad * g)``: the Python optimizers' preprocessing."""
     return clip_nd(g * float(opt.rescale_grad), opt.clip_gradient)
+
+
+def aggregation_size(default: int, most: int | None = None) -> int:
+    """MXNet's ``aggregate_num`` from ``MXNET_OPTIMIZER_AGGREGATION_SIZE``, clamped to
+    ``[1, most]`` by the optimizers whose kernels take at most ``most`` weights."""
+    size = int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", str(default)))
+    return size if most is None else max(1, min(most, size))
 
 
 # ----------------------------------------------------------------------------- weight decay

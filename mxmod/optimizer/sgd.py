@@ -9,7 +9,6 @@ Each is one pure per-parameter rule (``_init_leaf``/``_rule``) that follows the 
 from __future__ import annotations
 
 import math
-import os
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +17,7 @@ import optax
 from ..ndarray._random import _bucket
 from ..random import next_key
 from ._base import Optimizer, register
-from .rules import NONNEG, UNIT, rescale_clip, rescale_clip_nd
+from .rules import NONNEG, UNIT, aggregation_size, rescale_clip, rescale_clip_nd
 
 __all__ = ["SGD", "ccSGD", "NAG", "Signum", "DCASGD", "SGLD"]
 
@@ -54,7 +53,7 @@ class SGD(Optimizer):
         super().__init__(**kwargs)
         self.momentum = momentum
         self.lazy_update = lazy_update
-        self.aggregate_num = int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "4"))
+        self.aggregate_num = aggregation_size(4)
 
     def _init_leaf(self, w):
         return _momentum_state(self, w)
