@@ -164,46 +164,53 @@ def _float(src):
     return arr.astype(np.float32, copy=False), nd
 
 
-class BrightnessJitterAug(Augmenter):
+class _JitterAug(Augmenter):
+    """Base of the brightness, contrast and saturation jitters: one constructor argument
+    ``amount`` (kept under its own name too); each call draws ``alpha = 1 + U(-amount,
+    amount)`` and returns ``_blend(float32 image, alpha)``."""
+
+    def __init__(self, **amount):
+        super().__init__(**amount)
+        self.__dict__.update(amount)
+        ((_, self._amount),) = amount.items()
+
+    def __call__(self, src):
+        alpha = 1.0 + random.uniform(-self._amount, self._amount)
+        arr, nd = _float(src)
+        return like(self._blend(arr, alpha), nd)
+
+
+class BrightnessJitterAug(_JitterAug):
     """Multiply by ``1 + U(-brightness, brightness)``."""
 
     def __init__(self, brightness):
         super().__init__(brightness=brightness)
-        self.brightness = brightness
 
-    def __call__(self, src):
-        alpha = 1.0 + random.uniform(-self.brightness, self.brightness)
-        arr, nd = _float(src)
-        return like(arr * np.float32(alpha), nd)
+    def _blend(self, arr, alpha):
+        return arr * np.float32(alpha)
 
 
-class ContrastJitterAug(Augmenter):
+class ContrastJitterAug(_JitterAug):
     """Blend with the mean gray level: ``alpha * src + (1 - alpha) * mean(gray)``."""
 
     def __init__(self, contrast):
         super().__init__(contrast=contrast)
-        self.contrast = contrast
 
-    def __call__(self, src):
-        alpha = 1.0 + random.uniform(-self.contrast, self.contrast)
-        arr, nd = _float(src)
+    def _blend(self, arr, alpha):
         gray = arr * _GRAY
         gray = np.float32(3.0 * (1.0 - alpha) / gray.size) * gray.sum(dtype=np.float32)
-        return like(arr * np.float32(alpha) + gray, nd)
+        return arr * np.float32(alpha) + gray
 
 
-class SaturationJitterAug(Augmenter):
+class SaturationJitterAug(_JitterAug):
     """Blend each pixel with its gray value by ``1 + U(-saturation, saturation)``."""
 
     def __init__(self, saturation):
         super().__init__(saturation=saturation)
-        self.saturation = saturation
 
-    def __call__(self, src):
-        alpha = 1.0 + random.uniform(-self.saturation, self.saturation)
-        arr, nd = _float(src)
+    def _blend(self, arr, alpha):
         gray = (arr * _GRAY).sum(axis=2, keepdims=True) * np.float32(1.0 - alpha)
-        return like(arr * np.float32(alpha) + gray, nd)
+        return arr * np.float32(alpha) + gray
 
 
 class HueJitterAug(Augmenter):

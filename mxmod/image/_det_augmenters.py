@@ -148,7 +148,31 @@ def _clip_boxes(boxes, xmin, ymin, xmax, ymax):
     return out
 
 
-class DetRandomCropAug(DetAugmenter):
+class _WindowDetAug(DetAugmenter):
+    """Base of DetRandomCropAug and DetRandomPadAug: a window with an aspect ratio in
+    ``aspect_ratio_range`` and a relative area in ``area_range``, found in ``max_attempts``
+    tries. Every constructor argument is kept as an attribute; invalid ranges disable the
+    augmenter with a warning, as in MXNet."""
+
+    _area_limit = 0.0  # the largest area must exceed it (crop: 0, pad: 1)
+
+    def __init__(self, **kwargs):
+        name = type(self).__name__
+        for key in ("aspect_ratio_range", "area_range"):
+            kwargs[key] = _pair(kwargs[key], key, name)
+        super().__init__(**kwargs)
+        self.__dict__.update(kwargs)
+        area, ratio = self.area_range, self.aspect_ratio_range
+        self.enabled = False
+        if area[1] <= self._area_limit or area[0] > area[1]:
+            warnings.warn(f"Skip {name} due to invalid area_range: {area}")
+        elif ratio[0] <= 0 or ratio[0] > ratio[1]:
+            warnings.warn(f"Skip {name} due to invalid aspect_ratio_range: {ratio}")
+        else:
+            self.enabled = True
+
+
+class DetRandomCropAug(_WindowDetAug):
     """Random crop that keeps at least ``min_object_covered`` of each object it touches;
     objects left with less than ``min_eject_coverage`` of their area are dropped."""
 
@@ -160,9 +184,6 @@ class DetRandomCropAug(DetAugmenter):
         min_eject_coverage=0.3,
         max_attempts=50,
     ):
-        name = "DetRandomCropAug"
-        aspect_ratio_range = _pair(aspect_ratio_range, "aspect_ratio_range", name)
-        area_range = _pair(area_range, "area_range", name)
         super().__init__(
             min_object_covered=min_object_covered,
             aspect_ratio_range=aspect_ratio_range,
@@ -170,20 +191,6 @@ class DetRandomCropAug(DetAugmenter):
             min_eject_coverage=min_eject_coverage,
             max_attempts=max_attempts,
         )
-        self.min_object_covered = min_object_covered
-        self.min_eject_coverage = min_eject_coverage
-        self.max_attempts = max_attempts
-        self.aspect_ratio_range = aspect_ratio_range
-        self.area_range = area_range
-        self.enabled = False
-        if area_range[1] <= 0 or area_range[0] > area_range[1]:
-            warnings.warn(f"Skip DetRandomCropAug due to invalid area_range: {area_range}")
-        elif aspect_ratio_range[0] > aspect_ratio_range[1] or aspect_ratio_range[0] <= 0:
-            warnings.warn(
-                f"Skip DetRandomCropAug due to invalid aspect_ratio_range: {aspect_ratio_range}"
-            )
-        else:
-            self.enabled = True
 
     def __call__(self, src, label):
         crop = self._random_crop_proposal(label, src.shape[0], src.shape[1])
@@ -254,8 +261,10 @@ class DetRandomCropAug(DetAugmenter):
         return ()
 
 
-class DetRandomPadAug(DetAugmenter):
+class DetRandomPadAug(_WindowDetAug):
     """Random expansion: place the image on a larger canvas filled with ``pad_val``."""
+
+    _area_limit = 1.0
 
     def __init__(
         self,
@@ -264,32 +273,18 @@ class DetRandomPadAug(DetAugmenter):
         max_attempts=50,
         pad_val=(128, 128, 128),
     ):
-        name = "DetRandomPadAug"
         if not isinstance(pad_val, (list, tuple)):
             if not isinstance(pad_val, Number):
-                raise TypeError(f"{name} pad_val must be a number or a tuple, got {pad_val!r}")
+                raise TypeError(
+                    f"DetRandomPadAug pad_val must be a number or a tuple, got {pad_val!r}"
+                )
             pad_val = (pad_val,)
-        aspect_ratio_range = _pair(aspect_ratio_range, "aspect_ratio_range", name)
-        area_range = _pair(area_range, "area_range", name)
         super().__init__(
             aspect_ratio_range=aspect_ratio_range,
             area_range=area_range,
             max_attempts=max_attempts,
             pad_val=pad_val,
         )
-        self.pad_val = pad_val
-        self.aspect_ratio_range = aspect_ratio_range
-        self.area_range = area_range
-        self.max_attempts = max_attempts
-        self.enabled = False
-        if area_range[1] <= 1.0 or area_range[0] > area_range[1]:
-            warnings.warn(f"Skip DetRandomPadAug due to invalid area_range: {area_range}")
-        elif aspect_ratio_range[0] <= 0 or aspect_ratio_range[0] > aspect_ratio_range[1]:
-            warnings.warn(
-                f"Skip DetRandomPadAug due to invalid aspect_ratio_range: {aspect_ratio_range}"
-            )
-        else:
-            self.enabled = True
 
     def __call__(self, src, label):
         height, width = src.shape[0], src.shape[1]
