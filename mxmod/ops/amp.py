@@ -7,11 +7,11 @@ gradient of a cast is cast back to the input's type (JAX's ``astype`` rule, as M
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from ._attrs import REQUIRED, Param, p_bool, p_dtype, p_int
 from ._def import OpDef, np_dtype, register
+from ._vjp import identity_with_grad
 from .dense import same_shape
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -98,20 +98,7 @@ register(
 
 
 # ------------------------------------------------------------------ loss scaling (mxmod)
-@jax.custom_vjp
-def _scale_grad(x, scale):
-    return x
-
-
-def _scale_grad_fwd(x, scale):
-    return x, scale
-
-
-def _scale_grad_bwd(scale, g):
-    return (g * scale.reshape(()).astype(g.dtype), jnp.zeros_like(scale))
-
-
-_scale_grad.defvjp(_scale_grad_fwd, _scale_grad_bwd)
+_scale_grad = identity_with_grad(lambda g, scale: g * scale.reshape(()).astype(g.dtype))
 
 
 def _scale_grad_shape(a, s):

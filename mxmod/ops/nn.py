@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from ..base import MXNetError
 from ._attrs import Param, choice, optional, p_bool, p_float, p_int, p_shape
 from ._def import OpDef, register
+from ._vjp import grad_from_output, identity_with_grad
 from .loss import head
 
 _sg = jax.lax.stop_gradient
@@ -90,23 +91,14 @@ def _lrelu_shape(a, s):
     return [tuple(data), (data[1],)], [tuple(data)]
 
 
-@jax.custom_vjp
-def _selu(x):
-    return _SELU_LAMBDA * jnp.where(x > 0, x, _SELU_ALPHA * jnp.expm1(jnp.minimum(x, 0)))
-
-
-def _selu_fwd(x):
-    y = _selu(x)
-    return y, y
-
-
-def _selu_bwd(y, g):
-    # MXNet 1.9.1's selu_grad for x <= 0 is lambda * (y + alpha) (the exact derivative is
-    # y + lambda * alpha); reproduced so training matches MXNet step for step.
-    return (g * jnp.where(y > 0, _SELU_LAMBDA, _SELU_LAMBDA * (y + _SELU_ALPHA)).astype(g.dtype),)
-
-
-_selu.defvjp(_selu_fwd, _selu_bwd)
+# MXNet 1.9.1's selu_grad for x <= 0 is lambda * (y + alpha) (the exact derivative is
+# y + lambda * alpha); reproduced so training matches MXNet step for step.
+_selu = grad_from_output(
+    lambda x: _SELU_LAMBDA * jnp.where(x > 0, x, _SELU_ALPHA * jnp.expm1(jnp.minimum(x, 0))),
+    lambda y, g: (
+        g * jnp.where(y > 0, _SELU_LAMBDA, _SELU_LAMBDA * (y + _SELU_ALPHA)).astype(g.dtype)
+    ),
+)
 
 
 def _lrelu_lower(a, ins, aux, ctx):
@@ -194,23 +186,12 @@ register(
 
 
 # ------------------------------------------------------------ SoftmaxActivation
-@jax.custom_vjp
-def _softmax_last(x):
-    return jax.nn.softmax(x, axis=-1)
-
-
-def _softmax_last_fwd(x):
-    y = _softmax_last(x)
-    return y, y
-
-
-def _softmax_last_bwd(y, g):
-    # MXNet 1.9.1 (native and MKL-DNN) takes the instance-mode backward over axis 1 while
-    # its forward normalises the last axis; identical for 2-D data, reproduced for N-D.
-    return (y * (g - jnp.sum(g * y, axis=1, keepdims=True)),)
-
-
-_softmax_last.defvjp(_softmax_last_fwd, _softmax_last_bwd)
+# MXNet 1.9.1 (native and MKL-DNN) takes the instance-mode backward over axis 1 while its
+# forward normalises the last axis; identical for 2-D data, reproduced for N-D.
+_softmax_last = grad_from_output(
+    lambda x: jax.nn.softmax(x, axis=-1),
+    lambda y, g: y * (g - jnp.sum(g * y, axis=1, keepdims=True)),
+)
 
 
 def _softmax_act(a, ins, aux, ctx):
@@ -404,20 +385,11 @@ def _kl_lower(a, ins, aux, ctx):
     t, pen = a.sparseness_target, a.penalty
     shp = (1, -1) + (1,) * (x.ndim - 2)
 
-    @jax.custom_vjp
-    def reg(v, m):
-        return v
-
-    def fwd(v, m):
-        return v, m
-
-    def bwd(m, g):
+    def penalised(g, m):
         mb = m.reshape(shp)
-        extra = pen * (-t / mb + (1 - t) / (1 - mb))
-        return (g + extra.astype(g.dtype), jnp.zeros_like(m))
+        return g + (pen * (-t / mb + (1 - t) / (1 - mb))).astype(g.dtype)
 
-    reg.defvjp(fwd, bwd)
-    return [reg(x, new)], [new]
+    return [identity_with_grad(penalised)(x, new)], [new]
 
 
 register(
