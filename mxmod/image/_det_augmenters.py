@@ -171,6 +171,21 @@ class _WindowDetAug(DetAugmenter):
         else:
             self.enabled = True
 
+    def _attempts(self, height, width):
+        """Per attempt (``max_attempts``, none when disabled): ``(ratio, min_area,
+        max_area, h, max_h)``, a random aspect ratio, the area bounds in pixels and the
+        heights that reach them; each subclass then fits the window its own way."""
+        if not self.enabled or height <= 0 or width <= 0:
+            return
+        min_area = self.area_range[0] * height * width
+        max_area = self.area_range[1] * height * width
+        for _ in range(self.max_attempts):
+            ratio = random.uniform(*self.aspect_ratio_range)
+            if ratio <= 0:
+                continue
+            h = int(round(math.sqrt(min_area / ratio)))
+            yield ratio, min_area, max_area, h, int(round(math.sqrt(max_area / ratio)))
+
 
 class DetRandomCropAug(_WindowDetAug):
     """Random crop that keeps at least ``min_object_covered`` of each object it touches;
@@ -224,16 +239,7 @@ class DetRandomCropAug(_WindowDetAug):
         return out[valid] if valid.any() else None
 
     def _random_crop_proposal(self, label, height, width):
-        if not self.enabled or height <= 0 or width <= 0:
-            return ()
-        min_area = self.area_range[0] * height * width
-        max_area = self.area_range[1] * height * width
-        for _ in range(self.max_attempts):
-            ratio = random.uniform(*self.aspect_ratio_range)
-            if ratio <= 0:
-                continue
-            h = int(round(math.sqrt(min_area / ratio)))
-            max_h = int(round(math.sqrt(max_area / ratio)))
+        for ratio, min_area, max_area, h, max_h in self._attempts(height, width):
             if round(max_h * ratio) > width:
                 max_h = int((width + 0.4999999) / ratio)  # largest h with round(h*ratio) <= width
             max_h = min(max_h, height)
@@ -296,16 +302,7 @@ class DetRandomPadAug(_WindowDetAug):
         return src, label
 
     def _random_pad_proposal(self, label, height, width):
-        if not self.enabled or height <= 0 or width <= 0:
-            return ()
-        min_area = self.area_range[0] * height * width
-        max_area = self.area_range[1] * height * width
-        for _ in range(self.max_attempts):
-            ratio = random.uniform(*self.aspect_ratio_range)
-            if ratio <= 0:
-                continue
-            h = int(round(math.sqrt(min_area / ratio)))
-            max_h = int(round(math.sqrt(max_area / ratio)))
+        for ratio, _, _, h, max_h in self._attempts(height, width):
             if round(h * ratio) < width:
                 h = int((width + 0.499999) / ratio)
             h = min(max(h, height), max_h)
