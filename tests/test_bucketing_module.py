@@ -448,3 +448,24 @@ def test_monitor_reaches_buckets_bound_later():
     mod.forward(fc_batch(2), is_train=False)
     assert mod._buckets[2]._exec_group in mon.exes
     assert mod._buckets[5]._exec_group in mon.exes
+
+
+def test_rebind_keeps_the_parameters_and_set_params_can_be_partial():
+    mod = fc_module()
+    mod.forward(fc_batch(2))  # a second bucket, dropped by the rebind
+    arg, aux = (dict(d) for d in mod.get_params())
+    mod.bind([("data", (BATCH, 5))], [("softmax_label", (BATCH, 5))], force_rebind=True)
+    assert list(mod._buckets) == [5] and mod.binded and mod.params_initialized
+    np.testing.assert_array_equal(
+        mod.get_params()[0]["fc_weight"].asnumpy(), arg["fc_weight"].asnumpy()
+    )
+    mod.set_params({"fc_bias": mx.nd.ones((3,))}, {}, allow_missing=True)
+    new = mod.get_params()[0]
+    np.testing.assert_array_equal(new["fc_bias"].asnumpy(), np.ones(3))
+    np.testing.assert_array_equal(new["fc_weight"].asnumpy(), arg["fc_weight"].asnumpy())
+    with pytest.warns(UserWarning, match="set_params call ignored"):
+        mod.set_params({}, {}, allow_missing=True, force_init=False)
+    with pytest.raises(MXNetError, match="inputs_need_grad=True needs for_training=True"):
+        mx.mod.BucketingModule(fc_sym_gen, 5).bind(
+            [("data", (BATCH, 5))], for_training=False, inputs_need_grad=True
+        )

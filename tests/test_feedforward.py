@@ -133,3 +133,22 @@ def test_errors(tmp_path, gold):
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match="duplicated argument name \"w\""):
             mx.model.FeedForward(dup)
+
+
+def test_create_passes_fit_arguments_by_position_or_name(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(
+        mx.model.FeedForward, "fit", lambda self, X, y=None, **kw: seen.update(kw, X=X, y=y)
+    )
+    net = surface_nets.ff_net(mx)
+    x, y = np.zeros((4, 3), "float32"), np.zeros(4, "float32")
+    model = mx.model.FeedForward.create(
+        net, x, y, None, 2, None, "sgd", None, "val", "mse", kvstore="dev", learning_rate=0.5
+    )
+    assert seen["eval_data"] == "val" and seen["eval_metric"] == "mse"
+    assert seen["kvstore"] == "dev" and seen["X"] is x and seen["y"] is y
+    assert model.kwargs == {"learning_rate": 0.5} and model.num_epoch == 2
+    with pytest.raises(TypeError, match="multiple values for 'eval_data'"):
+        mx.model.FeedForward.create(net, x, y, None, 1, None, "sgd", None, "val", eval_data=2)
+    with pytest.raises(TypeError, match="at most 17 positional"):
+        mx.model.FeedForward.create(net, x, y, None, 1, None, "sgd", None, *range(10))

@@ -112,3 +112,20 @@ def test_load_params_edge_cases(tmp_path, caplog):
         mx.model.load_params(prefix, 1)
     with pytest.raises(TypeError, match="arg_params must be a dict name -> NDArray, got list"):
         mx.model.save_checkpoint(prefix, 1, None, [mx.nd.ones((1,))], {})
+
+
+def test_module_package_is_below_model():
+    """mxmod.model re-exports the checkpoint helpers of mxmod.module.checkpoint; importing
+    the Module classes does not import mxmod.model (layers import downwards)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mxmod.module; "
+        "assert 'mxmod.model' not in sys.modules, sorted(m for m in sys.modules if 'mxmod' in m)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    from mxmod.module import checkpoint
+
+    for name in ("save_checkpoint", "load_checkpoint", "load_params", "BatchEndParam"):
+        assert getattr(mx.model, name) is getattr(checkpoint, name)

@@ -167,3 +167,22 @@ def test_accumulate_kvstore_sums_device_gradients_into_the_full_gradient():
     mod._accumulate_kvstore("fc_weight", parts)
     assert parts[0].asnumpy().tolist() == [[3, 3, 3]]
     assert mod._param_dict[0]["fc_weight"].asnumpy().tolist() == [[3, 3, 3]]
+
+
+def test_fit_is_basemodule_fit_with_an_epoch_hook():
+    assert SVRGModule.fit is mx.mod.BaseModule.fit
+    resets = []
+    x, y = data()
+
+    class CountingIter(mx.io.NDArrayIter):
+        def reset(self):
+            resets.append(1)
+            super().reset()
+
+    it = CountingIter(x, y, batch_size=8, label_name="lin_reg_label")
+    resets.clear()  # the constructor's own reset
+    mod = SVRGModule(symbol(), label_names=["lin_reg_label"], update_freq=2)
+    mod.fit(it, eval_metric="mse", num_epoch=3, optimizer_params={"learning_rate": 0.01})
+    # MXNet's SVRG loop: each epoch rewinds its data at the start; a full-gradient pass
+    # (epochs 0 and 2) rewinds it once more before
+    assert len(resets) == 2 + 1 + 2

@@ -15,11 +15,10 @@ from .. import metric as _metric
 from .. import ndarray as nd
 from ..base import _as_list  # noqa: F401  (MXNet's base_module exposes it)
 from ..base import MXNetError, _names_list
-from ..context import cpu
 from ..io import DataBatch, DataIter
 from ..kvstore.dist_iter import wrap_for_workers
 from . import multi_step
-from .checkpoint import BatchEndParam
+from .checkpoint import BatchEndParam, split_tagged_params, tagged_params
 from .input_checks import (  # noqa: F401  (MXNet's base_module helpers, imported from here)
     _check_input_names,
     _check_input_names_strict,
@@ -344,21 +343,14 @@ class BaseModule:
 
     def save_params(self, fname: str) -> None:
         """Write ``arg:``/``aux:`` prefixed parameters in MXNet's ``.params`` format."""
-        arg_params, aux_params = self.get_params()
-        blob = {"arg:" + k: v.as_in_context(cpu()) for k, v in arg_params.items()}
-        blob.update({"aux:" + k: v.as_in_context(cpu()) for k, v in aux_params.items()})
-        nd.save(fname, blob)
+        nd.save(fname, tagged_params(*self.get_params()))
 
     def load_params(self, fname: str) -> None:
-        arg_params, aux_params = {}, {}
-        for key, value in nd.load(fname).items():
-            kind, _, name = key.partition(":")
-            if kind == "arg":
-                arg_params[name] = value
-            elif kind == "aux":
-                aux_params[name] = value
-            else:
-                raise ValueError(f"Invalid param file {fname}: key {key!r} has no arg:/aux: prefix")
+        """Set the parameters of a :meth:`save_params` file (a key tagged neither ``arg:``
+        nor ``aux:`` is an error, as MXNet)."""
+        arg_params, aux_params, others = split_tagged_params(nd.load(fname), fname)
+        if others:
+            raise ValueError(f"Invalid param file {fname}: key {others[0]!r} is not arg:/aux:")
         self.set_params(arg_params, aux_params)
 
     def get_states(self, merge_multi_context=True):
@@ -462,7 +454,3 @@ def _first_batch(train_data, data_iter):
         return next(iter(train_data))
     except StopIteration:
         raise MXNetError("fit(): train_data yields no batches even after reset()") from None
-
-
-def _cpu():
-    return cpu()

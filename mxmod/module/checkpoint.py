@@ -68,6 +68,49 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
     logging.info('Saved checkpoint to "%s"', paths["params"])
 
 
+def tagged_params(arg_params, aux_params) -> dict:
+    """``{'arg:<name>': array, 'aux:<name>': array}`` on cpu: what a ``.params`` file holds.
+
+    Raises:
+        TypeError: params (None counts as empty) are not dicts.
+    """
+    save_dict = {}
+    for tag, params in (("arg", arg_params), ("aux", aux_params)):
+        if params is None:
+            continue
+        if not isinstance(params, dict):
+            raise TypeError(
+                f"save_checkpoint: {tag}_params must be a dict name -> NDArray, "
+                f"got {type(params).__name__}"
+            )
+        save_dict.update({"%s:%s" % (tag, k): _on_cpu(v) for k, v in params.items()})
+    return save_dict
+
+
+def split_tagged_params(save_dict: dict, fname: str) -> tuple[dict, dict, list]:
+    """``(arg_params, aux_params, other_keys)`` of a ``.params`` file's dict, keys split at
+    the first ``:``.
+
+    Raises:
+        ValueError: a key has no ``tag:`` prefix (e.g. a Gluon ``save_parameters`` file).
+    """
+    params = {"arg": {}, "aux": {}}
+    others = []
+    for key, value in save_dict.items():
+        if ":" not in key:
+            raise ValueError(
+                f"{fname!r}: key {key!r} has no 'arg:'/'aux:' prefix, so this is "
+                f"not a Module checkpoint (a Gluon save_parameters file?); read it "
+                f"with mx.nd.load and pass the dicts yourself"
+            )
+        tag, name = key.split(":", 1)
+        if tag in params:
+            params[tag][name] = value
+        else:
+            others.append(key)
+    return params["arg"], params["aux"], others
+
+
 def write_checkpoint_files(
     prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True, states=None
 ):
@@ -82,16 +125,7 @@ def write_checkpoint_files(
     Returns:
         ``{'symbol': path, 'params': path, 'states': path}`` of the files written.
     """
-    save_dict = {}
-    for tag, params in (("arg", arg_params), ("aux", aux_params)):
-        if params is None:
-            continue
-        if not isinstance(params, dict):
-            raise TypeError(
-                f"save_checkpoint: {tag}_params must be a dict name -> NDArray, "
-                f"got {type(params).__name__}"
-            )
-        save_dict.update({"%s:%s" % (tag, k): _on_cpu(v) for k, v in params.items()})
+    save_dict = tagged_params(arg_params, aux_params)
     sym_json = (
         None if symbol is None else symbol.tojson(remove_amp_cast=remove_amp_cast).encode("utf-8")
     )
@@ -132,10 +166,9 @@ def load_params(prefix, epoch):
     if not os.path.isfile(fname):
         raise MXNetFileError(_missing_params_message(fname, prefix), repr(fname), "path")
     save_dict = nd_load(fname)
-    arg_params, aux_params = {}, {}
     if not save_dict:
         logging.warning("Params file '%s' is empty", fname)
-        return (arg_params, aux_params)
+        return ({}, {})
     if not isinstance(save_dict, dict):
         raise MXNetFileError(
             f"{fname!r} holds an unnamed list of {len(save_dict)} arrays, not a checkpoint; "
@@ -145,18 +178,7 @@ def load_params(prefix, epoch):
             "names",
             "'arg:<name>'/'aux:<name>' keys",
         )
-    for key, value in save_dict.items():
-        if ":" not in key:
-            raise ValueError(
-                f"{fname!r}: key {key!r} has no 'arg:'/'aux:' prefix, so this is "
-                f"not a Module checkpoint (a Gluon save_parameters file?); read it "
-                f"with mx.nd.load and pass the dicts yourself"
-            )
-        tag, name = key.split(":", 1)
-        if tag == "arg":
-            arg_params[name] = value
-        elif tag == "aux":
-            aux_params[name] = value
+    arg_params, aux_params, _ = split_tagged_params(save_dict, fname)
     return (arg_params, aux_params)
 
 
