@@ -22,14 +22,21 @@ from .io import DataBatch, DataDesc, MXDataIter
 
 __all__ = ["CSVIter"]
 
-_REQUIRED = REQUIRED
-_PARAMS = {
-    "data_csv": _REQUIRED,
-    "data_shape": _REQUIRED,
-    "label_csv": "NULL",
-    "label_shape": (1,),
-    **BATCH_PARAMS,
-}
+
+def row_file_params(kind, **extra):
+    """Parameters of the row-file iterators (CSVIter, LibSVMIter): the ``data_<kind>`` and
+    ``label_<kind>`` files with their shapes, ``extra``, then MXNet's batching parameters."""
+    return {
+        f"data_{kind}": REQUIRED,
+        "data_shape": REQUIRED,
+        f"label_{kind}": "NULL",
+        "label_shape": (1,),
+        **extra,
+        **BATCH_PARAMS,
+    }
+
+
+_PARAMS = row_file_params("csv")
 
 
 def _parse_row(line, dtype):
@@ -70,12 +77,8 @@ class CSVIter(MXDataIter):
     """
 
     def __init__(self, *args, **kwargs):
-        if args:
-            raise TypeError("CSVIter can only accept keyword arguments")
-        p = check_params("CSVIter", kwargs, _PARAMS, {}, _REQUIRED)
-        super().__init__(p["batch_size"])
-        self.p = p
-        dtype = np.dtype(p["dtype"] or "float32")
+        dtype = self._keyword_params("CSVIter", args, kwargs, _PARAMS)
+        p = self.p
         self._data = _load_csv(p["data_csv"], p["data_shape"], "data_shape", dtype)
         n = len(self._data)
         if p["label_csv"] != "NULL":
@@ -90,6 +93,14 @@ class CSVIter(MXDataIter):
         if n == 0:
             raise MXNetError(f"CSVIter: {p['data_csv']} holds no rows")
         self._setup(dtype)
+
+    def _keyword_params(self, name, args, kwargs, params):
+        """MXNet's keyword-only parameters, checked into ``self.p``; returns the dtype."""
+        if args:
+            raise TypeError(f"{name} can only accept keyword arguments")
+        self.p = check_params(name, kwargs, params, {}, REQUIRED)
+        MXDataIter.__init__(self, self.p["batch_size"])
+        return np.dtype(self.p["dtype"] or "float32")
 
     def _setup(self, dtype):
         """Descriptors and cursor over the loaded ``self._data``/``self._label`` rows."""

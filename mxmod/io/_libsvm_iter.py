@@ -16,22 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from ._csv_iter import CSVIter
-from ._native_params import BATCH_PARAMS, REQUIRED, check_params
+from ._csv_iter import CSVIter, row_file_params
 from ._text_files import numbered_lines
 
 __all__ = ["LibSVMIter"]
 
-_REQUIRED = REQUIRED
-_PARAMS = {
-    "data_libsvm": _REQUIRED,
-    "data_shape": _REQUIRED,
-    "label_libsvm": "NULL",
-    "label_shape": (1,),
-    "num_parts": 1,
-    "part_index": 0,
-    **BATCH_PARAMS,
-}
+_PARAMS = row_file_params("libsvm", num_parts=1, part_index=0)
 
 
 def _load_libsvm(path, width, dtype):
@@ -75,12 +65,8 @@ class LibSVMIter(CSVIter):
     """
 
     def __init__(self, *args, **kwargs):
-        if args:
-            raise TypeError("LibSVMIter can only accept keyword arguments")
-        p = check_params("LibSVMIter", kwargs, _PARAMS, {}, _REQUIRED)
-        super(CSVIter, self).__init__(p["batch_size"])
-        self.p = p
-        dtype = np.dtype(p["dtype"] or "float32")
+        dtype = self._keyword_params("LibSVMIter", args, kwargs, _PARAMS)
+        p = self.p
         width = int(np.prod(p["data_shape"]))
         heads, data = _load_libsvm(p["data_libsvm"], width, dtype)
         if p["label_libsvm"] != "NULL":
