@@ -25,6 +25,7 @@ __all__ = [
     "py_str",
     "as_list",
     "names_list",
+    "match_inputs",
     "DTYPE_FLAGS",
     "FLAG_DTYPES",
 ]
@@ -154,6 +155,24 @@ def as_list(obj):
 def names_list(obj) -> list:
     """An optional list of names (or callbacks) as a list: ``None`` is none (``[]``)."""
     return [] if obj is None else as_list(obj)
+
+
+def match_inputs(where: str, slots: list, positional: list, named: dict, missing) -> list:
+    """An operator's inputs in ``slots`` order: the positional ones first, then by name;
+    ``missing(slot)`` gives (or refuses) the others.
+
+    Raises:
+        MXNetError: for a name that is no slot (the message starts with ``where``).
+    """
+    unknown = sorted(set(named) - set(slots))
+    if unknown:
+        raise MXNetError(
+            f"{where}: no input named {unknown[0]!r}; its inputs are {', '.join(slots) or 'none'}"
+        )
+    return [
+        positional[i] if i < len(positional) else named[slot] if slot in named else missing(slot)
+        for i, slot in enumerate(slots)
+    ]
 
 
 _as_list = as_list  # MXNet's name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Iterable
 
 
@@ -57,3 +58,29 @@ class Registry:
 
     def items(self):
         return self._items.items()
+
+
+def prefixed_module(module: str, registry: Registry, prefix: str, make: Callable[[str], Any]):
+    """``(names, __getattr__, __dir__)`` of a module whose attribute ``<Name>`` is
+    ``make(<Name>)`` for every ``<prefix><Name>`` in ``registry`` (``mx.sym.contrib.<Name>``
+    for ``_contrib_<Name>``); made objects are kept in the module."""
+
+    def names() -> list:
+        """The ``<Name>`` of every ``<prefix><Name>`` entry (operator or alias)."""
+        return sorted(n[len(prefix) :] for n, _ in registry.items() if n.startswith(prefix))
+
+    def getattr_(name: str) -> Any:
+        if name.startswith("__") or (prefix + name) not in registry:
+            raise AttributeError(
+                f"{module} has no operator {name!r}: no operator named "
+                f"'{prefix}{name}' is registered (contrib operators: {', '.join(names())})"
+            )
+        obj = make(name)
+        obj.__name__ = name
+        setattr(sys.modules[module], name, obj)
+        return obj
+
+    def dir_() -> list:
+        return sorted(set(vars(sys.modules[module])) | set(names()))
+
+    return names, getattr_, dir_

@@ -132,26 +132,23 @@ class _LegacyScope:
         return func
 
 
-def np_shape(active: bool = True) -> _LegacyScope:
-    """Scope for NumPy shape semantics; only ``active=False`` is supported.
+def _scope_switch(name: str, semantics: str) -> Callable[..., _LegacyScope]:
+    def switch(active: bool = True) -> _LegacyScope:
+        if active:
+            raise _np_mode_refused(f"{name}(True)")
+        return _LegacyScope()
+
+    switch.__name__ = switch.__qualname__ = name
+    switch.__doc__ = f"""Scope for NumPy {semantics} semantics; only ``active=False`` is supported.
 
     Raises:
         NotImplementedError: for ``active=True``.
     """
-    if active:
-        raise _np_mode_refused("np_shape(True)")
-    return _LegacyScope()
+    return switch
 
 
-def np_array(active: bool = True) -> _LegacyScope:
-    """Scope for NumPy array semantics; only ``active=False`` is supported.
-
-    Raises:
-        NotImplementedError: for ``active=True``.
-    """
-    if active:
-        raise _np_mode_refused("np_array(True)")
-    return _LegacyScope()
+np_shape = _scope_switch("np_shape", "shape")
+np_array = _scope_switch("np_array", "array")
 
 
 def _refusing_decorator(name: str) -> Callable:

@@ -16,7 +16,7 @@ from ..context import Context, current_context
 _PLATFORM_TO_TYPE = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
 
 
-def _ctx_of(data: Any) -> Context:
+def ctx_of(data: Any) -> Context:
     """Best-effort Context of a jax.Array: its single device, else the current context."""
     try:
         devs = data.devices()
@@ -31,6 +31,9 @@ def _ctx_of(data: Any) -> Context:
         return Context(kind, same.index(dev))
     except (RuntimeError, ValueError):
         return current_context()
+
+
+_ctx_of = ctx_of  # old name (io/_device_sources.py imports it)
 
 
 @jax.jit

@@ -71,11 +71,14 @@ def next_key(ctx: Context | None = None) -> jax.Array:
     return sub
 
 
-def _bucket(n: int) -> int:
+def draw_size(n: int) -> int:
     """Draw sizes are rounded up so that XLA compiles one sampler per bucket, not per shape."""
     if n <= 1 << 20:
         return max(16, 1 << (n - 1).bit_length())
     return -(-n // (1 << 20)) * (1 << 20)
+
+
+_bucket = draw_size  # old name (optimizer/sgd.py imports it)
 
 
 @partial(jax.jit, static_argnums=(1, 2))
@@ -94,7 +97,7 @@ def _draw(kind: str, ctx: Context, shape: tuple, p0: Any, p1: Any) -> jax.Array:
     """
     key = jax.device_put(next_key(ctx), ctx.jax_device)
     size = math.prod(shape)
-    flat = _flat_draw(key, _bucket(size), kind, p0, p1)
+    flat = _flat_draw(key, draw_size(size), kind, p0, p1)
     return jax.lax.slice(flat, (0,), (size,)).reshape(shape)
 
 
@@ -143,9 +146,14 @@ def _sample(kind: str, ctx: Context, shape: tuple, p0: Any, p1: Any) -> jax.Arra
     return a + (b - a) * base if kind == "uniform" else a + b * base
 
 
-def _float_dt(dt: np.dtype, op: str) -> None:
+def _float_samples(kind: str, p0, p1, shape, dtype, ctx, out, kwargs: dict, problem) -> NDArray:
+    """``uniform``/``normal`` draws; ``problem``: the message of a bad parameter, else falsy."""
+    shape, dt, ctx = _resolve(shape, dtype, ctx, out, kind, "float32", kwargs)
     if dt.kind != "f" and dt.name != "bfloat16":
-        raise ValueError(f"{op}: dtype must be a float type, got {dt.name}")
+        raise ValueError(f"{kind}: dtype must be a float type, got {dt.name}")
+    if problem:
+        raise MXNetError(problem)
+    return _finish(_sample(kind, ctx, shape, p0, p1).astype(dt), ctx, out)
 
 
 def uniform(
@@ -162,14 +170,12 @@ def uniform(
     Raises:
         MXNetError: if ``high < low`` or ``out`` has another shape.
     """
-    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "uniform", "float32", kwargs)
-    _float_dt(dt, "uniform")
-    if not isinstance(low, NDArray) and not isinstance(high, NDArray) and high < low:
-        raise MXNetError(
-            f"uniform: low must be less or equal to high in uniform distribution "
-            f"(low={low}, high={high})"
-        )
-    return _finish(_sample("uniform", ctx, shape, low, high).astype(dt), ctx, out)
+    bad = not isinstance(low, NDArray) and not isinstance(high, NDArray) and high < low
+    problem = (
+        f"uniform: low must be less or equal to high in uniform distribution "
+        f"(low={low}, high={high})"
+    )
+    return _float_samples("uniform", low, high, shape, dtype, ctx, out, kwargs, bad and problem)
 
 
 def normal(
@@ -186,11 +192,9 @@ def normal(
     Raises:
         MXNetError: if ``scale <= 0`` or ``out`` has another shape.
     """
-    shape, dt, ctx = _resolve(shape, dtype, ctx, out, "normal", "float32", kwargs)
-    _float_dt(dt, "normal")
-    if not isinstance(scale, NDArray) and not scale > 0:
-        raise MXNetError(f"normal: scale parameter in gaussian has to be positive, got {scale}")
-    return _finish(_sample("normal", ctx, shape, loc, scale).astype(dt), ctx, out)
+    bad = not isinstance(scale, NDArray) and not scale > 0
+    problem = f"normal: scale parameter in gaussian has to be positive, got {scale}"
+    return _float_samples("normal", loc, scale, shape, dtype, ctx, out, kwargs, bad and problem)
 
 
 def randint(

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from ..ops import OPS
 from ..ops.transformer import boolean_mask as _boolean_mask
 from ..ops.transformer import check_boolean_mask_axis
+from ..registry import prefixed_module
 from .contrib_adamw import (  # noqa: F401
     adamw_update,
     mp_adamw_update,
@@ -72,22 +73,6 @@ isnan = _elementwise_test("isnan", jnp.isnan)
 isfinite = _elementwise_test("isfinite", jnp.isfinite)
 
 
-def contrib_names() -> list:
-    """The ``<Name>`` of every ``_contrib_<Name>`` operator or alias in the table."""
-    return sorted(n[len(PREFIX) :] for n, _ in OPS.items() if n.startswith(PREFIX))
-
-
-def __getattr__(name: str):
-    if name.startswith("__") or (PREFIX + name) not in OPS:
-        raise AttributeError(
-            f"mxmod.ndarray.contrib has no operator {name!r}: no operator named "
-            f"'{PREFIX}{name}' is registered (contrib operators: {', '.join(contrib_names())})"
-        )
-    fn = nd_function(PREFIX + name)
-    fn.__name__ = name
-    globals()[name] = fn
-    return fn
-
-
-def __dir__():
-    return sorted(set(globals()) | set(contrib_names()))
+contrib_names, __getattr__, __dir__ = prefixed_module(
+    __name__, OPS, PREFIX, lambda name: nd_function(PREFIX + name)
+)

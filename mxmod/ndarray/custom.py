@@ -8,7 +8,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, match_inputs
 from ..context import cpu
 from ..ops import get_op
 from ..ops import custom as custom_op
@@ -121,25 +121,21 @@ def nd_custom(
             f"mx.nd.Custom {op_type!r} takes {len(slots)} inputs "
             f"({', '.join(slots)}), got {len(data)}"
         )
-    unknown = sorted(set(named) - set(slots))
-    if unknown:
+
+    def missing(slot: str):
         raise MXNetError(
-            f"mx.nd.Custom {op_type!r}: no input named {unknown[0]!r}; its inputs "
-            f"are {', '.join(slots)}"
+            f"mx.nd.Custom {op_type!r} needs input {slot!r} (inputs: {', '.join(slots)})"
         )
-    arrays = []
-    for i, slot in enumerate(slots):
-        x = data[i] if i < len(data) else named.get(slot)
+
+    arrays = match_inputs(f"mx.nd.Custom {op_type!r}", slots, list(data), named, missing)
+    for slot, x in zip(slots, arrays):
         if x is None:
-            raise MXNetError(
-                f"mx.nd.Custom {op_type!r} needs input {slot!r} (inputs: {', '.join(slots)})"
-            )
+            missing(slot)
         if not isinstance(x, NDArray):
             raise TypeError(
                 f"mx.nd.Custom {op_type!r}: input {slot!r} must be an NDArray, got "
                 f"{type(x).__name__}; wrap it with mx.nd.array()"
             )
-        arrays.append(x)
     shapes = [x.shape for x in arrays]
     dtypes = [np.dtype(x.dtype).name for x in arrays]
     out_shapes, out_types = signature(a, shapes, dtypes)

@@ -33,7 +33,7 @@ from ..base import MXNetError
 from ..context import Context, current_context
 from . import _index
 from .records import record_from_bytes
-from ._device import _ctx_of, _fresh, _put, _read_flat, _write_flat, jax_dtype
+from ._device import _fresh, _put, _read_flat, _write_flat, ctx_of, jax_dtype
 
 __all__ = ["NDArray", "from_jax", "jax_dtype"]
 
@@ -73,7 +73,7 @@ class NDArray:
         elif ctx is not None and not _committed(data):
             data = jax.device_put(data, Context(ctx).jax_device)
         self._arr = data
-        self._ctx = Context(ctx) if ctx is not None else _ctx_of(data)
+        self._ctx = Context(ctx) if ctx is not None else ctx_of(data)
 
     @classmethod
     def _view(cls, base: "NDArray", offset: int, shape: tuple) -> "NDArray":

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, match_inputs
 from ..ops import LowerCtx, get_op
 from ..ops._attrs import attr_str
 from ._random import next_key
@@ -62,22 +62,12 @@ def nd_function(name: str):
             raw[op.variadic] = str(len(positional))
         attrs = op.parse(raw, op.name)
         slots = op.input_names(attrs) + op.aux_names(attrs)
-        unknown = set(named) - set(slots)
-        if unknown:
-            raise MXNetError(
-                f"mx.nd.{op.name}: no input named {sorted(unknown)[0]!r}; its inputs "
-                f"are {', '.join(slots)}"
-            )
-        ins = []
-        for i, slot in enumerate(slots):
-            if i < len(positional):
-                ins.append(_array(positional[i], op.name, slot))
-            elif slot in named:
-                ins.append(_array(named[slot], op.name, slot))
-            else:
-                raise MXNetError(
-                    f"mx.nd.{op.name} needs input {slot!r} (inputs: {', '.join(slots)})"
-                )
+
+        def missing(slot: str):
+            raise MXNetError(f"mx.nd.{op.name} needs input {slot!r} (inputs: {', '.join(slots)})")
+
+        given = match_inputs(f"mx.nd.{op.name}", slots, positional, named, missing)
+        ins = [_array(x, op.name, slot) for x, slot in zip(given, slots)]
         fn, _ = _compiled(op.name, tuple(sorted(raw.items())), len(op.input_names(attrs)))
         key = None
         if op.random:

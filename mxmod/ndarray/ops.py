@@ -208,32 +208,28 @@ def _softmax_args(data: NDArray, op: str, temperature: Any, use_length: bool, le
     return x / temperature if temperature not in (None, 1.0) else x
 
 
-def softmax(
-    data: NDArray,
-    axis: int = -1,
-    temperature: float | None = None,
-    dtype: Any = None,
-    use_length: bool = False,
-    length: Any = None,
-) -> NDArray:
-    """Softmax along ``axis`` with optional ``temperature``."""
-    x = _softmax_args(data, "softmax", temperature, use_length, length)
-    out = NDArray(jax.nn.softmax(x, axis=axis), data._ctx)
-    return out.astype(dtype) if dtype is not None else out
+def _softmax_op(fn, name: str, doc: str):
+    def op(
+        data: NDArray,
+        axis: int = -1,
+        temperature: float | None = None,
+        dtype: Any = None,
+        use_length: bool = False,
+        length: Any = None,
+    ) -> NDArray:
+        x = _softmax_args(data, name, temperature, use_length, length)
+        out = NDArray(fn(x, axis=axis), data._ctx)
+        return out.astype(dtype) if dtype is not None else out
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
 
 
-def log_softmax(
-    data: NDArray,
-    axis: int = -1,
-    temperature: float | None = None,
-    dtype: Any = None,
-    use_length: bool = False,
-    length: Any = None,
-) -> NDArray:
-    """Log-softmax along ``axis``."""
-    x = _softmax_args(data, "log_softmax", temperature, use_length, length)
-    out = NDArray(jax.nn.log_softmax(x, axis=axis), data._ctx)
-    return out.astype(dtype) if dtype is not None else out
+softmax = _softmax_op(
+    jax.nn.softmax, "softmax", "Softmax along ``axis`` with optional ``temperature``."
+)
+log_softmax = _softmax_op(jax.nn.log_softmax, "log_softmax", "Log-softmax along ``axis``.")
 
 
 def where(condition: NDArray, x: NDArray, y: NDArray) -> NDArray:

@@ -179,6 +179,21 @@ def _split(ret: Any, a: Attrs, method: str, what: str) -> tuple[list, list, list
     return parts[0], parts[1], parts[2]
 
 
+def _ask_prop(a: Attrs, method: str, given: list, complete: bool, what: str):
+    """The Prop's ``(ins, outs, aux)`` from ``method(given)``; None while an error of the
+    user's code may come from inputs not known yet (``complete`` False)."""
+    try:
+        ret = getattr(a.prop, method)(given)
+    except Exception as e:
+        if not complete:
+            return None
+        raise MXNetError(
+            f"custom operator {a.op_type!r}: {type(a.prop).__name__}.{method}"
+            f"({given}) raised {type(e).__name__}: {e}"
+        ) from e
+    return _split(ret, a, method, what)
+
+
 def _shape(s: Any) -> Any:
     shape = tuple(int(d) for d in s)
     return shape if shape and all(d > 0 for d in shape) else None
@@ -188,16 +203,10 @@ def _infer_shape(a: Attrs, shapes: list) -> tuple[list, list]:
     n_arg = len(a.arguments)
     given = [list(s) if s is not None else [] for s in shapes[:n_arg]]
     complete = all(s is not None for s in shapes[:n_arg])
-    try:
-        ret = a.prop.infer_shape(given)
-    except Exception as e:  # user code; undecided until every argument shape is known
-        if not complete:
-            return list(shapes), [None] * len(a.outputs)
-        raise MXNetError(
-            f"custom operator {a.op_type!r}: {type(a.prop).__name__}.infer_shape"
-            f"({given}) raised {type(e).__name__}: {e}"
-        ) from e
-    ins, outs, aux = _split(ret, a, "infer_shape", "shapes")
+    parts = _ask_prop(a, "infer_shape", given, complete, "shapes")
+    if parts is None:
+        return list(shapes), [None] * len(a.outputs)
+    ins, outs, aux = parts
     return [_shape(s) for s in ins + aux], [_shape(s) for s in outs]
 
 
@@ -216,22 +225,16 @@ def _type_name(t: Any) -> Any:
 def _infer_type(a: Attrs, dtypes: list) -> tuple[list, list]:
     n_arg = len(a.arguments)
     given = [np_type(d) for d in dtypes[:n_arg]]
-    try:
-        ret = a.prop.infer_type(given)
-    except Exception as e:  # user code; undecided until every argument type is known
-        if any(d is None for d in given):
-            return list(dtypes), [None] * len(a.outputs)
-        raise MXNetError(
-            f"custom operator {a.op_type!r}: {type(a.prop).__name__}.infer_type"
-            f"({given}) raised {type(e).__name__}: {e}"
-        ) from e
-    ins, outs, aux = _split(ret, a, "infer_type", "types")
+    parts = _ask_prop(a, "infer_type", given, all(d is not None for d in given), "types")
+    if parts is None:
+        return list(dtypes), [None] * len(a.outputs)
+    ins, outs, aux = parts
     try:
         return [_type_name(t) for t in ins + aux], [_type_name(t) for t in outs]
     except TypeError:
         raise MXNetError(
             f"custom operator {a.op_type!r}: infer_type must return numpy types "
-            f"such as numpy.float32, got {ret!r}"
+            f"such as numpy.float32, got {parts!r}"
         ) from None
 
 

@@ -11,27 +11,12 @@ operator file has to do. Automatic node names use the lower-cased function name
 from __future__ import annotations
 
 from ..ops import OPS
+from ..registry import prefixed_module
 from .creation import creator
 
 PREFIX = "_contrib_"
 
 
-def contrib_names() -> list:
-    """The ``<Name>`` of every ``_contrib_<Name>`` operator or alias in the table."""
-    return sorted(n[len(PREFIX) :] for n, _ in OPS.items() if n.startswith(PREFIX))
-
-
-def __getattr__(name: str):
-    if name.startswith("__") or (PREFIX + name) not in OPS:
-        raise AttributeError(
-            f"mxmod.symbol.contrib has no operator {name!r}: no operator named "
-            f"'{PREFIX}{name}' is registered (contrib operators: {', '.join(contrib_names())})"
-        )
-    fn = creator(PREFIX + name, hint=name.lower())
-    fn.__name__ = name
-    globals()[name] = fn
-    return fn
-
-
-def __dir__():
-    return sorted(set(globals()) | set(contrib_names()))
+contrib_names, __getattr__, __dir__ = prefixed_module(
+    __name__, OPS, PREFIX, lambda name: creator(PREFIX + name, hint=name.lower())
+)

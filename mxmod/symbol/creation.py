@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..base import DTYPE_FLAGS, MXNetError
+from ..base import DTYPE_FLAGS, MXNetError, match_inputs
 from ..ops import get_op
 from ..ops._attrs import attr_str
 from . import json_io
@@ -156,21 +156,17 @@ def make_op(
             f"{op.name} {node_name!r} takes at most {len(slots)} inputs "
             f"({', '.join(slots)}), got {len(positional)}"
         )
-    unknown = set(inputs_by_name) - set(slots)
-    if unknown:
-        raise MXNetError(
-            f"{op.name} {node_name!r}: no input named {sorted(unknown)[0]!r}; "
-            f"its inputs are {', '.join(slots) or 'none'}"
-        )
+
+    def new_variable(slot: str) -> Symbol:
+        s = Variable(f"{node_name}_{slot}", attr=dict(raw))
+        s._outputs[0][0].attrs = dict(raw)
+        return s
+
+    given = match_inputs(
+        f"{op.name} {node_name!r}", slots, positional, inputs_by_name, new_variable
+    )
     entries = []
-    for i, slot in enumerate(slots):
-        if i < len(positional):
-            s = positional[i]
-        elif slot in inputs_by_name:
-            s = inputs_by_name[slot]
-        else:
-            s = Variable(f"{node_name}_{slot}", attr=dict(raw))
-            s._outputs[0][0].attrs = dict(raw)
+    for slot, s in zip(slots, given):
         entry = _entry(s, op.name, node_name, slot)
         hook = op.input_attrs.get(slot)
         if hook and entry[0].is_var:  # a Variable's own init= wins, as in MXNet

@@ -99,6 +99,46 @@ def _named_inputs(sym, args: tuple, kwargs: dict, what: str) -> dict:
     return given
 
 
+def _values_in(node: Node, values: dict) -> list:
+    return [values.get((id(c), i)) for c, i in node.inputs]
+
+
+def _fill(node: Node, new_in: list, outs: list, values: dict, check) -> bool:
+    """Record the inputs' and outputs' values an operator inferred; True if any is new.
+    ``check(node, i, new, old)`` judges an output known already (None: keep the old)."""
+    changed = False
+    for (c, i), v in zip(node.inputs, new_in):
+        if v is not None and (id(c), i) not in values:
+            values[(id(c), i)] = v
+            changed = True
+    for i, v in enumerate(outs):
+        old = values.get((id(node), i))
+        if v is not None and old is None:
+            values[(id(node), i)] = v
+            changed = True
+        elif v is not None and check is not None:
+            check(node, i, v, old)
+    return changed
+
+
+def _check_output_shape(node: Node, i: int, new: tuple, old: tuple) -> None:
+    if old != new:
+        raise MXNetError(
+            f"{node.op.name} {node.name!r}: output {i} inferred as {new} but the graph needs {old}"
+        )
+
+
+def _to_fixed_point(order: list, step) -> None:
+    """Run ``step`` on every operator forwards then backwards until nothing changes."""
+    ops = [n for n in order if not n.is_var]
+    for _ in range(len(ops) + 2):
+        changed = False
+        for node in ops + ops[::-1]:
+            changed = step(node) or changed
+        if not changed:
+            break
+
+
 def propagate_shapes(sym, given: dict[str, tuple]) -> tuple[list[Node], dict[Entry, tuple]]:
     """Infer every entry's shape it can; raises ShapeError for shapes that cannot fit."""
     order = topo_order(sym._outputs)
@@ -109,34 +149,14 @@ def propagate_shapes(sym, given: dict[str, tuple]) -> tuple[list[Node], dict[Ent
             s = tuple(int(d) for d in s) if s is not None else _var_shape(node)
             if s is not None:
                 shapes[(id(node), 0)] = s
-    ops = [n for n in order if not n.is_var]
-    for _ in range(len(ops) + 2):
-        changed = False
-        for node in ops + ops[::-1]:
-            ins = [shapes.get((id(c), i)) for c, i in node.inputs]
-            a = node.parsed()
-            new_in, outs = node.op.run_infer_shape(a, node.name, ins)
-            for (c, i), s in zip(node.inputs, new_in):
-                if s is not None and (id(c), i) not in shapes:
-                    shapes[(id(c), i)] = s
-                    changed = True
-            for i, s in enumerate(outs):
-                key = (id(node), i)
-                if s is None:
-                    continue
-                old = shapes.get(key)
-                if old is None:
-                    shapes[key] = s
-                    changed = True
-                elif old != s:
-                    raise MXNetError(
-                        f"{node.op.name} {node.name!r}: output {i} inferred as {s} "
-                        f"but the graph needs {old}"
-                    )
-            changed = _batch_from_output(node, shapes) or changed
-            changed = _shape_from_output(node, shapes) or changed
-        if not changed:
-            break
+
+    def step(node: Node) -> bool:
+        new_in, outs = node.op.run_infer_shape(node.parsed(), node.name, _values_in(node, shapes))
+        changed = _fill(node, new_in, outs, shapes, _check_output_shape)
+        changed = _batch_from_output(node, shapes) or changed
+        return _shape_from_output(node, shapes) or changed
+
+    _to_fixed_point(order, step)
     return order, shapes
 
 
@@ -183,22 +203,12 @@ def propagate_types(sym, given: dict[str, Any]) -> tuple[list[Node], dict[Entry,
                 d = FLAG_DTYPES.get(int(node.attrs["__dtype__"]))
             if d is not None:
                 types[(id(node), 0)] = d if d == "bfloat16" else np.dtype(d).name
-    ops = [n for n in order if not n.is_var]
-    for _ in range(len(ops) + 2):
-        changed = False
-        for node in ops + ops[::-1]:
-            ins = [types.get((id(c), i)) for c, i in node.inputs]
-            new_in, outs = node.op.run_infer_type(node.parsed(), ins)
-            for (c, i), d in zip(node.inputs, new_in):
-                if d is not None and (id(c), i) not in types:
-                    types[(id(c), i)] = d
-                    changed = True
-            for i, d in enumerate(outs):
-                if d is not None and (id(node), i) not in types:
-                    types[(id(node), i)] = d
-                    changed = True
-        if not changed:
-            break
+
+    def step(node: Node) -> bool:
+        new_in, outs = node.op.run_infer_type(node.parsed(), _values_in(node, types))
+        return _fill(node, new_in, outs, types, None)
+
+    _to_fixed_point(order, step)
     return order, types
 
 

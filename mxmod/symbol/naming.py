@@ -15,8 +15,39 @@ def dunder(key: str) -> str:
     return f"__{key}__" if key in HIDDEN_KEYS else key
 
 
-class NameManager:
+class _ThreadScope:
+    """A ``with`` scope; the innermost one entered in this thread is ``current()`` (until
+    then a fresh instance of the class that names the thread-local slot: a NameManager,
+    not a Prefix)."""
+
+    _slot = ""
+
+    def __enter__(self):
+        self._old = self.current()
+        self._entered(self._old)
+        setattr(_local, self._slot, self)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(_local, self._slot, self._old)
+
+    def _entered(self, outer) -> None:
+        """Hook: combine with the enclosing scope ``outer``."""
+
+    @classmethod
+    def current(cls):
+        scope = getattr(_local, cls._slot, None)
+        if scope is None:
+            root = next(k for k in cls.__mro__ if _ThreadScope in k.__bases__)
+            scope = root()
+            setattr(_local, cls._slot, scope)
+        return scope
+
+
+class NameManager(_ThreadScope):
     """Gives ``<hint><counter>`` names; ``with NameManager():`` starts fresh counters."""
+
+    _slot = "name_manager"
 
     def __init__(self):
         self._counter: dict[str, int] = {}
@@ -28,21 +59,6 @@ class NameManager:
         n = self._counter.get(hint, 0)
         self._counter[hint] = n + 1
         return f"{hint}{n}"
-
-    def __enter__(self):
-        self._old = NameManager.current()
-        _local.name_manager = self
-        return self
-
-    def __exit__(self, *exc):
-        _local.name_manager = self._old
-
-    @staticmethod
-    def current() -> "NameManager":
-        nm = getattr(_local, "name_manager", None)
-        if nm is None:
-            nm = _local.name_manager = NameManager()
-        return nm
 
 
 class Prefix(NameManager):
@@ -56,8 +72,10 @@ class Prefix(NameManager):
         return self._prefix + super().get(name, hint)
 
 
-class AttrScope:
+class AttrScope(_ThreadScope):
     """Attributes merged into every symbol created inside ``with AttrScope(...)``."""
+
+    _slot = "attr_scope"
 
     def __init__(self, **kwargs):
         for v in kwargs.values():
@@ -74,20 +92,5 @@ class AttrScope:
             out.update(attr)
         return {dunder(k): v for k, v in out.items()}
 
-    def __enter__(self):
-        self._old = AttrScope.current()
-        merged = dict(self._old._attr)
-        merged.update(self._attr)
-        self._attr = merged
-        _local.attr_scope = self
-        return self
-
-    def __exit__(self, *exc):
-        _local.attr_scope = self._old
-
-    @staticmethod
-    def current() -> "AttrScope":
-        sc = getattr(_local, "attr_scope", None)
-        if sc is None:
-            sc = _local.attr_scope = AttrScope()
-        return sc
+    def _entered(self, outer: "AttrScope") -> None:
+        self._attr = {**outer._attr, **self._attr}

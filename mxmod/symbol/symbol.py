@@ -215,49 +215,30 @@ class Symbol:
     # ``+ - * / % ** < <= > >= == != abs -`` make operator nodes (mxmod.symbol.arith).
     __hash__ = object.__hash__
 
-    # ------------------------------------------------------------ NDArray-only
-    # As MXNet: truth values, in-place arithmetic and the NDArray data methods raise
-    # NotImplementedForSymbol (``%=``/``**=`` fall back to ``%``/``**`` there too).
-    def __bool__(self):
-        raise NotImplementedForSymbol(self.__bool__, "bool")
 
-    def __iadd__(self, o):
-        raise NotImplementedForSymbol(self.__iadd__, "+=", o, 1)
+# As MXNet: truth values, in-place arithmetic and the NDArray data methods raise
+# NotImplementedForSymbol (``%=``/``**=`` fall back to ``%``/``**`` there too). MXNet's data
+# methods take no arguments; these accept any, so ``sym.as_in_context(ctx)`` names the
+# real problem. In-place operators report their operand (and MXNet's extra ``1`` for +=).
+_IN_PLACE = {"__iadd__": ("+=", (1,)), "__isub__": ("-=", ()), "__imul__": ("*=", ()),
+             "__idiv__": ("/=", ()), "__itruediv__": ("/=", ())}  # fmt: skip
+_NDARRAY_METHODS = ("wait_to_read", "asnumpy", "asscalar", "copy", "as_in_context", "detach",
+                    "backward")  # fmt: skip
 
-    def __isub__(self, o):
-        raise NotImplementedForSymbol(self.__isub__, "-=", o)
 
-    def __imul__(self, o):
-        raise NotImplementedForSymbol(self.__imul__, "*=", o)
+def _ndarray_only(name: str, alias: Optional[str], operand: bool, extra: tuple = ()):
+    def method(self, *args, **_kwargs):
+        raise NotImplementedForSymbol(method, alias, *((*args[:1], *extra) if operand else ()))
 
-    def __idiv__(self, o):
-        raise NotImplementedForSymbol(self.__idiv__, "/=", o)
+    method.__name__ = method.__qualname__ = name
+    return method
 
-    def __itruediv__(self, o):
-        raise NotImplementedForSymbol(self.__itruediv__, "/=", o)
 
-    # MXNet's versions take no arguments (a call with one is a TypeError there); these
-    # accept any, so ``sym.as_in_context(ctx)`` names the real problem.
-    def wait_to_read(self, *_a, **_k):
-        raise NotImplementedForSymbol(self.wait_to_read, None)
-
-    def asnumpy(self, *_a, **_k):
-        raise NotImplementedForSymbol(self.asnumpy, None)
-
-    def asscalar(self, *_a, **_k):
-        raise NotImplementedForSymbol(self.asscalar, None)
-
-    def copy(self, *_a, **_k):
-        raise NotImplementedForSymbol(self.copy, None)
-
-    def as_in_context(self, *_a, **_k):
-        raise NotImplementedForSymbol(self.as_in_context, None)
-
-    def detach(self, *_a, **_k):
-        raise NotImplementedForSymbol(self.detach, None)
-
-    def backward(self, *_a, **_k):
-        raise NotImplementedForSymbol(self.backward, None)
+Symbol.__bool__ = _ndarray_only("__bool__", "bool", False)
+for _name, (_alias, _extra) in _IN_PLACE.items():
+    setattr(Symbol, _name, _ndarray_only(_name, _alias, True, _extra))
+for _name in _NDARRAY_METHODS:
+    setattr(Symbol, _name, _ndarray_only(_name, None, False))
 
 
 def _with_aliases(attrs: dict) -> dict:
