@@ -98,7 +98,7 @@ class CSVIter(MXDataIter):
         """MXNet's keyword-only parameters, checked into ``self.p``; returns the dtype."""
         if args:
             raise TypeError(f"{name} can only accept keyword arguments")
-        self.p = check_params(name, kwargs, params, {}, REQUIRED)
+        self.p = check_params(name, kwargs, params, {}, REQUIRED, stacklevel=4)
         MXDataIter.__init__(self, self.p["batch_size"])
         return np.dtype(self.p["dtype"] or "float32")
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 import ast
 import warnings
 
+import numpy as np
+
 from ..base import MXNetError
+from ..ops._attrs import AttrError, p_bool
 
 REQUIRED = object()  # a parameter with no default
 # the batching parameters every native iterator declares, with MXNet's defaults
@@ -23,14 +26,12 @@ BATCH_PARAMS = {
 
 
 def _bool(name, v):
-    if isinstance(v, str):
-        low = v.strip().lower()
-        if low in ("1", "true"):
-            return True
-        if low in ("0", "false"):
-            return False
-        raise MXNetError(f"parameter {name}={v!r}: expected a boolean (True/False/1/0)")
-    return bool(v)
+    if not isinstance(v, str):
+        return bool(v)
+    try:
+        return p_bool(v)  # the operators' string rule: true/false/1/0, any case
+    except AttrError:
+        raise MXNetError(f"parameter {name}={v!r}: expected a boolean (True/False/1/0)") from None
 
 
 def _shape(name, v):
@@ -68,13 +69,11 @@ def _convert(name, v, default):
     except (TypeError, ValueError):
         raise MXNetError(f"parameter {name}={v!r}: expected a number") from None
     if name == "dtype":
-        import numpy as np
-
         return np.dtype(v).name
     return str(v)
 
 
-def check_params(iter_name, kwargs, params, unsupported, required):
+def check_params(iter_name, kwargs, params, unsupported, required, stacklevel=3):
     """Parameters with defaults filled in and values converted to their types.
 
     Raises:
@@ -88,7 +87,7 @@ def check_params(iter_name, kwargs, params, unsupported, required):
         warnings.warn(
             f"{iter_name}: unknown parameter(s) {unknown} ignored, as MXNet does; see "
             f"help(mx.io.{iter_name}) for the accepted ones",
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     for k, default in unsupported.items():
         if k in kwargs and float(kwargs[k]) != default:
