@@ -69,12 +69,26 @@ def _check_heads(a, feat: int, parts: int, what: str) -> int:
     return feat // (a.heads * parts)
 
 
+# The interleaved inputs: how many (heads * head_dim) blocks their last dim holds, and layout.
+_INTERLEAVED = {
+    "queries_keys_values": (3, "(seq, batch, 3 * heads * head_dim)"),
+    "queries": (1, "(query seq, batch, heads * head_dim)"),
+    "keys_values": (2, "(key seq, batch, 2 * heads * head_dim)"),
+}
+
+
+def _head_dim(a, shape, what: str) -> int:
+    """``head_dim`` of the interleaved input ``what`` after checking its shape."""
+    parts, layout = _INTERLEAVED[what]
+    _need(shape, 3, what, layout)
+    return _check_heads(a, shape[2], parts, what)
+
+
 def _selfatt_qk_shape(a, s):
     qkv = s[0]
     if qkv is None:
         return s, [None]
-    _need(qkv, 3, "queries_keys_values", "(seq, batch, 3 * heads * head_dim)")
-    _check_heads(a, qkv[2], 3, "queries_keys_values")
+    _head_dim(a, qkv, "queries_keys_values")
     return s, [(qkv[1] * a.heads, qkv[0], qkv[0])]
 
 
@@ -82,8 +96,7 @@ def _selfatt_valatt_shape(a, s):
     qkv, att = s
     if qkv is None:
         return s, [None]
-    _need(qkv, 3, "queries_keys_values", "(seq, batch, 3 * heads * head_dim)")
-    d = _check_heads(a, qkv[2], 3, "queries_keys_values")
+    d = _head_dim(a, qkv, "queries_keys_values")
     want = (qkv[1] * a.heads, qkv[0], qkv[0])
     return [tuple(qkv), want], [(qkv[0], qkv[1], a.heads * d)]
 
@@ -92,10 +105,8 @@ def _encdec_qk_shape(a, s):
     q, kv = s
     if q is None or kv is None:
         return s, [None]
-    _need(q, 3, "queries", "(query seq, batch, heads * head_dim)")
-    _need(kv, 3, "keys_values", "(key seq, batch, 2 * heads * head_dim)")
-    dq = _check_heads(a, q[2], 1, "queries")
-    dk = _check_heads(a, kv[2], 2, "keys_values")
+    dq = _head_dim(a, q, "queries")
+    dk = _head_dim(a, kv, "keys_values")
     if dq != dk or q[1] != kv[1]:
         _bad(
             f"queries {tuple(q)} and keys_values {tuple(kv)} do not fit: need the same batch "
@@ -108,9 +119,8 @@ def _encdec_valatt_shape(a, s):
     kv, att = s
     if kv is None or att is None:
         return s, [None]
-    _need(kv, 3, "keys_values", "(key seq, batch, 2 * heads * head_dim)")
+    d = _head_dim(a, kv, "keys_values")
     _need(att, 3, "attention", "(batch * heads, query seq, key seq)")
-    d = _check_heads(a, kv[2], 2, "keys_values")
     if att[0] != kv[1] * a.heads or att[2] != kv[0]:
         _bad(
             f"attention {tuple(att)} must be (batch * heads, query seq, key seq) = "
