@@ -290,17 +290,6 @@ def _binary_infer(fn):
     return lambda a, s: (s, [None if None in s else fn(a, tuple(s[0]), tuple(s[1]))])
 
 
-register(
-    OpDef(
-        name="dot",
-        params=dict(_DOT_PARAMS),
-        inputs=("lhs", "rhs"),
-        infer_shape=_binary_infer(_dot_shape),
-        lower=_dot_lower,
-    )
-)
-
-
 def _bdot_shape(a, l, r):
     if len(l) < 3 or len(l) != len(r) or l[:-2] != r[:-2]:
         fail(f"batch_dot: lhs {l} and rhs {r} need the same ndim >= 3 and batch dims")
@@ -315,15 +304,23 @@ def _matmul(l, r, ta, tb):
     return jnp.matmul(jnp.swapaxes(l, -1, -2) if ta else l, jnp.swapaxes(r, -1, -2) if tb else r)
 
 
-register(
-    OpDef(
-        name="batch_dot",
-        params=dict(_DOT_PARAMS),
-        inputs=("lhs", "rhs"),
-        infer_shape=_binary_infer(_bdot_shape),
-        lower=lambda a, ins, aux, ctx: [_matmul(ins[0], ins[1], a.transpose_a, a.transpose_b)],
+def _bdot_lower(a, ins, aux, ctx):
+    return [_matmul(ins[0], ins[1], a.transpose_a, a.transpose_b)]
+
+
+for _name, _shape, _lower in (
+    ("dot", _dot_shape, _dot_lower),
+    ("batch_dot", _bdot_shape, _bdot_lower),
+):
+    register(
+        OpDef(
+            name=_name,
+            params=dict(_DOT_PARAMS),
+            inputs=("lhs", "rhs"),
+            infer_shape=_binary_infer(_shape),
+            lower=_lower,
+        )
     )
-)
 
 
 def _p_gemm_axis(v):

@@ -312,33 +312,19 @@ def _reverse_lower(a, ins, aux, ctx):
 
 _SEQ_PARAMS = {"use_sequence_length": Param(p_bool, False), "axis": Param(p_int, 0)}
 
-register(
-    OpDef(
-        name="SequenceMask",
-        params={**_SEQ_PARAMS, "value": Param(p_float, 0.0)},
-        inputs=_seq_inputs,
-        infer_shape=_seq_shape("SequenceMask"),
-        infer_type=_seq_type,
-        lower=_mask_lower,
+# The Sequence* family differs only in its lowering (and SequenceMask's ``value``).
+for _name, _extra, _lower in (
+    ("SequenceMask", {"value": Param(p_float, 0.0)}, _mask_lower),
+    ("SequenceLast", {}, _last_lower),
+    ("SequenceReverse", {}, _reverse_lower),
+):
+    register(
+        OpDef(
+            name=_name,
+            params={**_SEQ_PARAMS, **_extra},
+            inputs=_seq_inputs,
+            infer_shape=_seq_shape(_name),
+            infer_type=_seq_type,
+            lower=_lower,
+        )
     )
-)
-register(
-    OpDef(
-        name="SequenceLast",
-        params=dict(_SEQ_PARAMS),
-        inputs=_seq_inputs,
-        infer_shape=_seq_shape("SequenceLast"),
-        infer_type=_seq_type,
-        lower=_last_lower,
-    )
-)
-register(
-    OpDef(
-        name="SequenceReverse",
-        params=dict(_SEQ_PARAMS),
-        inputs=_seq_inputs,
-        infer_shape=_seq_shape("SequenceReverse"),
-        infer_type=_seq_type,
-        lower=_reverse_lower,
-    )
-)
