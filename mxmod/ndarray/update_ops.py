@@ -6,12 +6,15 @@ MXNet 1.9.1's kernel formulas. The gradient is first multiplied by ``rescale_gra
 when ``clip_gradient`` (``clip_grad`` for FTML) is positive, clipped to that bound.
 Each formula is one jitted kernel (hyperparameters are traced, so a new learning rate
 does not recompile; a new shape compiles one fused program, not one per primitive).
+Each operator below is written as its kernel: ``(w, g, *states, *hyperparameters) ->
+(new_w, *new_states)`` in MXNet's argument order, with MXNet's defaults given to
+:func:`_update_op`.
 """
 
 from __future__ import annotations
 
-import functools
-from typing import Any
+import inspect
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -42,70 +45,90 @@ def _grad(g, rescale_grad, clip, plus: Any = 0.0):
     return _clip(g * rescale_grad + plus, clip)
 
 
-def _kernel(fn):
-    """Jit ``fn`` and run it on NDArrays' data; ``None`` hyperparameters become -1."""
-    jitted = jax.jit(fn)
-
-    @functools.wraps(fn)
-    def run(*arrays, **hyper):
-        hyper = {k: (-1.0 if v is None else v) for k, v in hyper.items()}
-        return jitted(*(a._data for a in arrays), **hyper)
-
-    return run
-
-
-def _finish(weight: NDArray, out: NDArray | None, new_w, states: tuple = ()) -> NDArray:
-    for arr, value in states:
-        arr._set_data(value.astype(arr._data.dtype))
-    target = weight if out is None else out
-    target._set_data(new_w.astype(target._data.dtype))
-    return target
-
-
 def _check(name: str, *arrays: Any) -> None:
     for a in arrays:
         if not isinstance(a, NDArray):
             raise TypeError(f"mx.nd.{name}: inputs must be NDArrays, got {type(a).__name__}")
 
 
-@_kernel
-def _sgd(w, g, lr, wd, rescale_grad, clip_gradient):
+def _update_op(states: tuple, computed: dict | None = None, **defaults: Any) -> Callable:
+    """Make ``mx.nd.<kernel name>(weight, grad, *states, <hyperparameters>, out=None)`` from
+    a kernel ``(w, g, *states, *hyperparameters)``.
+
+    The hyperparameters are the kernel's parameters after its arrays; ``defaults`` are
+    MXNet's (the others are required; ``None`` means -1); ``computed`` gives kernel
+    arguments derived from the call (name -> function of the bound arguments). The new
+    weight goes to ``out`` (default: the weight), the new states into the state arrays.
+    """
+    computed = computed or {}
+    arrays = ("weight", "grad", *states)
+    P = inspect.Parameter
+
+    def make(kernel: Callable) -> Callable:
+        jitted = jax.jit(kernel)
+        hyper = list(inspect.signature(kernel).parameters)[len(arrays) :]
+        hyper = [h for h in hyper if h not in computed]
+        sig = inspect.Signature(
+            [P(n, P.POSITIONAL_OR_KEYWORD, default=defaults.get(n, P.empty)) for n in arrays]
+            + [P(n, P.POSITIONAL_OR_KEYWORD, default=defaults.get(n, P.empty)) for n in hyper]
+            + [P("out", P.POSITIONAL_OR_KEYWORD, default=None), P("_", P.VAR_KEYWORD)]
+        )
+
+        def update(*args: Any, **kwargs: Any) -> NDArray:
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            a = bound.arguments
+            values = [a[n] for n in arrays]
+            _check(kernel.__name__, *values)
+            kw = {h: -1.0 if a[h] is None else a[h] for h in hyper}
+            kw.update({k: f(a) for k, f in computed.items()})
+            res = jitted(*(v._data for v in values), **kw)
+            new_w, *new_states = res if states else (res,)
+            for arr, value in zip(values[2:], new_states):
+                arr._set_data(value.astype(arr._data.dtype))
+            target = a["weight"] if a["out"] is None else a["out"]
+            target._set_data(new_w.astype(target._data.dtype))
+            return target
+
+        update.__name__ = update.__qualname__ = kernel.__name__
+        update.__doc__ = kernel.__doc__
+        update.__signature__ = sig
+        return update
+
+    return make
+
+
+_COMMON = dict(wd=0.0, rescale_grad=1.0, clip_gradient=-1.0)  # MXNet's defaults
+
+
+def _out_is_weight(a: dict) -> bool:
+    return a["out"] is None or a["out"] is a["weight"]
+
+
+@_update_op((), **_COMMON)
+def sgd_update(w, g, lr, wd, rescale_grad, clip_gradient):
+    """``weight = (1 - lr*wd) * weight - lr * g``."""
     return (1 - lr * wd) * w - lr * _grad(g, rescale_grad, clip_gradient)
 
 
-def sgd_update(weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0, out=None, **_):
-    """``weight = (1 - lr*wd) * weight - lr * g``."""
-    _check("sgd_update", weight, grad)
-    hyper = dict(lr=lr, wd=wd, rescale_grad=rescale_grad, clip_gradient=clip_gradient)
-    return _finish(weight, out, _sgd(weight, grad, **hyper))
-
-
-@_kernel
-def _sgd_mom(w, g, mom, lr, momentum, wd, rescale_grad, clip_gradient):
+@_update_op(("mom",), momentum=0.0, **_COMMON)
+def sgd_mom_update(w, g, mom, lr, momentum, wd, rescale_grad, clip_gradient):
+    """``mom = momentum*mom - lr*wd*weight - lr*g``; ``weight += mom``."""
     m = momentum * mom - lr * wd * w - lr * _grad(g, rescale_grad, clip_gradient)
     return w + m, m
 
 
-def sgd_mom_update(
-    weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0, out=None, **_
-):
-    """``mom = momentum*mom - lr*wd*weight - lr*g``; ``weight += mom``."""
-    _check("sgd_mom_update", weight, grad, mom)
-    new_w, m = _sgd_mom(
-        weight,
-        grad,
-        mom,
-        lr=lr,
-        momentum=momentum,
-        wd=wd,
-        rescale_grad=rescale_grad,
-        clip_gradient=clip_gradient,
-    )
-    return _finish(weight, out, new_w, ((mom, m),))
-
-
-@_kernel
-def _nag_mom(w, g, mom, lr, momentum, wd, rescale_grad, clip_gradient, aliased):
+@_update_op(
+    ("mom",),
+    computed={"aliased": _out_is_weight},
+    momentum=0.0,
+    **_COMMON,
+)
+def nag_mom_update(w, g, mom, lr, momentum, wd, rescale_grad, clip_gradient, aliased):
+    """Nesterov, as MXNet's kernel: ``step = lr*(wd*weight + g)``,
+    ``weight += momentum*(momentum*mom - step) - step``; the stored momentum is
+    ``momentum*mom - lr*(wd*w + g)`` with ``w`` the weight the kernel leaves in place (the
+    new one when ``out`` is the weight itself, as MXNet's in-place kernel reads it)."""
     g = _grad(g, rescale_grad, clip_gradient)
     step = lr * (wd * w + g)
     new_w = w + momentum * (momentum * mom - step) - step
@@ -113,161 +136,64 @@ def _nag_mom(w, g, mom, lr, momentum, wd, rescale_grad, clip_gradient, aliased):
     return new_w, momentum * mom - lr * (wd * seen + g)
 
 
-def nag_mom_update(
-    weight, grad, mom, lr, momentum=0.0, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0, out=None, **_
-):
-    """Nesterov, as MXNet's kernel: ``step = lr*(wd*weight + g)``,
-    ``weight += momentum*(momentum*mom - step) - step``; the stored momentum is
-    ``momentum*mom - lr*(wd*w + g)`` with ``w`` the weight the kernel leaves in place (the
-    new one when ``out`` is the weight itself, as MXNet's in-place kernel reads it)."""
-    _check("nag_mom_update", weight, grad, mom)
-    new_w, m = _nag_mom(
-        weight,
-        grad,
-        mom,
-        lr=lr,
-        momentum=momentum,
-        wd=wd,
-        rescale_grad=rescale_grad,
-        clip_gradient=clip_gradient,
-        aliased=out is None or out is weight,
-    )
-    return _finish(weight, out, new_w, ((mom, m),))
-
-
-@_kernel
-def _signsgd(w, g, lr, wd, rescale_grad, clip_gradient):
+@_update_op((), **_COMMON)
+def signsgd_update(w, g, lr, wd, rescale_grad, clip_gradient):
+    """``weight = (1 - lr*wd) * weight - lr * sign(g)``."""
     return (1 - lr * wd) * w - lr * jnp.sign(_grad(g, rescale_grad, clip_gradient))
 
 
-def signsgd_update(weight, grad, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0, out=None, **_):
-    """``weight = (1 - lr*wd) * weight - lr * sign(g)``."""
-    _check("signsgd_update", weight, grad)
-    hyper = dict(lr=lr, wd=wd, rescale_grad=rescale_grad, clip_gradient=clip_gradient)
-    return _finish(weight, out, _signsgd(weight, grad, **hyper))
-
-
-@_kernel
-def _signum(w, g, mom, lr, momentum, wd, rescale_grad, clip_gradient, wd_lh):
+@_update_op(("mom",), momentum=0.0, **_COMMON, wd_lh=0.0)
+def signum_update(w, g, mom, lr, momentum, wd, rescale_grad, clip_gradient, wd_lh):
+    """``mom = momentum*mom - (1-momentum)*(wd*weight + g)``;
+    ``weight = (1 - lr*wd_lh)*weight + lr*sign(mom)``."""
     g = _grad(g, rescale_grad, clip_gradient)
     m = momentum * mom - (1 - momentum) * wd * w - (1 - momentum) * g
     return (1 - lr * wd_lh) * w + lr * jnp.sign(m), m
 
 
-def signum_update(
-    weight,
-    grad,
-    mom,
-    lr,
-    momentum=0.0,
-    wd=0.0,
-    rescale_grad=1.0,
-    clip_gradient=-1.0,
-    wd_lh=0.0,
-    out=None,
-    **_,
-):
-    """``mom = momentum*mom - (1-momentum)*(wd*weight + g)``;
-    ``weight = (1 - lr*wd_lh)*weight + lr*sign(mom)``."""
-    _check("signum_update", weight, grad, mom)
-    new_w, m = _signum(
-        weight,
-        grad,
-        mom,
-        lr=lr,
-        momentum=momentum,
-        wd=wd,
-        rescale_grad=rescale_grad,
-        clip_gradient=clip_gradient,
-        wd_lh=wd_lh,
-    )
-    return _finish(weight, out, new_w, ((mom, m),))
-
-
-@_kernel
-def _adam(w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale_grad, clip_gradient):
+@_update_op(
+    ("mean", "var"),
+    beta1=0.9,
+    beta2=0.999,
+    epsilon=1e-8,
+    **_COMMON,
+)
+def adam_update(w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale_grad, clip_gradient):
+    """``g = clip(rescale*grad + wd*weight)``; moving ``mean``/``var``;
+    ``weight -= lr * mean / (sqrt(var) + epsilon)`` (no bias correction, as the kernel)."""
     g = _grad(g, rescale_grad, clip_gradient, wd * w)
     m = beta1 * mean + (1 - beta1) * g
     v = beta2 * var + (1 - beta2) * g * g
     return w - lr * m / (jnp.sqrt(v) + epsilon), m, v
 
 
-def adam_update(
-    weight,
-    grad,
-    mean,
-    var,
-    lr,
-    beta1=0.9,
-    beta2=0.999,
+@_update_op(
+    ("n",),
+    gamma1=0.95,
     epsilon=1e-8,
-    wd=0.0,
-    rescale_grad=1.0,
-    clip_gradient=-1.0,
-    out=None,
-    **_,
-):
-    """``g = clip(rescale*grad + wd*weight)``; moving ``mean``/``var``;
-    ``weight -= lr * mean / (sqrt(var) + epsilon)`` (no bias correction, as the kernel)."""
-    _check("adam_update", weight, grad, mean, var)
-    new_w, m, v = _adam(
-        weight,
-        grad,
-        mean,
-        var,
-        lr=lr,
-        beta1=beta1,
-        beta2=beta2,
-        epsilon=epsilon,
-        wd=wd,
-        rescale_grad=rescale_grad,
-        clip_gradient=clip_gradient,
-    )
-    return _finish(weight, out, new_w, ((mean, m), (var, v)))
-
-
-@_kernel
-def _rmsprop(w, g, n, lr, gamma1, epsilon, wd, rescale_grad, clip_gradient, clip_weights):
+    **_COMMON,
+    clip_weights=-1.0,
+)
+def rmsprop_update(w, g, n, lr, gamma1, epsilon, wd, rescale_grad, clip_gradient, clip_weights):
+    """``n = (1-gamma1)*g^2 + gamma1*n``; ``weight -= lr * g / sqrt(n + epsilon)``."""
     g = _grad(g, rescale_grad, clip_gradient, wd * w)
     nn = (1 - gamma1) * g * g + gamma1 * n
     return _clip(w - lr * g / jnp.sqrt(nn + epsilon), clip_weights), nn
 
 
-def rmsprop_update(
-    weight,
-    grad,
-    n,
-    lr,
+@_update_op(
+    ("n", "g", "delta"),
     gamma1=0.95,
+    gamma2=0.9,
     epsilon=1e-8,
-    wd=0.0,
-    rescale_grad=1.0,
-    clip_gradient=-1.0,
+    **_COMMON,
     clip_weights=-1.0,
-    out=None,
-    **_,
-):
-    """``n = (1-gamma1)*g^2 + gamma1*n``; ``weight -= lr * g / sqrt(n + epsilon)``."""
-    _check("rmsprop_update", weight, grad, n)
-    new_w, nn = _rmsprop(
-        weight,
-        grad,
-        n,
-        lr=lr,
-        gamma1=gamma1,
-        epsilon=epsilon,
-        wd=wd,
-        rescale_grad=rescale_grad,
-        clip_gradient=clip_gradient,
-        clip_weights=clip_weights,
-    )
-    return _finish(weight, out, new_w, ((n, nn),))
-
-
-@_kernel
-def _rmspropalex(
+)
+def rmspropalex_update(
     w, g, n, gs, delta, lr, gamma1, gamma2, epsilon, wd, rescale_grad, clip_gradient, clip_weights
 ):
+    """Graves' RMSProp: running ``n`` and ``g``; ``delta = gamma2*delta -
+    lr * grad / sqrt(n - g^2 + epsilon)``; ``weight += delta``."""
     gr = _grad(g, rescale_grad, clip_gradient, wd * w)
     nn = (1 - gamma1) * gr * gr + gamma1 * n
     gg = (1 - gamma1) * gr + gamma1 * gs
@@ -275,46 +201,10 @@ def _rmspropalex(
     return _clip(w + d, clip_weights), nn, gg, d
 
 
-def rmspropalex_update(
-    weight,
-    grad,
-    n,
-    g,
-    delta,
-    lr,
-    gamma1=0.95,
-    gamma2=0.9,
-    epsilon=1e-8,
-    wd=0.0,
-    rescale_grad=1.0,
-    clip_gradient=-1.0,
-    clip_weights=-1.0,
-    out=None,
-    **_,
-):
-    """Graves' RMSProp: running ``n`` and ``g``; ``delta = gamma2*delta -
-    lr * grad / sqrt(n - g^2 + epsilon)``; ``weight += delta``."""
-    _check("rmspropalex_update", weight, grad, n, g, delta)
-    new_w, nn, gg, d = _rmspropalex(
-        weight,
-        grad,
-        n,
-        g,
-        delta,
-        lr=lr,
-        gamma1=gamma1,
-        gamma2=gamma2,
-        epsilon=epsilon,
-        wd=wd,
-        rescale_grad=rescale_grad,
-        clip_gradient=clip_gradient,
-        clip_weights=clip_weights,
-    )
-    return _finish(weight, out, new_w, ((n, nn), (g, gg), (delta, d)))
-
-
-@_kernel
-def _ftrl(w, g, z, n, lr, lamda1, beta, wd, rescale_grad, clip_gradient):
+@_update_op(("z", "n"), lamda1=0.01, beta=1.0, **_COMMON)
+def ftrl_update(w, g, z, n, lr, lamda1, beta, wd, rescale_grad, clip_gradient):
+    """FTRL-proximal: ``z += g - (sqrt(n+g^2) - sqrt(n)) * weight / lr``; ``n += g^2``;
+    ``weight = (sign(z)*lamda1 - z) / ((beta + sqrt(n))/lr + wd)`` where ``|z| > lamda1``."""
     g = _grad(g, rescale_grad, clip_gradient)
     nz = z + g - (jnp.sqrt(n + g * g) - jnp.sqrt(n)) * w / lr
     nn = n + g * g
@@ -322,81 +212,15 @@ def _ftrl(w, g, z, n, lr, lamda1, beta, wd, rescale_grad, clip_gradient):
     return jnp.where(jnp.abs(nz) > lamda1, new_w, 0.0), nz, nn
 
 
-def ftrl_update(
-    weight,
-    grad,
-    z,
-    n,
-    lr,
-    lamda1=0.01,
-    beta=1.0,
-    wd=0.0,
-    rescale_grad=1.0,
-    clip_gradient=-1.0,
-    out=None,
-    **_,
-):
-    """FTRL-proximal: ``z += g - (sqrt(n+g^2) - sqrt(n)) * weight / lr``; ``n += g^2``;
-    ``weight = (sign(z)*lamda1 - z) / ((beta + sqrt(n))/lr + wd)`` where ``|z| > lamda1``."""
-    _check("ftrl_update", weight, grad, z, n)
-    new_w, nz, nn = _ftrl(
-        weight,
-        grad,
-        z,
-        n,
-        lr=lr,
-        lamda1=lamda1,
-        beta=beta,
-        wd=wd,
-        rescale_grad=rescale_grad,
-        clip_gradient=clip_gradient,
-    )
-    return _finish(weight, out, new_w, ((z, nz), (n, nn)))
-
-
-@_kernel
-def _ftml(w, g, d, v, z, lr, t, beta1, beta2, epsilon, wd, rescale_grad, clip_grad):
+@_update_op(
+    ("d", "v", "z"), beta1=0.6, beta2=0.999, epsilon=1e-8, wd=0.0, rescale_grad=1.0, clip_grad=-1.0
+)
+def ftml_update(w, g, d, v, z, lr, t, beta1, beta2, epsilon, wd, rescale_grad, clip_grad):
+    """FTML (step ``t`` from 1): ``v`` second moment; ``d_t = (1-beta1^t)/lr *
+    (sqrt(v/(1-beta2^t)) + epsilon)``; ``z = beta1*z + (1-beta1)*g - (d_t - beta1*d)*weight``;
+    ``weight = -z / d_t``."""
     g = _grad(g, rescale_grad, clip_grad, wd * w)
     nv = beta2 * v + (1 - beta2) * g * g
     d_t = (1 - beta1**t) / lr * (jnp.sqrt(nv / (1 - beta2**t)) + epsilon)
     nz = beta1 * z + (1 - beta1) * g - (d_t - beta1 * d) * w
     return -nz / d_t, d_t, nv, nz
-
-
-def ftml_update(
-    weight,
-    grad,
-    d,
-    v,
-    z,
-    lr,
-    t,
-    beta1=0.6,
-    beta2=0.999,
-    epsilon=1e-8,
-    wd=0.0,
-    rescale_grad=1.0,
-    clip_grad=-1.0,
-    out=None,
-    **_,
-):
-    """FTML (step ``t`` from 1): ``v`` second moment; ``d_t = (1-beta1^t)/lr *
-    (sqrt(v/(1-beta2^t)) + epsilon)``; ``z = beta1*z + (1-beta1)*g - (d_t - beta1*d)*weight``;
-    ``weight = -z / d_t``."""
-    _check("ftml_update", weight, grad, d, v, z)
-    new_w, d_t, nv, nz = _ftml(
-        weight,
-        grad,
-        d,
-        v,
-        z,
-        lr=lr,
-        t=t,
-        beta1=beta1,
-        beta2=beta2,
-        epsilon=epsilon,
-        wd=wd,
-        rescale_grad=rescale_grad,
-        clip_grad=clip_grad,
-    )
-    return _finish(weight, out, new_w, ((d, d_t), (v, nv), (z, nz)))

@@ -14,9 +14,9 @@ from typing import Any
 
 import jax.numpy as jnp
 
-
 from ..base import MXNetError
 from . import update_ops as _single
+from .update_ops import _check
 from .ndarray import NDArray
 
 __all__ = [
@@ -36,12 +36,6 @@ __all__ = [
     "multi_sum_sq",
     "reset_arrays",
 ]
-
-
-def _check(name: str, *arrays: Any) -> None:
-    for a in arrays:
-        if not isinstance(a, NDArray):
-            raise TypeError(f"mx.nd.{name}: inputs must be NDArrays, got {type(a).__name__}")
 
 
 def _set(target: NDArray, value) -> NDArray:
@@ -81,7 +75,7 @@ def mp_nag_mom_update(weight, grad, mom, weight32, lr, out=None, **kwargs):
 
 
 def _multi(name, per, data, lrs, wds, out, num_weights, apply) -> list:
-    data = list(data[0]) if len(data) == 1 and isinstance(data[0], (list, tuple)) else list(data)
+    data = _arrays(data)
     n = len(data) // per
     if len(data) != n * per or (num_weights is not None and int(num_weights) != n):
         raise MXNetError(
