@@ -239,15 +239,20 @@ class Programs:
         fb = self._fb(input_names, False, metric, reduction.stacked)
         return compose_step(fb, make_update(rule.fn, reduction), keep, feed)
 
-    def train_step(self, input_names: tuple, rule: Keyed, metric=None, keep=(), reduction=SUM):
+    def train_step(
+        self, input_names: tuple, rule: Keyed, metric=None, keep=(), reduction=SUM, feed=None
+    ):
         """forward + backward + reduction + update (+ metric statistics): one dispatch,
-        ``fn(state, batch, hyper) -> (state, StepResult)`` (``step.compose_step``)."""
+        ``fn(state, batch, hyper) -> (state, StepResult)`` (``step.compose_step``); ``feed``
+        (a ``Keyed``) gives the graph arguments other than the parameters."""
 
         def build():
-            step = self._step(input_names, rule, metric, keep, reduction, None)
+            step = self._step(input_names, rule, metric, keep, reduction, feed and feed.fn)
             return jax.jit(step, donate_argnums=(0,))
 
         key = ("step", input_names, rule.key, metric_key(metric), keep, reduction)
+        if feed is not None:
+            key += (feed.key,)
         return self.cached(key, build, (rule, metric))
 
     def train_steps(self, n: int, input_names: tuple, rule: Keyed, metric=None, feed=None):

@@ -61,6 +61,9 @@ def _gather(arrays, perm, start, *, n, batch, axis, run):
     return out
 
 
+_GATHERS: dict = {}  # (static layout, output shardings) -> the jitted gather
+
+
 class DeviceSources:
     """The sources of one NDArrayIter on its placement's devices.
 
@@ -91,11 +94,14 @@ class DeviceSources:
 
     def _program(self, which):
         fn = self._programs.get(which)
-        if fn is None:
-            fn = jax.jit(
-                partial(_gather, **self._static),
-                out_shardings=[self.shardings[i] for i in which] * self.run,
-            )
+        if fn is None:  # shared by every iterator with this layout: a new one compiles nothing
+            out = tuple(self.shardings[i] for i in which) * self.run
+            key = (tuple(sorted(self._static.items())), out)
+            fn = _GATHERS.get(key)
+            if fn is None:
+                fn = _GATHERS[key] = jax.jit(
+                    partial(_gather, **self._static), out_shardings=list(out)
+                )
             self._programs[which] = fn
         return fn
 

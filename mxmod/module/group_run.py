@@ -142,8 +142,8 @@ class GroupRunner:
         target = targets[1].get(desc.name)
         if target is None:
             target = targets[1][desc.name] = progs.input_sharding(desc.name)
-        if isinstance(x, jax.Array) and x.sharding == target:
-            return x  # already where the step reads it
+        if isinstance(x, jax.Array) and x.committed and x.sharding == target:
+            return x  # already where the step reads it (committed: the step's cache key)
         return jax.device_put(x, target)
 
     # ------------------------------------------------------------ the MXNet calls
@@ -406,15 +406,28 @@ class GroupRunner:
         return res
 
     def _step_state(self, reduction) -> StepState:
-        """The state a compiled step takes (it donates it: adopt what it returns)."""
-        residual = self._residual() if reduction.stacked else {}
-        return StepState(self._params_in(), self.state.aux, self.state.opt.state, residual)
+        """The state a compiled step takes (it donates it: adopt what it returns). The
+        holder's own value when this group has no constant arguments and its optimizer
+        is its holder's (no copy, no rebuilding)."""
+        holder = self.state
+        if reduction.stacked:
+            self._residual()  # zeros when the senders changed
+        box = holder.opt
+        if not self._consts and box.holder is holder:
+            return holder.value
+        residual = box.holder.value.residual if reduction.stacked else {}
+        return StepState(self._params_in(), holder.aux, box.state, residual)
 
     def _adopt(self, state: StepState, reduction) -> None:
         """Keep the state a compiled step returned."""
+        holder = self.state
+        box = holder.opt
+        if not self._consts and box.holder is holder:
+            holder.value = state
+            holder.version += 1
+            return
         self._store_params(state.params)
-        self.state.aux = state.aux
-        box = self.state.opt
+        holder.aux = state.aux
         box.state = state.opt
         if reduction.stacked:
             box.holder.value = box.holder.value.replace(residual=state.residual)

@@ -39,55 +39,57 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import random as mxrandom
 from ..base import _names_list
 from ..contrib.amp.loss_scaler import SCALE_NAME, scaled_update
-from ..executor.step import SUM, Keyed
+from ..executor.step import SUM, Batch, Keyed
+from ..io import DataBatch
+from .group_run import _zero_key
+from .train_state import PendingStep
 
 
 _ZERO_KEYS: dict = {}
 
 
-def block_program(group, input_names: tuple, metric, n: int, scaled: bool):
-    """``n`` fused train steps of ``group`` in one ``lax.scan`` (``Programs.train_steps``).
-    With ``scaled`` (``amp.init_trainer``) each step feeds the loss scale of the state's
-    ``scaler`` to the graph's ``amp.insert_loss_scale`` argument and updates through
-    ``scaled_update``."""
-    box = group.state.opt
-    rule, feed = box.rule(), None
-    if scaled:
-        fused_update = box.optimizer.fused_update
+def step_rule(box, scaled: bool):
+    """``(rule, feed)`` of a block's steps: the optimizer's rule, or with ``scaled``
+    (``amp.init_trainer``) a rule that unscales and checks the gradients through
+    ``scaled_update`` and a feed giving the graph's ``amp.insert_loss_scale`` argument the
+    state's loss scale."""
+    rule = box.rule()
+    if not scaled:
+        return rule, None
+    fused_update = box.optimizer.fused_update
 
-        def scaled_rule(trained, grads, opt, hyper, scaler):
-            new, opt, scaler, _ = scaled_update(fused_update, trained, grads, opt, hyper, scaler)
-            return new, opt, scaler
+    def scaled_rule(trained, grads, opt, hyper, scaler):
+        new, opt, scaler, _ = scaled_update(fused_update, trained, grads, opt, hyper, scaler)
+        return new, opt, scaler
 
-        def feed_scale(state):
-            scale = state.scaler["scale"].reshape((1,))
-            return {**state.params, SCALE_NAME: scale.astype(state.params[SCALE_NAME].dtype)}
+    def feed_scale(state):
+        scale = state.scaler["scale"].reshape((1,))
+        return {**state.params, SCALE_NAME: scale.astype(state.params[SCALE_NAME].dtype)}
 
-        rule = Keyed(("scaled",) + rule.key, scaled_rule)
-        feed = Keyed(SCALE_NAME, feed_scale)
-    return group._progs.train_steps(n, input_names, rule, metric, feed)
+    return Keyed(("scaled",) + rule.key, scaled_rule), Keyed(SCALE_NAME, feed_scale)
 
 
 def use_blocks(module, eval_metric, monitor, steps_per_dispatch) -> bool:
-    """Whether ``fit`` runs blocks: asked for (``steps_per_dispatch > 1``) and possible
-    (else a warning says why), or required by ``amp.init_trainer(module)`` (else an error)."""
+    """Whether ``fit`` runs its epochs here (``fit_epoch``) rather than through the
+    Module's calls: whenever it can (one step per batch is then one compiled call with no
+    per-batch Python of the deferred-step machinery); asked for (``steps_per_dispatch >
+    1``) but impossible: a warning says why; required by ``amp.init_trainer(module)`` but
+    impossible: an error."""
     scaler = getattr(module, "_amp_scaler", None)
-    if steps_per_dispatch == 1 and scaler is None:
-        return False
     reason = why_not(module, eval_metric, monitor)
     if reason and scaler is not None:
         raise ValueError(
             f"fit: amp.init_trainer(module) scales the loss inside compiled "
             f"steps, which this fit cannot run: {reason}"
         )
-    if reason:
+    if reason and steps_per_dispatch > 1:
         module.logger.warning(
             "fit(steps_per_dispatch=%d) runs single steps: %s", steps_per_dispatch, reason
         )
-        return False
-    return True
+    return not reason
 
 
 def why_not(module, eval_metric, monitor) -> str:
@@ -126,8 +128,16 @@ def fit_epoch(
     fit_locals = dict(sys._getframe(1).f_locals) if callbacks else None
     ends = _BatchEnds(callbacks, fit_locals, epoch, eval_metric)
     scaled = getattr(module, "_amp_scaler", None) is not None
+    one = _OneStep(module, eval_metric) if n == 1 and not scaled else None
     batch = first_batch
     while batch is not None:
+        inputs = one.inputs_of(batch) if one is not None else None
+        if inputs is not None:  # one step per batch: the loop of a plain fit
+            stats = one.run(batch, inputs)
+            after = _next(module, data_iter, sparse_row_id_fn)
+            ends.after_block(((batch, inputs),), stats, after)
+            batch = after
+            continue
         block, batch = _collect(module, data_iter, batch, n, sparse_row_id_fn)
         if len(block) == n or (scaled and block):  # a scaled tail runs as a shorter block
             stats = _run_block(module, block, eval_metric)
@@ -148,6 +158,69 @@ def fit_epoch(
     return eval_metric.get_global_name_value()
 
 
+class _OneStep:
+    """``fit``'s step of one batch: the Module's own train-step program (found again only
+    when the optimizer's settings change), fed the holder's state and storing what it
+    returns, with the Module left as after ``forward_backward``/``update``/
+    ``update_metric`` of that batch."""
+
+    def __init__(self, module, metric):
+        self.module, self.metric = module, metric
+        self.group = group = module._exec_group
+        self.box = group.state.opt
+        self.descs = self.bound = None
+        self.rule = self.fn = self.last = self.progs = None
+        self.first = None if self.box.state else []
+
+    def inputs_of(self, batch):
+        """The device inputs of ``batch``, or None when it needs the Module's calls
+        (pre-sliced, reshaped, not a DataBatch)."""
+        data = getattr(batch, "data", None)
+        if data is None or not isinstance(batch, DataBatch):
+            return None
+        group = self.group
+        if group.data_shapes is not self.descs:  # bound or reshaped since
+            self.descs = group.data_shapes
+            self.bound = [tuple(d.shape) for d in self.descs]
+        if [x.shape for x in data] != self.bound:
+            return None
+        return self.group._load(batch, True)
+
+    def run(self, batch, inputs):
+        group, box = self.group, self.box
+        if group._pending is not self.last and group._pending is not None:
+            group.flush()  # a callback's forward, or the batch before the epoch
+        if group._overlay:
+            group._commit_overlay()
+        rule = box.rule()
+        if rule is not self.rule or group._progs is not self.progs:  # settings or reshape
+            self.fn = group._progs.train_step(tuple(inputs), rule, self.metric)
+            self.rule, self.progs = rule, group._progs
+        key = mxrandom.next_key() if group._graph.has_random else _zero_key()
+        state, res = self.fn(
+            group._step_state(SUM), Batch(inputs, key), box.optimizer.fused_hyper(self.first)
+        )
+        self.first = None
+        group._adopt(state, SUM)
+        group._outs = res.outs
+        if group._grads:
+            group._grads = {}
+        group._grads_valid = not group._diff_params
+        group._pending = self.last = PendingStep(
+            inputs,
+            batch.label,
+            True,
+            key,
+            backward=True,
+            update=True,
+            outs_done=True,
+            grads_done=True,
+            update_done=True,
+        )
+        self.module._params_dirty = True
+        return res.stats
+
+
 def _next(module, data_iter, sparse_row_id_fn):
     """The next batch (prepared, as MXNet's loop prefetches it), or None at the end."""
     try:
@@ -161,8 +234,6 @@ def _next(module, data_iter, sparse_row_id_fn):
 def _collect(module, data_iter, batch, n, sparse_row_id_fn):
     """Up to ``n`` batches, starting with ``batch``, that a block can run, each with its
     device inputs; returns them and the batch after them (None at the end of the epoch)."""
-    from ..io import DataBatch
-
     bound = [tuple(d.shape) for d in module.data_shapes]
     load = module._exec_group._load
     block = []
@@ -203,9 +274,12 @@ class _BatchEnds:
         self.nbatch = 0
 
     def after_block(self, block, stats, after):
-        if not self.callbacks:  # nobody reads the metric between batches: fold the block once
+        if not self.callbacks or len(block) == 1:  # nobody reads the metric within the block
             self.metric._accumulate_device(stats, stacked=True)
-            self.nbatch += len(block)
+            if self.callbacks:
+                self._call(block[0][0], after)
+            else:
+                self.nbatch += len(block)
             return
         leaves, treedef = jax.tree_util.tree_flatten(stats)
         per_batch = leaves[0].shape[0] // len(block) if leaves else 0
@@ -245,47 +319,54 @@ class _BatchEnds:
 
 
 def _run_block(module, block, metric):
-    """Dispatch one block; leaves the module as after the last of its single steps and
-    returns the block's metric statistics (see ``train_steps``)."""
-    from .. import random as mxrandom
-    from .group_run import _zero_key
-    from .train_state import PendingStep
-
+    """Dispatch one block (one train step for a block of one, else ``n`` steps in one
+    ``lax.scan``); leaves the module as after the last of its single steps and returns
+    the block's metric statistics (one row per device and step, in order)."""
     module._params_dirty = True
     group = module._exec_group
-    group.flush()
+    if group._pending is not None:
+        group.flush()
     if group._overlay:
         group._commit_overlay()
     box = group.state.opt
-    inputs_list = [inputs for _, inputs in block]
-    n = len(block)
-    if group._graph.has_random:
-        keys = [mxrandom.next_key() for _ in block]
-        stacked_keys = jnp.stack(keys)
-    else:  # the fixed key of graphs without random operators, stacked once per block size
-        if n not in _ZERO_KEYS:
-            _ZERO_KEYS[n] = jnp.stack([_zero_key()] * n)
-        keys, stacked_keys = [_zero_key()], _ZERO_KEYS[n]
-    first = None if box.state else []
-    hypers = [box.optimizer.fused_hyper(first) for _ in block]
-    hypers = jax.tree_util.tree_map(lambda *xs: np.array(xs), *hypers)  # stacked per leaf
     scaler = getattr(module, "_amp_scaler", None)
-    fn = block_program(group, tuple(inputs_list[0]), metric, n, scaler is not None)
-    state = group._step_state(SUM).replace(scaler=scaler.state() if scaler is not None else {})
-    state, outs, stats = fn(state, inputs_list, stacked_keys, hypers)
+    rule, feed = step_rule(box, scaler is not None)
+    state = group._step_state(SUM)
+    if scaler is not None:
+        state = state.replace(scaler=scaler.state())
+    first = None if box.state else []
+    last_batch, last_inputs = block[-1]
+    names = tuple(last_inputs)
+    n = len(block)
+    if n == 1:  # the very program the Module's own calls compile
+        key = mxrandom.next_key() if group._graph.has_random else _zero_key()
+        fn = group._progs.train_step(names, rule, metric, (), SUM, feed)
+        state, res = fn(state, Batch(last_inputs, key), box.optimizer.fused_hyper(first))
+        outs, stats = res.outs, res.stats
+    else:
+        if group._graph.has_random:
+            key = jnp.stack([mxrandom.next_key() for _ in block])
+            keys, key = key, key[-1]
+        else:  # the fixed key of graphs without random operators, stacked once per size
+            if n not in _ZERO_KEYS:
+                _ZERO_KEYS[n] = jnp.stack([_zero_key()] * n)
+            keys, key = _ZERO_KEYS[n], _zero_key()
+        hypers = [box.optimizer.fused_hyper(first) for _ in block]
+        hypers = jax.tree_util.tree_map(lambda *xs: np.array(xs), *hypers)  # stacked per leaf
+        fn = group._progs.train_steps(n, names, rule, metric, feed)
+        state, outs, stats = fn(state, [inputs for _, inputs in block], keys, hypers)
     if scaler is not None:
         scaler.keep_device_state(state.scaler)
     group._adopt(state, SUM)
-    group._outs = list(outs)
+    group._outs = outs
     group._grads, group._grads_stacked = {}, False
     group._grads_valid = not group._diff_params
     group._input_grads = {}
-    last_batch, last_inputs = block[-1]
     group._pending = PendingStep(
         last_inputs,
         last_batch.label,
         True,
-        keys[-1],
+        key,
         backward=True,
         update=True,
         outs_done=True,

@@ -27,7 +27,7 @@ STEP_ATTRS = frozenset(
         "_custom_probe",
     }
 )
-TRACKED = ("lr_mult", "wd_mult", "idx2name")
+TRACKED = ("lr_mult", "wd_mult", "idx2name")  # (settings_key spells them out)
 
 
 class TrackedDict(dict):
@@ -103,8 +103,12 @@ def settings_key(opt: Any) -> tuple:
     """Changes whenever a setting the fused signature may read changes (O(1) unless
     ``param_dict`` is used)."""
     d = opt.__dict__
-    key = (d.get("_settings_version", 0),) + tuple(
-        getattr(d.get(k), "_version", -1) for k in TRACKED
+    # written out (no generator): this runs once per training step
+    key = (
+        d.get("_settings_version", 0),
+        getattr(d.get("lr_mult"), "_version", -1),
+        getattr(d.get("wd_mult"), "_version", -1),
+        getattr(d.get("idx2name"), "_version", -1),
     )
     pd = d.get("param_dict")
     if pd:

@@ -121,8 +121,10 @@ def hyper(opt: Any, names: Any = None) -> dict:
         )
     pre = opt._base_lr() if opt._lr_before_count or not opt._has_rule() else None
     t = opt.num_update
-    if opt._counts_updates:
-        t, opt.num_update = opt._counts.fused_step(names, opt.begin_num_update, opt.num_update)
+    if opt._counts_updates:  # num_update is a step attribute: no settings bookkeeping
+        t, opt.__dict__["num_update"] = opt._counts.fused_step(
+            names, opt.begin_num_update, opt.num_update
+        )
     out = {"lr": np.float32(opt._base_lr()), "t": np.int32(t)}
     if pre is not None:
         out["lr_pre"] = np.float32(pre)  # the rate MXNet's first update reads
