@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import metric as _metric
-from .base import MXNetError, _names_list
+from .base import MXNetError, names_list
 from .context import Context, cpu
 from .initializer import Uniform
 from .io import DataBatch, DataDesc, DataIter, NDArrayIter
@@ -360,7 +360,7 @@ class FeedForward:
             eval_metric.update(batch.label, mod.get_outputs())
             if batch_end_callback is not None:
                 params = BatchEndParam(epoch=0, nbatch=i, eval_metric=eval_metric, locals=locals())
-                for callback in _names_list(batch_end_callback):
+                for callback in names_list(batch_end_callback):
                     callback(params)
         return eval_metric.get()[1]
 
@@ -464,7 +464,7 @@ def _count_from_one(callbacks: Any) -> Any:
     twice, not once."""
     if callbacks is None:
         return None
-    callbacks = _names_list(callbacks)
+    callbacks = names_list(callbacks)
 
     def call(param):
         done = param._replace(nbatch=param.nbatch + 1)

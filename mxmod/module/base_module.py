@@ -13,8 +13,7 @@ import numpy as np
 from .. import initializer as _init
 from .. import metric as _metric
 from .. import ndarray as nd
-from ..base import _as_list  # noqa: F401  (MXNet's base_module exposes it)
-from ..base import MXNetError, _names_list
+from ..base import MXNetError, as_list, names_list
 from ..io import DataBatch, DataIter
 from ..kvstore.dist_iter import wrap_for_workers
 from . import multi_step
@@ -26,6 +25,8 @@ from .input_checks import (  # noqa: F401  (MXNet's base_module helpers, importe
     _parse_data_desc_list,
 )
 from .stages import require
+
+_as_list = as_list  # MXNet's base_module name
 
 
 def _bound_property(name: str, read) -> property:
@@ -40,7 +41,7 @@ def _bound_property(name: str, read) -> property:
 
 
 def _call(callbacks: Any, *args: Any) -> None:
-    for cb in _names_list(callbacks):
+    for cb in names_list(callbacks):
         cb(*args)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from .. import symbol as sym
-from ..base import MXNetError, _names_list
+from ..base import MXNetError, names_list
 from ..context import cpu
 from ..symbol import NameManager
 from .checkpoint import load_params
@@ -82,12 +82,12 @@ class BucketingModule(CompositeModule):
         self._default_bucket_key = default_bucket_key
         self._sym_gen = sym_gen
         symbol, data_names, label_names = self._call_sym_gen(default_bucket_key)
-        self._fixed_param_names = _names_list(fixed_param_names)
-        self._state_names = _names_list(state_names)
+        self._fixed_param_names = names_list(fixed_param_names)
+        self._state_names = names_list(state_names)
         _check_module_names(
             symbol.list_arguments(),
-            _names_list(data_names),
-            _names_list(label_names),
+            names_list(data_names),
+            names_list(label_names),
             self._state_names,
             self._fixed_param_names,
         )
@@ -127,7 +127,7 @@ class BucketingModule(CompositeModule):
                 f"sym_gen({bucket_key!r}) must return (symbol, data_names, "
                 f"label_names), got {type(out).__name__}"
             )
-        return out[0], _names_list(out[1]), _names_list(out[2])
+        return out[0], names_list(out[1]), names_list(out[2])
 
     def _new_module(self, symbol, data_names, label_names) -> Module:
         return Module(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..base import _as_list, _names_list
+from ..base import as_list, names_list
 from ..io import DataDesc
 
 _PARAM_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta")
@@ -13,7 +13,7 @@ _PARAM_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta")
 
 def _check_input_names(symbol, names, typename, throw) -> None:
     """Check that ``names`` are inputs of ``symbol`` (MXNet's helper of the same name)."""
-    _check_input_names_strict(_names_list(names), symbol.list_arguments(), typename, throw)
+    _check_input_names_strict(names_list(names), symbol.list_arguments(), typename, throw)
 
 
 def _check_module_names(args, data_names, label_names, state_names, fixed_param_names) -> None:
@@ -74,7 +74,7 @@ def _parse_data_desc_list(shapes, what: str) -> list:
     if isinstance(shapes, (DataDesc, tuple)) and shapes and isinstance(shapes[0], str):
         shapes = [shapes]
     out = []
-    for d in _as_list(shapes):
+    for d in as_list(shapes):
         if isinstance(d, DataDesc):
             out.append(d)
             continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from .. import ndarray as nd
-from ..base import MXNetError, _as_list, _names_list
+from ..base import MXNetError, as_list, names_list
 from .base_module import BaseModule
 from .input_checks import _parse_data_desc_list
 
@@ -40,9 +40,9 @@ class PythonModule(BaseModule):
 
     def __init__(self, data_names, label_names, output_names, logger=logging):
         super().__init__(logger=logger)
-        self._data_names = _names_list(data_names)
-        self._label_names = None if label_names is None else _as_list(label_names)
-        self._output_names = _names_list(output_names)
+        self._data_names = names_list(data_names)
+        self._label_names = None if label_names is None else as_list(label_names)
+        self._output_names = names_list(output_names)
         self._data_shapes = None
         self._label_shapes = None
         self._output_shapes = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...base import _as_list
+from ...base import as_list
 from ...optimizer import Optimizer, create, register
 from ...optimizer.fused import ClassOrInstance, Signature
 
@@ -29,7 +29,7 @@ class _AssignmentOptimizer(Optimizer):
     full gradients under ``<name>_full`` keys)."""
 
     def update(self, index, weight, grad, state):
-        for w, g in zip(_as_list(weight), _as_list(grad)):
+        for w, g in zip(as_list(weight), as_list(grad)):
             w[:] = g
 
 
