@@ -14,6 +14,8 @@ from __future__ import annotations
 import collections
 import os
 
+import jax
+
 __all__ = ["Feature", "Features", "feature_list"]
 
 # MXNet 1.9.1's feature names, in its order.
@@ -52,6 +54,9 @@ _MXNET_FEATURES = (
     "TVM_OP",
 )
 # Feature -> /proc/cpuinfo flag.
+_WITH_GPU = ("CUDA", "CUDNN", "NCCL")  # on when JAX sees a GPU
+_ALWAYS = ("LAPACK", "PROFILER", "DIST_KVSTORE", "CXX14")  # what mxmod always provides
+
 _CPU_FLAGS = {
     "CPU_SSE": "sse",
     "CPU_SSE2": "sse2",
@@ -98,8 +103,6 @@ def _cpu_flags() -> set:
 
 
 def _has_backend(platform: str) -> bool:
-    import jax
-
     try:
         return bool(jax.devices(platform))
     except RuntimeError:
@@ -108,23 +111,13 @@ def _has_backend(platform: str) -> bool:
 
 def feature_list() -> list:
     """The list of :class:`Feature` objects (MXNet's ``mx.runtime.feature_list``)."""
-    import jax
-
     flags = _cpu_flags()
-    gpu = _has_backend("gpu")
     enabled = {name: False for name in _MXNET_FEATURES}
     enabled.update({name: flag in flags for name, flag in _CPU_FLAGS.items()})
-    enabled.update(
-        CUDA=gpu,
-        CUDNN=gpu,
-        NCCL=gpu,
-        LAPACK=True,
-        PROFILER=True,
-        DIST_KVSTORE=True,
-        CXX14=True,
-        INT64_TENSOR_SIZE=bool(jax.config.read("jax_enable_x64")),
-        DEBUG=bool(os.environ.get("JAX_DEBUG_NANS")),
-    )
+    enabled.update(dict.fromkeys(_WITH_GPU, _has_backend("gpu")))
+    enabled.update(dict.fromkeys(_ALWAYS, True))
+    enabled["INT64_TENSOR_SIZE"] = bool(jax.config.read("jax_enable_x64"))
+    enabled["DEBUG"] = bool(os.environ.get("JAX_DEBUG_NANS"))
     features = [Feature(name, enabled[name]) for name in _MXNET_FEATURES]
     features.append(Feature("TPU", _has_backend("tpu")))
     return features
