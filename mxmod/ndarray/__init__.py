@@ -7,6 +7,7 @@
 import importlib
 
 from ..ops import OPS, get_op
+from . import _arith, _setget  # noqa: F401  (NDArray's operators and indexing)
 from . import contrib, random
 from .custom import nd_custom as Custom  # noqa: F401  (mx.nd.Custom)
 from .io import load, load_frombuffer, save

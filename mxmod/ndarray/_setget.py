@@ -27,7 +27,12 @@ def _jax_slices(slices, int_axes=()):
 
 
 def get_item(arr: NDArray, key: Any) -> NDArray:
-    """``arr[key]``: a view for contiguous basic keys, else a copy (MXNet 1.9.1)."""
+    """``arr[key]``, indexed like MXNet 1.9.1: contiguous basic indexing is a view; the
+    rest copies.
+
+    Raises:
+        IndexError: out-of-bounds ints or too many indices; ValueError: float keys.
+    """
     _index.check_key_types(key)
     if _index.is_basic_key(key):
         slices, _, out_shape = _index.normalize_basic_key(key, arr.shape)
@@ -52,7 +57,12 @@ def _advanced_key(arr: NDArray, key: Any) -> tuple:
 
 
 def set_item(arr: NDArray, key: Any, value: Any) -> None:
-    """``arr[key] = value`` as a functional update swapped into ``arr``'s handle."""
+    """``arr[key] = value`` in place (``arr[:] = v``, ``arr[i] = v``, ``arr[1:3] = v``,
+    ``arr[i, j] = v``), as a functional update swapped into ``arr``'s handle.
+
+    ``value`` may be a number, numpy array, NDArray (any context) or list; it is cast to
+    this array's dtype and must broadcast to the indexed shape.
+    """
     _index.check_key_types(key)
     if _index.is_basic_key(key):
         slices, int_axes, indexed = _index.normalize_basic_key(key, arr.shape)
@@ -119,3 +129,7 @@ def value_as(arr: NDArray, value: Any, shape: tuple, key: Any) -> jax.Array:
             )
         data = jnp.broadcast_to(data.reshape(ds[max(extra, 0) :]), shape)
     return data
+
+
+NDArray.__getitem__ = get_item
+NDArray.__setitem__ = set_item

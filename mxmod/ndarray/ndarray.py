@@ -305,21 +305,8 @@ class NDArray:
         return NDArray._view(self, 0, new)
 
     # ------------------------------------------------------------- indexing
-    def __getitem__(self, key: Any) -> "NDArray":
-        """Index like MXNet 1.9.1: contiguous basic indexing is a view; the rest copies.
-
-        Raises:
-            IndexError: out-of-bounds ints or too many indices; ValueError: float keys.
-        """
-        return _setget.get_item(self, key)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        """Assign in place: ``arr[:] = v``, ``arr[i] = v``, ``arr[1:3] = v``, ``arr[i, j] = v``.
-
-        ``value`` may be a number, numpy array, NDArray (any context) or list;
-        it is cast to this array's dtype and must broadcast to the indexed shape.
-        """
-        _setget.set_item(self, key, value)
+    # ``__getitem__``/``__setitem__`` are set by ``_setget``, operators by ``_arith``
+    # (the package imports both).
 
     # ------------------------------------------------------------- protocol
     def __len__(self) -> int:
@@ -366,7 +353,3 @@ def from_jax(arr: jax.Array, ctx: Context | None = None) -> NDArray:
     if not isinstance(arr, jax.Array):
         raise TypeError(f"from_jax expects a jax.Array, got {type(arr)}; use mx.nd.array(...)")
     return NDArray(arr, ctx)
-
-
-from . import _setget  # noqa: E402  (indexing helpers; they import NDArray)
-from . import _arith  # noqa: E402,F401  (adds operators and fluent methods to NDArray)
