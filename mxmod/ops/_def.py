@@ -66,7 +66,7 @@ class OpDef:
 
     Attributes:
       name: canonical MXNet name (what JSON stores in ``op``).
-      params: attribute name -> Param.
+      params: attribute name -> Param (none by default).
       inputs: input names, or a function of the parsed attrs returning them.
       aux: auxiliary state names (appended after inputs; mutated by the op).
       outputs: visible output names, or a function of attrs.
@@ -89,9 +89,9 @@ class OpDef:
     """
 
     name: str
-    params: dict[str, Param]
     lower: Callable
     infer_shape: Callable
+    params: dict[str, Param] = field(default_factory=dict)
     inputs: Any = ("data",)
     aux: Any = ()
     outputs: Any = ("output",)

@@ -115,7 +115,6 @@ def _scale_grad_type(a, dtypes):
 register(
     OpDef(
         name="_amp_scale_grad",
-        params={},
         inputs=("data", "scale"),
         infer_shape=_scale_grad_shape,
         infer_type=_scale_grad_type,

@@ -22,7 +22,6 @@ def _like_rhs_shape(a, s):
 register(
     OpDef(
         name="_identity_with_attr_like_rhs",
-        params={},
         inputs=("lhs", "rhs"),
         infer_shape=_like_rhs_shape,
         infer_type=first_type,

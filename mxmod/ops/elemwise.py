@@ -154,7 +154,6 @@ for _name, (_key, _aliases) in _ELEMWISE.items():
     register(
         OpDef(
             name=_name,
-            params={},
             inputs=_LR,
             infer_shape=same_shapes,
             lower=_binary_lower(_BINARY[_key]),
@@ -168,7 +167,6 @@ for _key, _fn in _BINARY.items():
     register(
         OpDef(
             name=f"broadcast_{_key}",
-            params={},
             inputs=_LR,
             infer_shape=_broadcast_infer,
             lower=_binary_lower(_fn),
@@ -242,7 +240,6 @@ def _add_n_lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="add_n",
-        params={},
         inputs=_arg_names,
         variadic="num_args",
         infer_shape=same_shapes,
@@ -320,7 +317,6 @@ for _name, _fn in _UNARY.items():
     register(
         OpDef(
             name=_name,
-            params={},
             infer_shape=same_shape,
             lower=(lambda f: lambda a, ins, aux, ctx: [f(ins[0])])(_fn),
             aliases=_UNARY_ALIASES.get(_name, ()),

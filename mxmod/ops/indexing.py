@@ -260,7 +260,6 @@ def _where_lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="where",
-        params={},
         inputs=("condition", "x", "y"),
         infer_shape=_where_shape,
         infer_type=_where_type,
@@ -406,7 +405,6 @@ def _batch_take_lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="batch_take",
-        params={},
         inputs=("a", "indices"),
         infer_shape=_batch_take_shape,
         infer_type=first_type,
@@ -434,7 +432,6 @@ def _gather_nd_lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="gather_nd",
-        params={},
         inputs=("data", "indices"),
         infer_shape=_gather_nd_shape,
         infer_type=first_type,

@@ -225,7 +225,6 @@ register(
 register(
     OpDef(
         name="make_loss",
-        params={},
         outputs=("loss",),
         infer_shape=_identity_shape,
         is_loss=True,
@@ -240,7 +239,6 @@ register(
 register(
     OpDef(
         name="BlockGrad",
-        params={},
         infer_shape=_identity_shape,
         aliases=("stop_gradient",),
         lower=lambda a, ins, aux, ctx: [jax.lax.stop_gradient(ins[0])],

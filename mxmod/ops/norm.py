@@ -174,7 +174,15 @@ register(
 )
 
 
-# -------------------------------------------------------------------- LayerNorm
+# ------------------------------------------------------- LayerNorm, InstanceNorm
+def _three_same(a, t):
+    """Types of LayerNorm and InstanceNorm: data, gamma, beta and the 3 outputs alike."""
+    d = next((x for x in t if x is not None), None)
+    if d is None:
+        return t, [None] * 3
+    return [d if x is None else x for x in t], [d] * 3
+
+
 def _ln_shape(a, s):
     data = s[0]
     if data is None:
@@ -194,13 +202,6 @@ def _ln_lower(a, ins, aux, ctx):
     shp = _bshape(x.ndim, ax, x.shape[ax])
     y = (xf - mean) / std * _f32(gamma).reshape(shp) + _f32(beta).reshape(shp)
     return [y.astype(x.dtype), mean.astype(x.dtype), std.astype(x.dtype)]
-
-
-def _three_same(a, t):
-    d = next((x for x in t if x is not None), None)
-    if d is None:
-        return t, [None] * 3
-    return [d if x is None else x for x in t], [d] * 3
 
 
 register(

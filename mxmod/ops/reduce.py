@@ -164,7 +164,6 @@ for _name, _fn in (("argmax", jnp.argmax), ("argmin", jnp.argmin)):
 register(
     OpDef(
         name="argmax_channel",
-        params={},
         infer_shape=_unary(lambda a, s: s[:-1] or (1,)),
         lower=_lower1(
             lambda a, x: jnp.argmax(x, axis=-1).astype(x.dtype).reshape(x.shape[:-1] or (1,))
@@ -242,7 +241,6 @@ def _sce_lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="softmax_cross_entropy",
-        params={},
         inputs=("data", "label"),
         infer_shape=_sce_shape,
         lower=_sce_lower,
@@ -290,6 +288,20 @@ def _binary_infer(fn):
     return lambda a, s: (s, [None if None in s else fn(a, tuple(s[0]), tuple(s[1]))])
 
 
+def _dot_op(name, shape, lower):
+    """``dot`` and ``batch_dot``: same attributes and inputs, ``shape(a, lhs, rhs)``."""
+    return OpDef(
+        name=name,
+        params=dict(_DOT_PARAMS),
+        inputs=("lhs", "rhs"),
+        infer_shape=_binary_infer(shape),
+        lower=lower,
+    )
+
+
+register(_dot_op("dot", _dot_shape, _dot_lower))
+
+
 def _bdot_shape(a, l, r):
     if len(l) < 3 or len(l) != len(r) or l[:-2] != r[:-2]:
         fail(f"batch_dot: lhs {l} and rhs {r} need the same ndim >= 3 and batch dims")
@@ -308,19 +320,7 @@ def _bdot_lower(a, ins, aux, ctx):
     return [_matmul(ins[0], ins[1], a.transpose_a, a.transpose_b)]
 
 
-for _name, _shape, _lower in (
-    ("dot", _dot_shape, _dot_lower),
-    ("batch_dot", _bdot_shape, _bdot_lower),
-):
-    register(
-        OpDef(
-            name=_name,
-            params=dict(_DOT_PARAMS),
-            inputs=("lhs", "rhs"),
-            infer_shape=_binary_infer(_shape),
-            lower=_lower,
-        )
-    )
+register(_dot_op("batch_dot", _bdot_shape, _bdot_lower))
 
 
 def _p_gemm_axis(v):

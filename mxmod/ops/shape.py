@@ -191,7 +191,6 @@ register(
     OpDef(
         name="Flatten",
         aliases=("flatten",),
-        params={},
         infer_shape=_unary(
             lambda a, s: (s[0], math.prod(s[1:])) if s else fail("Flatten needs ndim >= 1")
         ),
@@ -499,7 +498,6 @@ def _int64():
 register(
     OpDef(
         name="shape_array",
-        params={},
         infer_shape=_unary(lambda a, s: (len(s),)),
         infer_type=lambda a, t: (t, [np.dtype(_int64())]),
         lower=_lower1(lambda a, x: jnp.asarray(x.shape, dtype=_int64())),
@@ -508,7 +506,6 @@ register(
 register(
     OpDef(
         name="size_array",
-        params={},
         infer_shape=_unary(lambda a, s: (1,)),
         infer_type=lambda a, t: (t, [np.dtype(_int64())]),
         lower=_lower1(lambda a, x: jnp.asarray([x.size], dtype=_int64())),

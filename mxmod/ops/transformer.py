@@ -188,7 +188,6 @@ def _same_shape(a, s):
 register(
     OpDef(
         name="_contrib_div_sqrt_dim",
-        params={},
         infer_shape=_same_shape,
         lower=lambda a, ins, aux, ctx: [
             ins[0] / jnp.asarray(math.sqrt(ins[0].shape[-1]), ins[0].dtype)
@@ -275,7 +274,6 @@ def _index_copy_shape(a, s):
 register(
     OpDef(
         name="_contrib_index_copy",
-        params={},
         inputs=("old_tensor", "index_vector", "new_tensor"),
         infer_shape=_index_copy_shape,
         infer_type=lambda a, t: ([t[0], t[1], t[2] if t[2] is not None else t[0]], [t[0]]),
