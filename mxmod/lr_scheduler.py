@@ -17,6 +17,8 @@ import logging
 import math
 from typing import Callable
 
+import jax.numpy as jnp
+
 __all__ = [
     "LRScheduler",
     "FactorScheduler",
@@ -106,8 +108,6 @@ class LRScheduler:
         Raises:
             NotImplementedError: for user subclasses without a closed form.
         """
-        import jax.numpy as jnp
-
         self._jax_main(jnp.asarray(1, jnp.int32))  # raise early for user subclasses
         warm, begin, final = self.warmup_steps, self.warmup_begin_lr, self.warmup_final_lr
         mode = self.warmup_mode
@@ -179,8 +179,6 @@ class FactorScheduler(LRScheduler):
         return self.base_lr
 
     def _jax_main(self, n):
-        import jax.numpy as jnp
-
         k = jnp.maximum(0, (n - self.count - 1) // self.step).astype(jnp.float32)
         lr = self.base_lr * jnp.power(jnp.float32(self.factor), k)
         return jnp.where(k > 0, jnp.maximum(lr, self.stop_factor_lr), self.base_lr)
@@ -240,8 +238,6 @@ class MultiFactorScheduler(LRScheduler):
         return self.base_lr
 
     def _jax_main(self, n):
-        import jax.numpy as jnp
-
         rest = self.step[self.cur_step_ind :]
         k = sum((n > s).astype(jnp.float32) for s in rest) if rest else jnp.float32(0)
         return self.base_lr * jnp.power(jnp.float32(self.factor), k)
@@ -292,8 +288,6 @@ class _WindowScheduler(LRScheduler):
         return self.base_lr
 
     def _jax_main(self, n):
-        import jax.numpy as jnp
-
         if self.max_steps < 0:  # max_update < warmup_steps: base_lr is never recomputed
             return jnp.full(jnp.shape(n), self.base_lr, jnp.float32)
         m = jnp.minimum(n, self.max_update).astype(jnp.float32)
