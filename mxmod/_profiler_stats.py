@@ -14,6 +14,8 @@ import os
 import time
 from typing import Any
 
+import jax
+
 from .base import MXNetError
 
 SORT_KEYS = {"total": "Total", "avg": "Avg", "min": "Min", "max": "Max", "count": "Count"}
@@ -189,8 +191,6 @@ class Session:
 
     def start_segment(self) -> None:
         """Start a ``jax.profiler`` trace (no Python tracer) into the TensorBoard folder."""
-        import jax
-
         log_dir = tensorboard_dir(self.config["filename"])
         self.segment_dir = log_dir  # read back from here even if filename changes meanwhile
         self.before = run_dirs(log_dir)
@@ -215,8 +215,6 @@ class Session:
 
     def end_segment(self) -> None:
         """Stop the running trace and keep its events (shifted onto one time axis)."""
-        import jax
-
         if not self.tracing:
             return
         jax.profiler.stop_trace()

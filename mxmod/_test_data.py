@@ -7,8 +7,10 @@ otherwise raise FileNotFoundError naming the files and the folder.
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import os
+import shutil
 import struct
 
 import numpy as np
@@ -132,9 +134,6 @@ def get_bz2_data(data_dir: str, data_name: str, url: str, data_origin_name: str)
     Raises:
         FileNotFoundError: neither file is there (says what to fetch and where).
     """
-    import bz2
-    import shutil
-
     target = os.path.join(data_dir, data_name)
     if os.path.exists(target):
         return

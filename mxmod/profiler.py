@@ -29,6 +29,8 @@ import time
 import warnings
 from typing import Any
 
+import jax
+
 from . import _profiler_stats as _ps
 from .base import MXNetError
 
@@ -246,8 +248,6 @@ class _Span:
 
     def start(self) -> None:
         """Begin the region (recorded only while the profiler runs)."""
-        import jax
-
         self._begin_ns = time.perf_counter_ns()
         if _PROFILER.recording:
             self._annotation = jax.profiler.TraceAnnotation(self.name)

@@ -9,6 +9,9 @@ tensorboardX``). View them with ``tensorboard --logdir <logging_dir>``.
 
 from __future__ import annotations
 
+import os
+import uuid
+
 __all__ = ["LogMetricsCallback"]
 
 
@@ -46,9 +49,6 @@ class LogMetricsCallback:
     """
 
     def __init__(self, logging_dir, prefix=None, *, flush_secs=5):
-        import os
-        import uuid
-
         if not isinstance(logging_dir, (str, os.PathLike)):
             raise TypeError(
                 f"LogMetricsCallback logging_dir must be a folder path, "

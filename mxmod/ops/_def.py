@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
+import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
@@ -246,7 +247,5 @@ def known(shape: Shape) -> bool:
 
 def np_dtype(d: Any) -> np.dtype:
     if isinstance(d, str) and d == "bfloat16":
-        import jax.numpy as jnp
-
         return np.dtype(jnp.bfloat16)
     return np.dtype(d)

@@ -11,6 +11,8 @@ operator names mxmod registers; they differ between float16 and bfloat16.
 
 from __future__ import annotations
 
+import numpy as np
+
 
 def _names(text: str) -> frozenset:
     return frozenset(text.split())
@@ -162,8 +164,6 @@ def table(target_dtype) -> dict:
 
 
 def _dtype_name(target_dtype) -> str:
-    import numpy as np
-
     if isinstance(target_dtype, str) and target_dtype in _TABLES:
         return target_dtype
     try:
