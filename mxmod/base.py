@@ -26,6 +26,7 @@ __all__ = [
     "as_list",
     "names_list",
     "match_inputs",
+    "named",
     "DTYPE_FLAGS",
     "FLAG_DTYPES",
 ]
@@ -155,6 +156,13 @@ def as_list(obj):
 def names_list(obj) -> list:
     """An optional list of names (or callbacks) as a list: ``None`` is none (``[]``)."""
     return [] if obj is None else as_list(obj)
+
+
+def named(fn: Any, name: str, doc: str | None = None) -> Any:
+    """``fn`` (a function made by a factory) given its public ``name`` and docstring."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
 
 
 def match_inputs(where: str, slots: list, positional: list, named: dict, missing) -> list:

@@ -15,6 +15,7 @@ import functools
 import os
 from typing import Any, Callable
 
+from .base import named
 from .context import gpu_memory_info, num_gpus
 
 __all__ = [
@@ -138,13 +139,15 @@ def _scope_switch(name: str, semantics: str) -> Callable[..., _LegacyScope]:
             raise _np_mode_refused(f"{name}(True)")
         return _LegacyScope()
 
-    switch.__name__ = switch.__qualname__ = name
-    switch.__doc__ = f"""Scope for NumPy {semantics} semantics; only ``active=False`` is supported.
+    return named(
+        switch,
+        name,
+        f"""Scope for NumPy {semantics} semantics; only ``active=False`` is supported.
 
     Raises:
         NotImplementedError: for ``active=True``.
-    """
-    return switch
+    """,
+    )
 
 
 np_shape = _scope_switch("np_shape", "shape")

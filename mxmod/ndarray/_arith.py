@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, named
 from . import ops, shape_ops
 from .ops import binary
 from .ndarray import NDArray
@@ -147,9 +147,7 @@ def _fluent(fn):
     def method(self, *args, **kwargs):
         return fn(self, *args, **kwargs)
 
-    method.__name__ = fn.__name__
-    method.__doc__ = f"Fluent form of ``mx.nd.{fn.__name__}(self, ...)``."
-    return method
+    return named(method, fn.__name__, f"Fluent form of ``mx.nd.{fn.__name__}(self, ...)``.")
 
 
 def _numpy_fluent(fn, takes_dtype: bool):

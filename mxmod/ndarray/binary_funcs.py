@@ -12,6 +12,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from ..base import named
 from .ndarray import NDArray
 from .ops import binary_fn
 
@@ -45,18 +46,14 @@ def _by_operator(op, name: str):
                 )
         return op(lhs, rhs)
 
-    f.__name__ = name
-    f.__doc__ = f"``mx.nd.{name}(lhs, rhs)``: element-wise; either side may be a scalar."
-    return f
+    return named(f, name, f"``mx.nd.{name}(lhs, rhs)``: element-wise; either side may be a scalar.")
 
 
 def _by_jnp(fn, name: str):
     def f(lhs: Any, rhs: Any) -> Any:
         return binary_fn(fn, name, lhs, rhs)
 
-    f.__name__ = name
-    f.__doc__ = f"``mx.nd.{name}(lhs, rhs)``: element-wise 1/0 in the NDArray's dtype."
-    return f
+    return named(f, name, f"``mx.nd.{name}(lhs, rhs)``: element-wise 1/0 in the NDArray's dtype.")
 
 
 add = _by_operator(operator.add, "add")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from ..base import named
 from ..ops import OPS
 from ..ops.transformer import boolean_mask as _boolean_mask
 from ..ops.transformer import check_boolean_mask_axis
@@ -63,9 +64,9 @@ def _elementwise_test(name: str, fn):
             return out
         return NDArray(res, data.context)
 
-    test.__name__ = name
-    test.__doc__ = f"1 where ``jnp.{name}`` holds, else 0, in ``data``'s dtype (MXNet's)."
-    return test
+    return named(
+        test, name, f"1 where ``jnp.{name}`` holds, else 0, in ``data``'s dtype (MXNet's)."
+    )
 
 
 isinf = _elementwise_test("isinf", jnp.isinf)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..autograd import unsupported_error
-from ..base import MXNetError
+from ..base import MXNetError, named
 from ..context import current_context
 from . import _index
 from ._random import normal, randint, uniform
@@ -251,9 +251,7 @@ def _fluent(name: str):
     def method(self, *args: Any, **kwargs: Any):
         return _nd(name)(self, *args, **kwargs)
 
-    method.__name__ = name
-    method.__doc__ = f"Fluent form of ``mx.nd.{name}(self, ...)``."
-    return method
+    return named(method, name, f"Fluent form of ``mx.nd.{name}(self, ...)``.")
 
 
 def _squeezed_shape(shape: tuple, axis: Any) -> tuple:

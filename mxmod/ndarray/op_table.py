@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import MXNetError, match_inputs
+from ..base import MXNetError, match_inputs, named
 from ..ops import LowerCtx, get_op
 from ..ops._attrs import attr_str
 from ._random import next_key
@@ -80,6 +80,6 @@ def nd_function(name: str):
             return out
         return outs[0] if len(outs) == 1 else outs
 
-    call.__name__ = name
-    call.__doc__ = f"Imperative ``{op.name}`` (MXNet's ``mx.nd.{name}``), run in inference mode."
-    return call
+    return named(
+        call, name, f"Imperative ``{op.name}`` (MXNet's ``mx.nd.{name}``), run in inference mode."
+    )

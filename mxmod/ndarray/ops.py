@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, named
 from .ndarray import NDArray, _fresh, _put, jax_dtype
 
 __all__ = [
@@ -221,9 +221,7 @@ def _softmax_op(fn, name: str, doc: str):
         out = NDArray(fn(x, axis=axis), data._ctx)
         return out.astype(dtype) if dtype is not None else out
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = doc
-    return op
+    return named(op, name, doc)
 
 
 softmax = _softmax_op(
@@ -334,9 +332,7 @@ def _unary(fn, op: str):
     def f(data: NDArray) -> NDArray:
         return _like(fn(_check(data, op)._data), data)
 
-    f.__name__ = op
-    f.__doc__ = f"Element-wise ``{op}`` (``mx.nd.{op}``); keeps the input dtype."
-    return f
+    return named(f, op, f"Element-wise ``{op}`` (``mx.nd.{op}``); keeps the input dtype.")
 
 
 log = _unary(jnp.log, "log")

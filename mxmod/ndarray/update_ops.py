@@ -19,6 +19,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
+from ..base import named
 from .ndarray import NDArray
 
 __all__ = [
@@ -90,10 +91,8 @@ def _update_op(states: tuple, computed: dict | None = None, **defaults: Any) -> 
             target._set_data(new_w.astype(target._data.dtype))
             return target
 
-        update.__name__ = update.__qualname__ = kernel.__name__
-        update.__doc__ = kernel.__doc__
         update.__signature__ = sig
-        return update
+        return named(update, kernel.__name__, kernel.__doc__)
 
     return make
 

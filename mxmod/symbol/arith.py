@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import named
 from .creation import make_op
 from .symbol import Symbol
 
@@ -51,16 +52,14 @@ def _binary(name: str, op: str, hint: str, scalar_op: str, scalar_hint: str | No
             return make_op(op, [self, other], {}, hint=hint)
         return _scalar_op(self, other, scalar_op, scalar_hint or scalar_op)
 
-    method.__name__ = name
-    return method
+    return named(method, name)
 
 
 def _reflected(name: str, op: str, hint: str):
     def method(self: Symbol, other: Any) -> Symbol:
         return _scalar_op(self, other, op, hint)
 
-    method.__name__ = name
-    return method
+    return named(method, name)
 
 
 def __neg__(self: Symbol) -> Symbol:

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..base import DTYPE_FLAGS, MXNetError, match_inputs
+from ..base import DTYPE_FLAGS, MXNetError, match_inputs, named
 from ..ops import get_op
 from ..ops._attrs import attr_str
 from . import json_io
@@ -227,9 +227,9 @@ def creator(op_name: str, hint: Optional[str] = None):
     def create(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None, **kwargs: Any):
         return make_op(op_name, list(args), kwargs, name=name, attr=attr, hint=hint)
 
-    create.__name__ = op_name
-    create.__doc__ = f"Create a ``{get_op(op_name).name}`` node (MXNet's ``mx.sym.{op_name}``)."
-    return create
+    return named(
+        create, op_name, f"Create a ``{get_op(op_name).name}`` node (MXNet's ``mx.sym.{op_name}``)."
+    )
 
 
 def op_function(name: str):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import named
 from ..context import current_context
 from .creation import op_function
 from .symbol import Symbol
@@ -28,9 +29,7 @@ def _fluent(name: str):
     def method(self, *args: Any, **kwargs: Any) -> Symbol:
         return op_function(name)(self, *args, **kwargs)
 
-    method.__name__ = name
-    method.__doc__ = f"Fluent form of ``mx.sym.{name}(self, ...)``."
-    return method
+    return named(method, name, f"Fluent form of ``mx.sym.{name}(self, ...)``.")
 
 
 def reshape(self, *args: Any, **kwargs: Any) -> Symbol:

@@ -128,36 +128,40 @@ def _check_output_shape(node: Node, i: int, new: tuple, old: tuple) -> None:
         )
 
 
-def _to_fixed_point(order: list, step) -> None:
-    """Run ``step`` on every operator forwards then backwards until nothing changes."""
+def _propagate(sym, variable, infer) -> tuple[list[Node], dict]:
+    """The graph order and every entry's value it can find: variables' from
+    ``variable(node)`` (None: unknown), then ``infer(node, values) -> changed`` on every
+    operator forwards then backwards until nothing changes."""
+    order = topo_order(sym._outputs)
+    values: dict[Entry, Any] = {}
+    for node in order:
+        v = variable(node) if node.is_var else None
+        if v is not None:
+            values[(id(node), 0)] = v
     ops = [n for n in order if not n.is_var]
     for _ in range(len(ops) + 2):
         changed = False
         for node in ops + ops[::-1]:
-            changed = step(node) or changed
+            changed = infer(node, values) or changed
         if not changed:
             break
+    return order, values
 
 
 def propagate_shapes(sym, given: dict[str, tuple]) -> tuple[list[Node], dict[Entry, tuple]]:
     """Infer every entry's shape it can; raises ShapeError for shapes that cannot fit."""
-    order = topo_order(sym._outputs)
-    shapes: dict[Entry, tuple] = {}
-    for node in order:
-        if node.is_var:
-            s = given.get(node.name)
-            s = tuple(int(d) for d in s) if s is not None else _var_shape(node)
-            if s is not None:
-                shapes[(id(node), 0)] = s
 
-    def step(node: Node) -> bool:
+    def variable(node: Node) -> Optional[tuple]:
+        s = given.get(node.name)
+        return tuple(int(d) for d in s) if s is not None else _var_shape(node)
+
+    def infer(node: Node, shapes: dict) -> bool:
         new_in, outs = node.op.run_infer_shape(node.parsed(), node.name, _values_in(node, shapes))
         changed = _fill(node, new_in, outs, shapes, _check_output_shape)
         changed = _batch_from_output(node, shapes) or changed
         return _shape_from_output(node, shapes) or changed
 
-    _to_fixed_point(order, step)
-    return order, shapes
+    return _propagate(sym, variable, infer)
 
 
 def infer_shape(sym, args: tuple, kwargs: dict, partial: bool):
@@ -194,22 +198,19 @@ def unknown_shape_error(sym, given: dict) -> MXNetError:
 
 
 def propagate_types(sym, given: dict[str, Any]) -> tuple[list[Node], dict[Entry, str]]:
-    order = topo_order(sym._outputs)
-    types: dict[Entry, str] = {}
-    for node in order:
-        if node.is_var:
-            d = given.get(node.name)
-            if d is None and "__dtype__" in node.attrs:
-                d = FLAG_DTYPES.get(int(node.attrs["__dtype__"]))
-            if d is not None:
-                types[(id(node), 0)] = d if d == "bfloat16" else np.dtype(d).name
+    """Infer every entry's dtype name it can (``given``, then variables' ``__dtype__``)."""
 
-    def step(node: Node) -> bool:
+    def variable(node: Node) -> Optional[str]:
+        d = given.get(node.name)
+        if d is None and "__dtype__" in node.attrs:
+            d = FLAG_DTYPES.get(int(node.attrs["__dtype__"]))
+        return None if d is None else d if d == "bfloat16" else np.dtype(d).name
+
+    def infer(node: Node, types: dict) -> bool:
         new_in, outs = node.op.run_infer_type(node.parsed(), _values_in(node, types))
         return _fill(node, new_in, outs, types, None)
 
-    _to_fixed_point(order, step)
-    return order, types
+    return _propagate(sym, variable, infer)
 
 
 def infer_type(sym, args: tuple, kwargs: dict, partial: bool = False):

@@ -9,6 +9,7 @@ import math
 import numbers
 from typing import Any
 
+from ..base import named
 from .creation import op_function
 from .symbol import Symbol
 
@@ -31,9 +32,9 @@ def _dispatch(name: str, both: str, scalar: str, rscalar: str, py):
             f"{type(right).__name__}"
         )
 
-    f.__name__ = name
-    f.__doc__ = f"``mx.sym.{name}(left, right)``: element-wise; either side may be a number."
-    return f
+    return named(
+        f, name, f"``mx.sym.{name}(left, right)``: element-wise; either side may be a number."
+    )
 
 
 maximum = _dispatch("maximum", "_maximum", "_maximum_scalar", "_maximum_scalar", max)

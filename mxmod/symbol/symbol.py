@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Optional
 
-from ..base import MXNetError, NotImplementedForSymbol
+from ..base import MXNetError, NotImplementedForSymbol, named
 from . import infer, json_io
 from .graph import Node, aux_var_ids, copy_graph, topo_order
 from .naming import HIDDEN_KEYS, dunder
@@ -230,8 +230,7 @@ def _ndarray_only(name: str, alias: Optional[str], operand: bool, extra: tuple =
     def method(self, *args, **_kwargs):
         raise NotImplementedForSymbol(method, alias, *((*args[:1], *extra) if operand else ()))
 
-    method.__name__ = method.__qualname__ = name
-    return method
+    return named(method, name)
 
 
 Symbol.__bool__ = _ndarray_only("__bool__", "bool", False)
