@@ -157,6 +157,23 @@ def _grad_requests(grad_nodes: Any, names: list) -> dict:
     )
 
 
+def _check_grads(reqs, expected, grads, start, rtol, atol, prefix, equal_nan=False) -> None:
+    """Compare each ``(name, grad_req)`` gradient: ``'write'`` to ``expected``, ``'add'``
+    to ``expected`` after subtracting the ``start`` value, ``'null'`` to ``start``."""
+    for name, req in reqs:
+        want, got = expected.get(name), grads[name]
+        if req == "add":
+            got = got.asnumpy() - start[name]
+        elif req == "null":
+            want = start[name]
+        elif req != "write":
+            raise ValueError(
+                f"Invalid grad_req {req} for argument {name}: use 'write', 'add' or 'null'"
+            )
+        labels = (f"{prefix}_{name}", f"BACKWARD_{name}")
+        assert_almost_equal(want, got, rtol, atol, labels, equal_nan=equal_nan)
+
+
 def check_numeric_gradient(
     sym: Any,
     location: Any,
@@ -203,19 +220,7 @@ def check_numeric_gradient(
     numeric = numeric_grad(
         exe, location_np, aux_np, eps=eps, use_forward_train=use_forward_train, dtype=dtype
     )
-    for name, req in grad_req.items():
-        labels = ("NUMERICAL_%s" % name, "BACKWARD_%s" % name)
-        got = exe.grad_dict[name]
-        if req == "write":
-            assert_almost_equal(numeric[name], got, rtol, atol, labels)
-        elif req == "add":
-            assert_almost_equal(numeric[name], got.asnumpy() - grads_np[name], rtol, atol, labels)
-        elif req == "null":
-            assert_almost_equal(grads_np[name], got, rtol, atol, labels)
-        else:
-            raise ValueError(
-                f"Invalid grad_req {req} for argument {name}: use 'write', 'add' or 'null'"
-            )
+    _check_grads(grad_req.items(), numeric, exe.grad_dict, grads_np, rtol, atol, "NUMERICAL")
 
 
 def check_symbolic_forward(
@@ -308,28 +313,8 @@ def check_symbolic_backward(
     elif out_grads is not None:
         raise TypeError("out_grads must be None, a list or a dict of arrays")
     exe.backward(out_grads)
-    for name in expected:
-        labels = ("EXPECTED_%s" % name, "BACKWARD_%s" % name)
-        req = grad_req[name]
-        if req == "write":
-            assert_almost_equal(
-                expected[name], grads[name], rtol, atol, labels, equal_nan=equal_nan
-            )
-        elif req == "add":
-            assert_almost_equal(
-                expected[name],
-                grads[name].asnumpy() - start[name],
-                rtol,
-                atol,
-                labels,
-                equal_nan=equal_nan,
-            )
-        elif req == "null":
-            assert_almost_equal(start[name], grads[name], rtol, atol, labels, equal_nan=equal_nan)
-        else:
-            raise ValueError(
-                f"Invalid grad_req {req} for argument {name}: use 'write', 'add' or 'null'"
-            )
+    reqs = ((name, grad_req[name]) for name in expected)
+    _check_grads(reqs, expected, grads, start, rtol, atol, "EXPECTED", equal_nan)
     return grads
 
 
