@@ -13,19 +13,33 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
+from ..executor import compiled_for
+from ..executor.monitor_taps import backward_taps
+from ..io import DataDesc
 from ..ndarray import NDArray
 from .slicing import decide_slices, sliced_shape
-from .views import stacked_replace, stacked_slot, ArrayTable, ExecView, StateView, on_device
-
-
-def _slice_of(x, axis, s):
-    if axis < 0 or s is None:
-        return x
-    return jax.lax.slice_in_dim(x, s.start, s.stop, axis=axis)
+from .views import (
+    ArrayTable,
+    ExecView,
+    aux_view,
+    grad_view,
+    input_grad_view,
+    input_view,
+    kept_output_view,
+    output_view,
+    param_view,
+    slice_of,
+)
 
 
 class GroupSurface:
-    """Mixin of ``DataParallelExecutorGroup``: MXNet's attributes and the views."""
+    """Mixin of ``DataParallelExecutorGroup``: MXNet's attributes and the views.
+
+    Each view is made once per binding (``_tables``), so the identities MXNet's arrays
+    have hold: ``param_arrays[i][k] is execs[k].arg_arrays[j]``, and so on. Before any
+    batch the views read zeros, as MXNet's freshly bound arrays do."""
+
+    _default_execs = None  # MXNet's: the executors of the first bind, once reshaped
 
     # ------------------------------------------------------------ view plumbing
     def _dev(self, k):
@@ -84,56 +98,30 @@ class GroupSurface:
         else:
             self.state.aux = {**self.state.aux, name: arr}
 
-    def _state_view(self, kind: str, name: str, k):
-        def read():
-            self.flush()
-            if (kind, name, k) in self._overlay:
-                return self._overlay[(kind, name, k)]
-            store = self.state.params if kind == "param" else self.state.aux
-            return store[name] if k is None else on_device(store[name], self._dev(k))
-
-        def write(value):
-            self.flush()
-            if k is None or len(self.contexts) == 1:
-                self._write_whole(kind, name, value)
-            else:
-                self._overlay[(kind, name, k)] = jax.device_put(jnp.asarray(value), self._dev(k))
-
-        return StateView(self._grouped(name, k, read), write, self._var_ctx(name, k))
+    def _view(self, kind, name, k, make):
+        """The one view of ``(kind, name, k)`` for this binding (``make(group, name, k)``)."""
+        return self._table((kind, name, k), lambda: make(self, name, k))
 
     def _param_view(self, name, k):
-        return self._state_view("param", name, k)
+        return self._view("param", name, k, param_view)
 
     def _aux_view(self, name, k):
-        return self._state_view("aux", name, k)
+        return self._view("aux", name, k, aux_view)
 
     def _grad_view(self, name, k):
-        self._want_stacked = True
-        self._keep_grads = True
+        return self._view("grad", name, k, grad_view)
 
-        def read():
-            self.flush()
-            g = self._current_grads().get(name)
-            if g is None:
-                return jnp.zeros(self._arg_shape[name], self._arg_type[name])
-            if self._grads_stacked:
-                if k is not None or g.shape[0] == 1:  # this worker's devices (dist_sync)
-                    local = self._progs.placement.local(g, 0)
-                    return stacked_slot(local, 0 if k is None else k, self._dev(k or 0))
-                return g.sum(0)
-            return g
+    def _input_view(self, name, k):
+        return self._view("input", name, k, input_view)
 
-        def write(value):
-            self.flush()
-            cur = self._current_grads()
-            value = jnp.asarray(value)
-            if self._grads_stacked:
-                idx = 0 if k is None else k
-                cur[name] = stacked_replace(cur[name], idx, value.astype(cur[name].dtype))
-            else:
-                cur[name] = value.astype(self._arg_type[name])
+    def _output_view(self, i, k):
+        return self._view("output", i, k, output_view)
 
-        return StateView(self._grouped(name, k, read), write, self._var_ctx(name, k))
+    def _kept_output_view(self, p, i):
+        return kept_output_view(self, p, i)
+
+    def _input_grad_view(self, name, k):
+        return self._view("input_grad", name, k, input_grad_view)
 
     def _current_grads(self) -> dict:
         if not self._grads_valid:
@@ -163,73 +151,6 @@ class GroupSurface:
         self._grads_stacked = bool(n)
         self._grads_valid = True
 
-    def _input_view(self, name, k):
-        axis = self._input_axes.get(name, 0)
-
-        def read():
-            p = self._require_pending(f"input {name!r}")
-            return _slice_of(
-                self._progs.placement.local(p.inputs[name], axis), axis, self._slice(k)
-            )
-
-        def write(value):
-            p = self._require_pending(f"input {name!r}")
-            cur = p.inputs[name]
-            value = jnp.asarray(value, cur.dtype)
-            s = self._slice(k)
-            if s is not None and axis >= 0:
-                idx = [slice(None)] * cur.ndim
-                idx[axis] = s
-                value = cur.at[tuple(idx)].set(value)
-            p.inputs = {**p.inputs, name: jax.device_put(value, cur.sharding)}
-            p.outs_done = p.grads_done = False
-
-        return StateView(self._grouped(name, k, read), write, self._var_ctx(name, k))
-
-    def _output_view(self, i, k):
-        def read():
-            self.ensure_outputs()
-            out = self._progs.placement.local(self._outs[i], self.output_layouts[i])
-            return _slice_of(out, self.output_layouts[i], self._slice(k))
-
-        def write(value):
-            raise MXNetError("outputs are read-only: they are recomputed by forward()")
-
-        return StateView(read, write, self._ctx(k))
-
-    def _kept_output_view(self, p, i):
-        def read():
-            if p.saved_outs is not None:
-                outs = p.saved_outs
-            elif p is self._pending:
-                self.ensure_outputs()
-                outs = self._outs
-            else:
-                raise MXNetError(
-                    "these outputs belong to a batch the module no longer holds "
-                    "(it was re-bound or reshaped); copy outputs you keep with .copy()"
-                )
-            return self._progs.placement.local(outs[i], self.output_layouts[i])
-
-        def write(value):
-            raise MXNetError("outputs are read-only: they are recomputed by forward()")
-
-        return StateView(read, write, self._ctx(None))
-
-    def _input_grad_view(self, name, k):
-        axis = self._input_axes.get(name, 0)
-
-        def read():
-            self.flush()
-            return _slice_of(
-                self._progs.placement.local(self._input_grads[name], axis), axis, self._slice(k)
-            )
-
-        def write(value):
-            self._input_grads[name] = jnp.asarray(value)
-
-        return StateView(self._grouped(name, k, read), write, self._var_ctx(name, k))
-
     def _input_names(self) -> list:
         return self.data_names + self.label_names + self.state_names
 
@@ -243,19 +164,28 @@ class GroupSurface:
     def _per_dev(self, make):
         return [make(k) for k in range(len(self.contexts))]
 
+    def _per_name(self, names, view):
+        return [self._per_dev(lambda k, n=n: view(n, k)) for n in names]
+
+    def _sliced_inputs(self, names):
+        """MXNet's ``data_arrays``/``label_arrays``: ``(slice, execs[k].arg_dict[name])``."""
+        cut = self.slices or [slice(k, k + 1) for k in range(len(self.contexts))]
+        return [
+            [(cut[k], v) for k, v in enumerate(row)]
+            for row in self._per_name(names, self._input_view)
+        ]
+
     @property
     def param_arrays(self):
         return self._table(
             "param",
-            lambda: ArrayTable(
-                [self._per_dev(lambda k, n=n: self._param_view(n, k)) for n in self.param_names],
-                self,
-                "param",
-            ),
+            lambda: ArrayTable(self._per_name(self.param_names, self._param_view), self, "param"),
         )
 
     @property
     def grad_arrays(self):
+        if not self.for_training:
+            return None
         self._want_stacked = True
         self._keep_grads = True
         return self._table(
@@ -274,70 +204,50 @@ class GroupSurface:
 
     @property
     def aux_arrays(self):
-        return self._table(
-            "aux",
-            lambda: [self._per_dev(lambda k, n=n: self._aux_view(n, k)) for n in self.aux_names],
-        )
+        return self._table("aux", lambda: self._per_name(self.aux_names, self._aux_view))
 
     @property
     def data_arrays(self):
-        return self._table(
-            "data",
-            lambda: [
-                [
-                    (self.slices[k] if self.slices else slice(None), self._input_view(n, k))
-                    for k in range(len(self.contexts))
-                ]
-                for n in self.data_names
-            ],
-        )
+        return self._table("data", lambda: self._sliced_inputs(self.data_names))
 
     @property
     def label_arrays(self):
-        if not self.label_names:
+        if self.label_shapes is None:
             return None
-        return self._table(
-            "label",
-            lambda: [
-                [
-                    (self.slices[k] if self.slices else slice(None), self._input_view(n, k))
-                    for k in range(len(self.contexts))
-                ]
-                for n in self.label_names
-            ],
-        )
+        return self._table("label", lambda: self._sliced_inputs(self.label_names))
 
     @property
     def state_arrays(self):
-        return self._table(
-            "state",
-            lambda: [
-                self._per_dev(lambda k, n=n: self._input_view(n, k)) for n in self.state_names
-            ],
-        )
+        return self._table("state", lambda: self._per_name(self.state_names, self._input_view))
 
     @property
     def input_grad_arrays(self):
         if not self.inputs_need_grad:
-            return []
-        return self._table(
-            "igrad",
-            lambda: [
-                self._per_dev(lambda k, n=n: self._input_grad_view(n, k)) for n in self.data_names
-            ],
-        )
+            return None
+        names = [n for n in self.data_names if n in self.arg_names]
+        return self._table("igrad", lambda: self._per_name(names, self._input_grad_view))
 
     @property
     def execs(self):
         return self._table("execs", lambda: [ExecView(self, k) for k in range(len(self.contexts))])
 
     @property
-    def _default_execs(self):
-        return None
-
-    @property
     def shared_data_arrays(self):
-        return [{} for _ in self.contexts]
+        """MXNet's per-context buffers of the bound inputs (``{name: array}``)."""
+
+        def pool(k):
+            out = {n: self._input_view(n, k) for n in self._input_names()}
+            for n in self.data_names:
+                if self.grad_req.get(n, "null") != "null":
+                    out[f"grad of {n}"] = self._input_grad_view(n, k)
+            return out
+
+        return self._table("shared", lambda: self._per_dev(pool))
+
+    def install_monitor(self, mon) -> None:
+        """MXNet's: install ``mon`` on every executor (each reports its own slice)."""
+        for exe in self.execs:
+            mon.install(exe)
 
     @property
     def num_outputs(self) -> int:
@@ -365,12 +275,14 @@ class GroupSurface:
             return 0
 
     def decide_slices(self, data_shapes):
-        batch_size, slices, _ = decide_slices(data_shapes, self.workload)
-        return slices
+        return decide_slices(self, data_shapes)
 
     def _sliced_shape(self, shapes, i, major_axis):
-        s = self.slices[i]
-        return [(d.name, sliced_shape(d.shape, a, s)) for d, a in zip(shapes, major_axis)]
+        """The descs of executor ``i``: batch axes cut to its slice."""
+        return [
+            DataDesc(d.name, sliced_shape(d.shape, a, self.slices[i]), d.dtype, d.layout)
+            for d, a in zip(shapes, major_axis)
+        ]
 
     def _collect_arrays(self) -> None:
         """MXNet rebuilds its array lists after binding; here they are views already."""
@@ -426,7 +338,7 @@ class GroupSurface:
         if merge_multi_context:
             return states
         return [
-            [NDArray(_slice_of(s._data, 0, self._slice(k))) for k in range(len(self.contexts))]
+            [NDArray(slice_of(s._data, 0, self._slice(k))) for k in range(len(self.contexts))]
             for s in states
         ]
 
@@ -461,24 +373,31 @@ class GroupSurface:
     def aux_dict(self) -> dict:
         return {n: self._aux_view(n, None) for n in self.state.aux}
 
-    def monitor_internals(self):
-        """(name, array) of every node output for the last batch (one extra forward)."""
+    def _device_part(self, x, axis, k):
+        """Device ``k``'s part of a batch-split array (all of it for ``k=None``)."""
+        return slice_of(self._progs.placement.local(x, axis), axis, self._slice(k))
+
+    def monitor_internals(self, k=None):
+        """(name, array) of every node output for the last batch (one extra forward), on
+        device ``k``'s slice of it (as MXNet's executor ``k`` computed them)."""
         p = self._pending
         if p is None:
             return []
         self.flush()
-        from ..executor import compiled_for
-
         internals = self.symbol.get_internals()
         graph = compiled_for(internals).graph
         params, aux = p.monitor_state or (self._params_in(), self.state.aux)
-        args = {**params, **p.inputs}
+        inputs = {
+            n: self._device_part(v, self._input_axes.get(n, 0), k) for n, v in p.inputs.items()
+        }
+        args = {**params, **inputs}
         outs, _ = jax.jit(graph, static_argnames="is_train")(args, aux, p.key, is_train=p.is_train)
         names = internals.list_outputs()
-        found = [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args]
+        found = [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args and n not in aux]
         if p.backward or p.grads_done:
-            from ..executor.monitor_taps import backward_taps
-
-            taps = backward_taps(self._graph, args, aux, p.key, p.is_train, p.head_grads)
+            heads = p.head_grads and [
+                self._device_part(g, axis, k) for g, axis in zip(p.head_grads, self.output_layouts)
+            ]
+            taps = backward_taps(self._graph, args, aux, p.key, p.is_train, heads)
             found += [(n, NDArray(g)) for n, g in taps]
         return found

@@ -30,29 +30,36 @@ def split_input_slice(batch_size: int, work_load_list: list) -> list[slice]:
     return slices
 
 
-def decide_slices(descs: list, work_load_list: list) -> tuple[Optional[int], list, list[int]]:
-    """(batch_size, slices, batch axis per desc) for data or label descriptors."""
+class BatchSizeMismatch(MXNetError, AssertionError):
+    """Inputs disagree on the batch size (MXNet asserts it)."""
+
+
+def decide_slices(group, descs: list) -> list[int]:
+    """MXNet's ``DataParallelExecutorGroup.decide_slices``: the batch axis of each desc.
+    The first desc with one sets ``group.batch_size`` and ``group.slices`` (split over
+    ``group.workload``) unless the group has a batch size already; the others must agree."""
+    assert len(descs) > 0
     axes = [batch_axis(getattr(d, "layout", None)) for d in descs]
-    batch_size = None
     for d, axis in zip(descs, axes):
         if axis < 0:
             continue
-        if axis >= len(d.shape):
-            raise MXNetError(f"input {d.name!r} has layout {d.layout!r} but shape {d.shape}")
-        n = d.shape[axis]
-        if batch_size is None:
-            batch_size = n
-        elif n != batch_size:
-            raise MXNetError(
-                f"all data must have the same batch size: batch_size = {batch_size}, "
-                f"but {d.name} has shape {d.shape}"
+        name, shape = d
+        if axis >= len(shape):
+            raise MXNetError(f"input {name!r} has layout {d.layout!r} but shape {shape}")
+        if group.batch_size is None:
+            group.batch_size = shape[axis]
+            group.slices = split_input_slice(group.batch_size, group.workload)
+        elif shape[axis] != group.batch_size:
+            raise BatchSizeMismatch(
+                f"all data must have the same batch size: batch_size = {group.batch_size}, "
+                f"but {name} has shape {tuple(shape)}"
             )
-    slices = split_input_slice(batch_size, work_load_list) if batch_size else []
-    return batch_size, slices, axes
+    return axes
 
 
-def sliced_shape(shape: tuple, axis: int, s: slice) -> tuple:
-    if axis < 0:
+def sliced_shape(shape: tuple, axis: int, s: Optional[slice]) -> tuple:
+    """``shape`` with its batch axis cut to ``s`` (whole when there is none)."""
+    if axis < 0 or s is None:
         return tuple(shape)
     out = list(shape)
     out[axis] = s.stop - s.start

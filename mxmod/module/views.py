@@ -12,9 +12,14 @@ from __future__ import annotations
 from typing import Callable
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
+from ..base import MXNetError
+from ..io import DataBatch, DataDesc
 from ..ndarray import NDArray
+from .slicing import sliced_shape
 
 
 class StateView(NDArray):
@@ -87,65 +92,277 @@ def stacked_replace(stacked, k: int, row):
     return stacked.at[k].set(jax.device_put(row, target))
 
 
+def slice_of(x, axis, s):
+    """``x`` cut to ``s`` along ``axis`` (all of it without an axis or a slice)."""
+    if axis < 0 or s is None:
+        return x
+    return jax.lax.slice_in_dim(x, s.start, s.stop, axis=axis)
+
+
+# ---------------------------------------------------------------- the group's views
+# Each takes the group, a name (an output's index) and a device ``k`` (None: the whole
+# group); the group makes each one once per binding (``GroupSurface._view``).
+
+
+def _zeros(g, shape, dtype, name, k):
+    """What MXNet's buffer holds before the first batch: zeros, on its device."""
+    return jax.device_put(np.zeros(shape, dtype), g._var_ctx(name, k).jax_device)
+
+
+def _input_desc(g, name) -> DataDesc:
+    for d in g.data_shapes + (g.label_shapes or []):
+        if d.name == name:
+            return d
+    state = g._states[name]
+    return DataDesc(name, state.shape, state.dtype)
+
+
+def _input_zeros(g, name, k):
+    d = _input_desc(g, name)
+    return _zeros(
+        g, sliced_shape(d.shape, g._input_axes.get(name, 0), g._slice(k)), d.dtype, name, k
+    )
+
+
+def _zero_batch(g) -> DataBatch:
+    data, label = (
+        [np.zeros(d.shape, d.dtype) for d in ds or []] for ds in (g.data_shapes, g.label_shapes)
+    )
+    return DataBatch(data, label or None)
+
+
+def _beside(value, like):
+    """``value`` replicated over the devices ``like`` lives on (so the two combine)."""
+    mesh = getattr(like.sharding, "mesh", None)
+    if mesh is not None:
+        return jax.device_put(value, NamedSharding(mesh, PartitionSpec()))
+    return jax.device_put(value, like.sharding if len(like.sharding.device_set) == 1 else None)
+
+
+def _read_only(value):
+    raise MXNetError("outputs are read-only: they are recomputed by forward()")
+
+
+def _state_view(g, kind: str, name: str, k):
+    def read():
+        g.flush()
+        if (kind, name, k) in g._overlay:
+            return g._overlay[(kind, name, k)]
+        store = g.state.params if kind == "param" else g.state.aux
+        return store[name] if k is None else on_device(store[name], g._dev(k))
+
+    def write(value):
+        g.flush()
+        if k is None or len(g.contexts) == 1:
+            g._write_whole(kind, name, value)
+        else:
+            g._overlay[(kind, name, k)] = jax.device_put(jnp.asarray(value), g._dev(k))
+
+    return StateView(g._grouped(name, k, read), write, g._var_ctx(name, k))
+
+
+def param_view(g, name, k):
+    return _state_view(g, "param", name, k)
+
+
+def aux_view(g, name, k):
+    return _state_view(g, "aux", name, k)
+
+
+def grad_view(g, name, k):
+    """Device ``k``'s own gradient (its slice of the batch; the sum for ``k=None``)."""
+    g._want_stacked = True
+    g._keep_grads = True
+
+    def read():
+        g.flush()
+        grad = g._current_grads().get(name)
+        if grad is None:
+            return _zeros(g, g._arg_shape[name], g._arg_type[name], name, k)
+        if g._grads_stacked:
+            if k is not None or grad.shape[0] == 1:  # this worker's devices (dist_sync)
+                local = g._progs.placement.local(grad, 0)
+                return stacked_slot(local, 0 if k is None else k, g._dev(k or 0))
+            return grad.sum(0)
+        return grad
+
+    def write(value):
+        g.flush()
+        cur = g._current_grads()
+        value = jnp.asarray(value)
+        if g._grads_stacked:
+            idx = 0 if k is None else k
+            cur[name] = stacked_replace(cur[name], idx, value.astype(cur[name].dtype))
+        else:
+            cur[name] = value.astype(g._arg_type[name])
+
+    return StateView(g._grouped(name, k, read), write, g._var_ctx(name, k))
+
+
+def input_view(g, name, k):
+    """Device ``k``'s slice of a bound input (zeros until a batch is loaded)."""
+    axis = g._input_axes.get(name, 0)
+
+    def read():
+        if g._pending is None:
+            return _input_zeros(g, name, k)
+        local = g._progs.placement.local(g._pending.inputs[name], axis)
+        return slice_of(local, axis, g._slice(k))
+
+    def write(value):
+        if g._pending is None:  # MXNet's buffers hold zeros until a batch is loaded
+            g.forward(_zero_batch(g), is_train=False)
+        p = g._pending
+        cur = p.inputs[name]
+        value = jnp.asarray(value, cur.dtype)
+        s = g._slice(k)
+        if s is not None and axis >= 0:
+            idx = [slice(None)] * cur.ndim
+            idx[axis] = s
+            value = cur.at[tuple(idx)].set(_beside(value, cur))
+        p.inputs = {**p.inputs, name: jax.device_put(value, cur.sharding)}
+        p.outs_done = p.grads_done = False
+
+    return StateView(g._grouped(name, k, read), write, g._var_ctx(name, k))
+
+
+def output_view(g, i, k):
+    """Device ``k``'s slice of output ``i`` of the current batch (zeros before one)."""
+
+    def read():
+        axis = g.output_layouts[i]
+        if g._pending is None:
+            shape = list(g._out_dev_shapes[i])
+            if axis >= 0 and g.batch_size:
+                s = g._slice(k)
+                shape[axis] = g.batch_size if s is None else s.stop - s.start
+            return _zeros(g, tuple(shape), np.float32, None, k)
+        g.ensure_outputs()
+        return slice_of(g._progs.placement.local(g._outs[i], axis), axis, g._slice(k))
+
+    return StateView(read, _read_only, g._ctx(k))
+
+
+def kept_output_view(g, p, i):
+    """Output ``i`` of batch ``p`` as handed out merged (kept when a later batch came)."""
+
+    def read():
+        if p.saved_outs is not None:
+            outs = p.saved_outs
+        elif p is g._pending:
+            g.ensure_outputs()
+            outs = g._outs
+        else:
+            raise MXNetError(
+                "these outputs belong to a batch the module no longer holds "
+                "(it was re-bound or reshaped); copy outputs you keep with .copy()"
+            )
+        return g._progs.placement.local(outs[i], g.output_layouts[i])
+
+    return StateView(read, _read_only, g._ctx(None))
+
+
+def input_grad_view(g, name, k):
+    """Device ``k``'s slice of an input's gradient (zeros before a backward)."""
+    axis = g._input_axes.get(name, 0)
+
+    def read():
+        g.flush()
+        grad = g._input_grads.get(name)
+        if grad is None:
+            return _input_zeros(g, name, k)
+        return slice_of(g._progs.placement.local(grad, axis), axis, g._slice(k))
+
+    def write(value):
+        g._input_grads[name] = jnp.asarray(value)
+
+    return StateView(g._grouped(name, k, read), write, g._var_ctx(name, k))
+
+
 class ExecView:
     """One context's executor, as MXNet's ``DataParallelExecutorGroup.execs[k]``.
 
-    Its arrays are views of the group (this device's copy of the parameters, its slice of
-    the batch and outputs, its own gradients). ``forward``/``backward`` run the whole
-    group (every device computes its part in one program).
+    Its arrays are the group's views (this device's copy of the parameters, its slice of
+    the batch and outputs, its own gradients), the same objects as the group's tables.
+    ``forward``/``backward`` run the whole group (every device computes its part in one
+    program).
     """
 
     def __init__(self, group, k: int):
         self._group = group
         self._k = k
+        self._dicts: dict = {}
+
+    def _once(self, key, build):
+        d = self._dicts.get(key)
+        if d is None:
+            d = self._dicts[key] = build()
+        return d
+
+    def _by_argument(self, key, param_view, input_view, inputs) -> dict:
+        """``{argument: view}`` in ``arg_names`` order: parameters from ``param_view``,
+        the ``inputs`` from ``input_view`` (a view of None is left out)."""
+        g, k = self._group, self._k
+
+        def build():
+            out = {}
+            for n in g.arg_names:
+                view = param_view if n in g.param_names else input_view if n in inputs else None
+                if view is not None and (v := view(n, k)) is not None:
+                    out[n] = v
+            return out
+
+        return self._once(key, build)
 
     @property
     def arg_dict(self) -> dict:
-        g, k = self._group, self._k
-        out = {}
-        for name in g.arg_names:
-            if name in g.param_names:
-                out[name] = g._param_view(name, k)
-            elif name in g._input_names():
-                out[name] = g._input_view(name, k)
-        return out
+        g = self._group
+        return self._by_argument("arg", g._param_view, g._input_view, set(g._input_names()))
 
     @property
     def arg_arrays(self) -> list:
-        d = self.arg_dict
-        return [d.get(n) for n in self._group.arg_names]
+        return self._once("args", lambda: [self.arg_dict.get(n) for n in self._group.arg_names])
 
     @property
     def grad_dict(self) -> dict:
-        g, k = self._group, self._k
-        out = {n: g._grad_view(n, k) for n in g.param_names if g.grad_req.get(n) != "null"}
-        for n in g.data_names:
-            if g.grad_req.get(n, "null") != "null":
-                out[n] = g._input_grad_view(n, k)
-        return out
+        g = self._group
+        wanted = {n for n, r in g.grad_req.items() if r != "null"}
+        return self._by_argument(
+            "grad",
+            lambda n, k: g._grad_view(n, k) if n in wanted else None,
+            g._input_grad_view,
+            wanted & set(g.data_names),
+        )
 
     @property
     def grad_arrays(self) -> list:
-        d = self.grad_dict
-        return [d.get(n) for n in self._group.arg_names]
+        return self._once("grads", lambda: [self.grad_dict.get(n) for n in self._group.arg_names])
 
     @property
     def aux_dict(self) -> dict:
-        return {n: self._group._aux_view(n, self._k) for n in self._group.aux_names}
+        g, k = self._group, self._k
+        return self._once("aux", lambda: {n: g._aux_view(n, k) for n in g.aux_names})
 
     @property
     def aux_arrays(self) -> list:
-        d = self.aux_dict
-        return [d[n] for n in self._group.aux_names]
+        return self._once("auxs", lambda: list(self.aux_dict.values()))
 
     @property
     def outputs(self) -> list:
-        g = self._group
-        return [g._output_view(i, self._k) for i in range(len(g.output_names))]
+        g, k = self._group, self._k
+        return self._once(
+            "outs", lambda: [g._output_view(i, k) for i in range(len(g.output_names))]
+        )
 
     @property
     def output_dict(self) -> dict:
         return dict(zip(self._group.output_names, self.outputs))
+
+    def set_monitor_callback(self, callback, monitor_all=False) -> None:
+        self._group.set_monitor_callback(callback, monitor_all)
+
+    def monitor_internals(self) -> list:
+        return self._group.monitor_internals(self._k)
 
     @property
     def symbol(self):
