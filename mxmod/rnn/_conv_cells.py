@@ -50,29 +50,21 @@ class BaseConvRNNCell(BaseRNNCell):
                 f"{type(self).__name__}: h2h_kernel must be odd to keep the state "
                 f"shape, got {h2h_kernel}"
             )
-        self._h2h_kernel = h2h_kernel
-        self._h2h_pad = (
-            h2h_dilate[0] * (h2h_kernel[0] - 1) // 2,
-            h2h_dilate[1] * (h2h_kernel[1] - 1) // 2,
+        # The two convolutions' attributes (the h2h one pads to keep the state shape).
+        self._i2h_conv = dict(
+            kernel=i2h_kernel, stride=i2h_stride, pad=i2h_pad, dilate=i2h_dilate, layout=conv_layout
         )
-        self._h2h_dilate = h2h_dilate
-        self._i2h_kernel = i2h_kernel
-        self._i2h_stride = i2h_stride
-        self._i2h_pad = i2h_pad
-        self._i2h_dilate = i2h_dilate
+        h2h_pad = tuple(d * (k - 1) // 2 for d, k in zip(h2h_dilate, h2h_kernel))
+        self._h2h_conv = dict(
+            kernel=h2h_kernel, dilate=h2h_dilate, pad=h2h_pad, stride=(1, 1), layout=conv_layout
+        )
         self._num_hidden = num_hidden
         self._input_shape = input_shape
         self._conv_layout = conv_layout
         self._activation = activation
 
         conv = symbol.Convolution(
-            data=symbol.Variable("data"),
-            num_filter=num_hidden,
-            kernel=i2h_kernel,
-            stride=i2h_stride,
-            pad=i2h_pad,
-            dilate=i2h_dilate,
-            layout=conv_layout,
+            data=symbol.Variable("data"), num_filter=num_hidden, **self._i2h_conv
         )
         out_shape = conv.infer_shape(data=input_shape)[1][0]
         self._state_shape = (0,) + tuple(out_shape[1:])
@@ -93,29 +85,13 @@ class BaseConvRNNCell(BaseRNNCell):
     def _conv_forward(self, inputs, states, name):
         n = self._num_hidden * self._num_gates
         i2h = symbol.Convolution(
-            name=f"{name}i2h",
-            data=inputs,
-            num_filter=n,
-            kernel=self._i2h_kernel,
-            stride=self._i2h_stride,
-            pad=self._i2h_pad,
-            dilate=self._i2h_dilate,
-            weight=self._iW,
-            bias=self._iB,
-            layout=self._conv_layout,
-        )
+            name=f"{name}i2h", data=inputs, num_filter=n, weight=self._iW, bias=self._iB,
+            **self._i2h_conv,
+        )  # fmt: skip
         h2h = symbol.Convolution(
-            name=f"{name}h2h",
-            data=states[0],
-            num_filter=n,
-            kernel=self._h2h_kernel,
-            dilate=self._h2h_dilate,
-            pad=self._h2h_pad,
-            stride=(1, 1),
-            weight=self._hW,
-            bias=self._hB,
-            layout=self._conv_layout,
-        )
+            name=f"{name}h2h", data=states[0], num_filter=n, weight=self._hW, bias=self._hB,
+            **self._h2h_conv,
+        )  # fmt: skip
         return i2h, h2h
 
 
