@@ -15,6 +15,7 @@ does not have: for an Optimizer they raise TypeError as MXNet's do.
 from __future__ import annotations
 
 from ...base import MXNetError
+from ...module import Module
 from ...optimizer import Optimizer
 from . import lists
 from .convert import convert_model, convert_symbol
@@ -105,8 +106,6 @@ def init_trainer(optimizer_or_trainer):
     ``LossScaler``. A hand-written ``forward``/``backward``/``update`` loop cannot scale the
     loss: the module's ``update()`` then raises, naming ``fit``.
     """
-    from ...module import Module
-
     if isinstance(optimizer_or_trainer, Module):
         mod = optimizer_or_trainer
         if SCALE_NAME not in mod.symbol.list_arguments():
@@ -148,16 +147,13 @@ def unscale(optimizer_or_trainer):
     _gluon_only("unscale", optimizer_or_trainer)
 
 
-def convert_bucketing_module(
-    bucketing_mod,
-    target_dtype="float16",
-    target_dtype_ops=None,
-    fp32_ops=None,
-    conditional_fp32_ops=None,
-    excluded_sym_names=None,
-    cast_optional_params=False,
-):
-    """MXNet's BucketingModule conversion: not wired for mxmod's BucketingModule yet."""
+def convert_bucketing_module(bucketing_mod, *args, **kwargs):
+    """MXNet's BucketingModule conversion (its further arguments are ``convert_model``'s
+    but ``arg_params``/``aux_params``): not wired for mxmod's BucketingModule yet.
+
+    Raises:
+        NotImplementedError: always; convert each bucket's symbol instead.
+    """
     raise NotImplementedError(
         "amp.convert_bucketing_module is not implemented by mxmod: "
         "convert each bucket's symbol with amp.convert_symbol inside "
