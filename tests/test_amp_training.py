@@ -12,6 +12,7 @@ import pytest
 import mxmod as mx
 from mxmod.contrib import amp
 from mxmod.contrib.amp import loss_scaler as ls
+from mxmod.executor import loss_scale
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
 from amp_nets import NETS  # noqa: E402
@@ -88,7 +89,7 @@ def test_host_loss_scaler_follows_mxnet():
 
 
 def test_device_rule_equals_host_rule(monkeypatch):
-    monkeypatch.setattr(ls, "WINDOW", 3)
+    monkeypatch.setattr(loss_scale, "WINDOW", 3)  # the device rule's module
     host = amp.LossScaler()
     host._scale_seq_len = 3
     state = ls.init_state()

@@ -1,6 +1,7 @@
 """The Module core: compile counts, the deferred step, MXNet's executor-group surface
 (shapes and per-device meaning), the private attributes subclasses use, bad input."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -63,6 +64,64 @@ def test_first_fit_batch_compiles_the_step_once_and_two_modules_share_it():
     assert compiled_count(sym) == {"step": 1}
 
 
+_XLA_COMPILES = [0]
+
+
+def _count_compiles(event, duration, **kw):
+    if "backend_compile" in event:
+        _XLA_COMPILES[0] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_count_compiles)
+
+
+class _ReadyBatches(mx.io.DataIter):
+    """Batches of host arrays made before fit: placing them compiles nothing, so every
+    XLA program compiled during fit is the Module's."""
+
+    def __init__(self, x, y, batch_size):
+        super().__init__(batch_size)
+        self.batches = [
+            mx.io.DataBatch([x[i : i + batch_size]], [y[i : i + batch_size]])
+            for i in range(0, len(x), batch_size)
+        ]
+        self.provide_data = [mx.io.DataDesc("data", (batch_size, x.shape[1]))]
+        self.provide_label = [mx.io.DataDesc("softmax_label", (batch_size,))]
+        self.cursor = 0
+
+    def reset(self):
+        self.cursor = 0
+
+    def next(self):
+        if self.cursor == len(self.batches):
+            raise StopIteration
+        self.cursor += 1
+        return self.batches[self.cursor - 1]
+
+
+@pytest.mark.parametrize("ctx", [[mx.cpu(0)], [mx.cpu(0), mx.cpu(1)]])
+def test_first_fit_batch_compiles_one_xla_program_and_a_second_module_none(ctx):
+    """Every XLA compilation counts (placement, the step, metric statistics): the first
+    batch of fit compiles the step alone, and a second Module on the same symbol nothing."""
+    sym = mlp(hidden=13, classes=3)  # shapes no other test compiles
+    x, y = toy(n=66, d=10, classes=3, seed=5)
+    seen = []
+
+    def compiles_so_far(param):
+        if param.nbatch == 0:
+            seen.append(_XLA_COMPILES[0] - before[0])
+
+    for _ in range(2):
+        mod = mx.mod.Module(sym, context=ctx)
+        it = _ReadyBatches(x, y, batch_size=22)
+        mod.bind(it.provide_data, it.provide_label)
+        mod.init_params(mx.init.Uniform(0.1))
+        mod.init_optimizer(optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+        before = [_XLA_COMPILES[0]]
+        mod.fit(it, num_epoch=2, batch_end_callback=compiles_so_far)
+    assert seen == [1, 1, 0, 0]  # counted from each fit's start, at each epoch's first batch
+
+
 def test_input_gradients_after_update():
     x, y = toy(8)
     mod = mx.mod.Module(mlp())
@@ -113,9 +172,14 @@ def test_executor_group_surface_shapes_and_per_device_meaning():
     assert g.execs[0].outputs[0].shape == (4, 4)
     assert g.data_arrays[0][1][0] == slice(4, 8) and g.data_arrays[0][1][1].shape == (4, 10)
     assert g.label_arrays[0][0][1].shape == (4,)
-    assert g.aux_arrays == [] and g.state_arrays == [] and g.input_grad_arrays == []
-    assert g.shared_data_arrays == [{}, {}] and g._default_execs is None
-    assert g.decide_slices(g.data_shapes) == g.slices
+    assert (
+        g.aux_arrays == [] and g.state_arrays == [] and g.input_grad_arrays is None
+    )  # MXNet: None without inputs_need_grad
+    # MXNet: each context's bound inputs by name (for memory sharing); no reshape yet
+    assert [sorted(d) for d in g.shared_data_arrays] == [["data", "softmax_label"]] * 2
+    assert g._default_execs is None
+    assert g.decide_slices(g.data_shapes) == [0]  # MXNet: the batch axes; sets g.slices
+    assert g.slices == [slice(0, 4), slice(4, 8)]
     assert g._sliced_shape(g.data_shapes, 1, [0]) == [("data", (4, 10))]
     assert g._total_exec_bytes > 0 and mod._total_exec_bytes > 0
     assert set(g.execs[0].grad_dict) == {"fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"}

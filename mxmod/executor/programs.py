@@ -3,14 +3,13 @@
 ``vjp_step`` is the package's only ``jax.vjp``. ``Programs`` builds, for one layout
 (input batch axes, output batch axes, differentiated arguments) and one placement, the
 jitted forward, forward-backward, update and fused train step. Programs are shared by
-every Module bound to the same symbol, devices and layout (``programs_for``), and each
+every Module bound to the same symbol, devices and layout (``replicas.programs_for``), and each
 keeps its jitted functions keyed by what they close over (input names, optimizer
 signature, metric type/config), so a second Module compiles nothing new.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -266,55 +265,3 @@ class Programs:
 
         key = ("steps", n, input_names, rule.key, metric_key(metric), feed and feed.key)
         return self.cached(key, build, (rule, metric))
-
-
-def programs_for(
-    compiled,
-    placement,
-    input_axes: dict,
-    output_axes: list,
-    diff_names: list,
-    label_names=(),
-    output_names=(),
-    slices: Optional[list] = None,
-    replica_devices: Optional[list] = None,
-) -> Any:
-    """The shared ``Programs`` of one symbol, placement and layout; with ``slices`` and
-    ``replica_devices``, per-device replicas (uneven splits, shared devices)."""
-    from .replicas import ReplicaPrograms
-
-    key = (
-        placement.key,
-        tuple(replica_devices or ()),
-        tuple(sorted(input_axes.items())),
-        tuple(output_axes),
-        tuple(diff_names),
-        tuple(label_names),
-        tuple(output_names),
-        tuple((s.start, s.stop) for s in slices) if slices else None,
-    )
-    progs = compiled.programs.get(key)
-    if progs is None:
-        if slices:
-            progs = ReplicaPrograms(
-                compiled.graph,
-                replica_devices,
-                slices,
-                input_axes,
-                output_axes,
-                diff_names,
-                label_names,
-                output_names,
-            )
-        else:
-            progs = Programs(
-                compiled.graph,
-                placement,
-                input_axes,
-                output_axes,
-                diff_names,
-                label_names,
-                output_names,
-            )
-        compiled.programs[key] = progs
-    return progs

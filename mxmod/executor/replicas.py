@@ -8,6 +8,8 @@ gradients are summed (or stacked, per device) and aux states averaged on the fir
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import jax
 import jax.numpy as jnp
 
@@ -178,3 +180,53 @@ class ReplicaPrograms(Programs):
             return self._cat_stats(stats)
 
         return run
+
+
+def programs_for(
+    compiled,
+    placement,
+    input_axes: dict,
+    output_axes: list,
+    diff_names: list,
+    label_names=(),
+    output_names=(),
+    slices: Optional[list] = None,
+    replica_devices: Optional[list] = None,
+) -> Any:
+    """The shared ``Programs`` of one symbol, placement and layout; with ``slices`` and
+    ``replica_devices``, per-device replicas (uneven splits, shared devices)."""
+    key = (
+        placement.key,
+        tuple(replica_devices or ()),
+        tuple(sorted(input_axes.items())),
+        tuple(output_axes),
+        tuple(diff_names),
+        tuple(label_names),
+        tuple(output_names),
+        tuple((s.start, s.stop) for s in slices) if slices else None,
+    )
+    progs = compiled.programs.get(key)
+    if progs is None:
+        if slices:
+            progs = ReplicaPrograms(
+                compiled.graph,
+                replica_devices,
+                slices,
+                input_axes,
+                output_axes,
+                diff_names,
+                label_names,
+                output_names,
+            )
+        else:
+            progs = Programs(
+                compiled.graph,
+                placement,
+                input_axes,
+                output_axes,
+                diff_names,
+                label_names,
+                output_names,
+            )
+        compiled.programs[key] = progs
+    return progs

@@ -26,6 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
+from ..ndarray import NDArray
+from ..optimizer import get_updater
+from ..fileio import atomic_write
 from . import dist as _dist
 from .base import KVStoreBase, _as_list, _on
 
@@ -113,8 +116,6 @@ class KVStore(KVStoreBase):
         Raises:
             MXNetError: the key was already initialised, or mixed key types.
         """
-        from ..ndarray import NDArray
-
         for k, v in _pairs(key, value, "init"):
             k = self._key(k)
             if k in self._store:
@@ -161,8 +162,6 @@ class KVStore(KVStoreBase):
         Raises:
             MXNetError: uninitialised key or shape mismatch.
         """
-        from ..ndarray import NDArray
-
         for k, v in _pairs(key, value, "push"):
             stored = self._stored(k, "push")
             k = self._key(k)
@@ -224,8 +223,6 @@ class KVStore(KVStoreBase):
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer: Any) -> None:
         """Run ``optimizer`` inside the store: later pushes update the stored weights."""
-        from ..optimizer import get_updater
-
         self._set_updater(get_updater(optimizer))
 
     def _set_updater(self, updater: Any) -> None:
@@ -242,8 +239,6 @@ class KVStore(KVStoreBase):
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
         """Write the updater's states (``Updater.get_states``: mxmod's safe format, the
         format of ``Module.save_optimizer_states``) to ``fname``, atomically."""
-        from ..fileio import atomic_write
-
         atomic_write(fname, self._check_updater("save").get_states(dump_optimizer))
 
     def load_optimizer_states(self, fname: str, allow_pickle: bool = False) -> None:

@@ -20,18 +20,18 @@ from __future__ import annotations
 import logging
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
 from ..executor import compiled_for
 from ..executor.placement import MeshPlacement, OneDevice, ProcessMeshPlacement
-from ..executor.programs import programs_for
+from ..executor.replicas import programs_for
 from ..io import DataDesc
+from ..kvstore import dist
 from .ctx_groups import prepare_group2ctxs, variable_groups
 from .group_run import GroupRunner
 from .group_surface import GroupSurface
-from .slicing import batch_axis, decide_slices, sliced_shape
+from .slicing import batch_axis, sliced_shape
 from .train_state import TrainState
 
 
@@ -137,14 +137,9 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
         self.label_shapes = None if label_shapes is None else [_desc(d) for d in label_shapes]
         self.data_names = [d.name for d in self.data_shapes]
         self.label_names = [d.name for d in self.label_shapes] if self.label_shapes else []
-        self.batch_size, self.slices, self.data_layouts = decide_slices(
-            self.data_shapes, self.workload
-        )
-        self.label_layouts = []
-        if self.label_shapes:
-            lb, _, self.label_layouts = decide_slices(self.label_shapes, self.workload)
-            if lb is not None and self.batch_size is not None and lb != self.batch_size:
-                raise MXNetError(f"labels have batch size {lb} but data has {self.batch_size}")
+        self.batch_size, self.slices = None, []
+        self.data_layouts = self.decide_slices(self.data_shapes) if self.data_shapes else []
+        self.label_layouts = self.decide_slices(self.label_shapes) if self.label_shapes else []
         self.grad_req = _resolve_grad_req(
             self._grad_req_arg,
             self.arg_names,
@@ -224,18 +219,18 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
                     f"needs {want}; modules that share parameters need equal shapes"
                 )
             if n not in params or tuple(params[n].shape) != want:
-                params[n] = put_rep(jnp.zeros(want, self._arg_type[n]))
+                params[n] = put_rep(np.zeros(want, self._arg_type[n]))
             elif getattr(params[n], "sharding", None) != rep:
                 params[n] = put_rep(params[n])
         for n, shape, t in zip(self.aux_names, aux_shapes, aux_types):
             if n not in aux or tuple(aux[n].shape) != tuple(shape):
-                aux[n] = put_rep(jnp.zeros(shape, t))
+                aux[n] = put_rep(np.zeros(shape, t))
             elif getattr(aux[n], "sharding", None) != rep:
                 aux[n] = put_rep(aux[n])
         st.params, st.aux = params, aux
         bound = set(self.data_names) | set(self.label_names) | set(self.state_names)
         self._consts = {
-            n: put_rep(jnp.zeros(self._arg_shape[n], self._arg_type[n]))
+            n: put_rep(np.zeros(self._arg_shape[n], self._arg_type[n]))
             for n in self.arg_names
             if n not in self.param_names and n not in bound
         }
@@ -244,7 +239,7 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
             shape = tuple(self._arg_shape[n])
             per_dev = dev_slice.stop - dev_slice.start
             full = (self.batch_size,) + shape[1:] if shape and shape[0] == per_dev else shape
-            zeros = jnp.zeros(full, self._arg_type[n])
+            zeros = np.zeros(full, self._arg_type[n])
             self._states[n] = (
                 placement.put(zeros, 0)
                 if placement.processes > 1
@@ -260,8 +255,6 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
         checks that the workers agree on the symbol and shapes, then gives every worker
         rank 0's parameters (MXNet's kvstore ``init`` takes worker 0's values)."""
         from jax.experimental import multihost_utils
-
-        from ..kvstore import dist
 
         if self._dist:
             return
@@ -318,4 +311,6 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
 
         if key(new_d) == key(self.data_shapes) and key(new_l) == key(self.label_shapes):
             return
-        self.bind_exec(new_d, new_l)
+        if self._default_execs is None:
+            self._default_execs = list(self.execs)
+        self.bind_exec(new_d, new_l, reshape=True)

@@ -19,6 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
+from ..io import DataBatch
+from .. import random as mxrandom
+from ..kvstore.dist import flush_across_workers
 from ..executor.step import SUM, Batch, StepState, TwoBit
 from ..kvstore.compression import threshold_of
 from ..metric._base import _note_host_update
@@ -101,8 +104,6 @@ class GroupRunner:
 
     def merge_presliced(self, batches):
         """One DataBatch from a list of per-context batches (MXNet's pre-sliced form)."""
-        from ..io import DataBatch
-
         if len(batches) != len(self.contexts):
             raise MXNetError(
                 f"got {len(batches)} pre-sliced batches for {len(self.contexts)} "
@@ -155,8 +156,6 @@ class GroupRunner:
             self._commit_overlay()
         is_train = self.for_training if is_train is None else bool(is_train)
         if self._graph.has_random:
-            from .. import random as mxrandom
-
             key = mxrandom.next_key()
         else:
             key = _zero_key()
@@ -311,8 +310,6 @@ class GroupRunner:
     def flush(self) -> None:
         """Run whatever the pending step still owes (outputs, gradients, update, metrics)."""
         if self._pending is not None and self._progs.placement.processes > 1:
-            from ..kvstore.dist import flush_across_workers
-
             return flush_across_workers(self)
         return self._flush()
 
@@ -506,11 +503,6 @@ class GroupRunner:
                 "update(): the gradients of this step were not kept; call "
                 "backward() again before update()"
             )
-        if not box.fused:
-            from ..model import _update_params_imperative
-
-            _update_params_imperative(self, box)
-            return
         reduction = self._reduction()
         if reduction.stacked and not self._grads_stacked and len(self.contexts) > 1:
             raise MXNetError(

@@ -10,6 +10,19 @@ import jax
 import numpy as np
 
 from ..base import MXNetError
+from .checkpoint import load_checkpoint, write_checkpoint_files
+from .. import ndarray as nd
+from .. import initializer as _init
+from .. import optimizer as opt
+from ..kvstore import _create_kvstore
+from ..kvstore.kvstore import _initialize_kvstore
+from ..kvstore.kvstore import _update_params, _update_params_on_kvstore
+from ..kvstore import dist
+from ..fileio import checkpoint_paths
+from ..fileio import atomic_write
+from .module_states import states_bytes_of
+from .module_states import load_states_into
+from ..ndarray import NDArray
 from ..context import Context, cpu
 from ..io import DataDesc
 from ..base import _names_list
@@ -221,8 +234,6 @@ class Module(BaseModule):
         elif self.params_initialized:
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
-            from .. import ndarray as nd
-
             st = self._exec_group.state
             self._arg_params = {
                 n: nd.zeros(st.params[n].shape, dtype=st.params[n].dtype) for n in self._param_names
@@ -257,8 +268,6 @@ class Module(BaseModule):
         force_init=False,
         allow_extra=False,
     ):
-        from .. import initializer as _init
-
         if self.params_initialized and not force_init:
             warnings.warn(
                 "Parameters already initialized and force_init=False. init_params call ignored.",
@@ -338,9 +347,6 @@ class Module(BaseModule):
         optimizer_params=(("learning_rate", 0.01),),
         force_init=False,
     ):
-        from .. import optimizer as opt
-        from ..kvstore import _create_kvstore
-
         require(self, "init_optimizer", "binded", "params_initialized")
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring...")
@@ -405,8 +411,6 @@ class Module(BaseModule):
         if fused:
             state = jax.device_put(optimizer.fused_init(trained), group._progs.replicated())
         elif kv:
-            from ..kvstore.kvstore import _initialize_kvstore
-
             _initialize_kvstore(
                 kv, group.param_arrays, self._arg_params, self._param_names, update_on_kvstore
             )
@@ -473,8 +477,6 @@ class Module(BaseModule):
         if group.state.opt.fused:
             group.request_update()
             return
-        from ..kvstore.kvstore import _update_params, _update_params_on_kvstore
-
         if self._update_on_kvstore:
             _update_params_on_kvstore(
                 group.param_arrays, group.grad_arrays, self._kvstore, group.param_names
@@ -521,9 +523,6 @@ class Module(BaseModule):
         as one unit (``mxmod.fileio.write_checkpoint``): a crash leaves the previous complete
         checkpoint, never params without their states. In a multi-worker ``dist_sync`` job
         only rank 0 writes (the workers hold equal weights)."""
-        from ..kvstore import dist
-        from ..model import write_checkpoint_files
-
         if dist.rank() != 0:
             return
         arg_params, aux_params = self.get_params()
@@ -539,9 +538,6 @@ class Module(BaseModule):
     def load(prefix, epoch, load_optimizer_states=False, allow_pickle=False, **kwargs):
         """As ``mx.mod.Module.load``; ``allow_pickle`` (mxmod addition) lets the preloaded
         ``.states`` file be an MXNet pickle (see :meth:`load_optimizer_states`)."""
-        from ..fileio import checkpoint_paths
-        from ..model import load_checkpoint
-
         sym, args, auxs = load_checkpoint(prefix, epoch)
         mod = Module(symbol=sym, **kwargs)
         mod._arg_params = args
@@ -557,13 +553,9 @@ class Module(BaseModule):
         ``Updater.get_states()`` for the updater holding them, keyed ``i*num_device+k`` (by
         name with ``update_on_kvstore``), in mxmod's pickle-free format with the update
         counts (``mxmod/module/opt_states.py``). ``Updater.set_states`` reads the file."""
-        from ..fileio import atomic_write
-
         atomic_write(fname, self._optimizer_states_bytes())
 
     def _optimizer_states_bytes(self) -> bytes:
-        from .module_states import states_bytes_of
-
         return states_bytes_of(self)
 
     def load_optimizer_states(self, fname, allow_pickle=False):
@@ -572,8 +564,6 @@ class Module(BaseModule):
         mxmod's first Module format, or, only with ``allow_pickle=True`` (mxmod addition:
         unpickling can run code), an MXNet pickle read by a restricted unpickler. The states
         are checked against this module's before any is used."""
-        from .module_states import load_states_into
-
         load_states_into(self, fname, allow_pickle)
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
@@ -586,9 +576,15 @@ class Module(BaseModule):
             )
 
 
-def _copy_param(name: str, src: Any, dst) -> None:
-    from ..ndarray import NDArray
+# what fit's one-step loop (multi_step) stands in for: a subclass overriding one of these
+# runs fit through its own calls
+Module._plain_step_methods = {
+    name: getattr(Module, name)
+    for name in ("forward", "backward", "update", "update_metric", "forward_backward")
+}
 
+
+def _copy_param(name: str, src: Any, dst) -> None:
     data = src._data if isinstance(src, NDArray) else np.asarray(src)
     if tuple(data.shape) != tuple(dst.shape):
         raise MXNetError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..optimizer.updater import held_counts
+from ..optimizer.state_files import held_counts
 from . import opt_states as fmt
 from .stages import require
 

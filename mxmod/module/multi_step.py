@@ -41,9 +41,11 @@ import numpy as np
 
 from .. import random as mxrandom
 from ..base import _names_list
-from ..contrib.amp.loss_scaler import SCALE_NAME, scaled_update
-from ..executor.step import SUM, Batch, Keyed
+from ..executor.loss_scale import scaled_step_parts
+from ..executor.replicas import ReplicaPrograms
+from ..executor.step import SUM, Batch
 from ..io import DataBatch
+from .checkpoint import BatchEndParam
 from .group_run import _zero_key
 from .train_state import PendingStep
 
@@ -53,23 +55,8 @@ _ZERO_KEYS: dict = {}
 
 def step_rule(box, scaled: bool):
     """``(rule, feed)`` of a block's steps: the optimizer's rule, or with ``scaled``
-    (``amp.init_trainer``) a rule that unscales and checks the gradients through
-    ``scaled_update`` and a feed giving the graph's ``amp.insert_loss_scale`` argument the
-    state's loss scale."""
-    rule = box.rule()
-    if not scaled:
-        return rule, None
-    fused_update = box.optimizer.fused_update
-
-    def scaled_rule(trained, grads, opt, hyper, scaler):
-        new, opt, scaler, _ = scaled_update(fused_update, trained, grads, opt, hyper, scaler)
-        return new, opt, scaler
-
-    def feed_scale(state):
-        scale = state.scaler["scale"].reshape((1,))
-        return {**state.params, SCALE_NAME: scale.astype(state.params[SCALE_NAME].dtype)}
-
-    return Keyed(("scaled",) + rule.key, scaled_rule), Keyed(SCALE_NAME, feed_scale)
+    (``amp.init_trainer``) the loss-scaled rule and its feed (``executor.loss_scale``)."""
+    return scaled_step_parts(box.rule()) if scaled else (box.rule(), None)
 
 
 def use_blocks(module, eval_metric, monitor, steps_per_dispatch) -> bool:
@@ -94,14 +81,11 @@ def use_blocks(module, eval_metric, monitor, steps_per_dispatch) -> bool:
 
 def why_not(module, eval_metric, monitor) -> str:
     """Why ``module`` cannot run blocks of steps ('' when it can)."""
-    from ..executor.replicas import ReplicaPrograms
-    from .base_module import BaseModule
-    from .module import Module
-
-    if not isinstance(module, Module):
+    plain = getattr(type(module), "_plain_step_methods", None)  # Module's own calls
+    if plain is None:
         return f"{type(module).__name__} is not a Module"
-    for name in ("forward", "backward", "update", "update_metric", "forward_backward"):
-        if getattr(type(module), name) is not getattr(Module, name, getattr(BaseModule, name)):
+    for name, method in plain.items():
+        if getattr(type(module), name) is not method:
             return f"{type(module).__name__} overrides {name}()"
     group = module._exec_group
     if monitor is not None:
@@ -295,8 +279,6 @@ class _BatchEnds:
             self.nbatch += 1
 
     def _call(self, batch, after):
-        from ..model import BatchEndParam
-
         end = after is None
         if end:  # MXNet's prefetch failed: its next_data_batch still holds this batch
             after = batch

@@ -3,7 +3,7 @@
 A Module writes what an ``mx.optimizer.Updater`` holding its states would write, as MXNet
 1.9.1 does: ``{index: state}`` keyed by MXNet's index ``i * num_device + k`` (parameter
 position ``i``, device ``k``), or by parameter name when the kvstore updates
-(``update_on_kvstore``), plus the update counts, in the safe codec (``optimizer/_codec``):
+(``update_on_kvstore``), plus the update counts, in the safe codec (``optimizer.state_files``):
 loading never runs code. So ``Updater.set_states`` reads a Module's file and a Module
 reads an Updater's. Loading also accepts files of mxmod's first Module format
 (``{"fused_state": {name: state}, "num_update", "index_update_count", "optimizer"}``) and,
@@ -23,6 +23,8 @@ import jax
 import numpy as np
 
 from ..base import MXNetError, MXNetFileError
+from ..ndarray import NDArray
+from ..optimizer import state_files
 
 
 @dataclass(frozen=True)
@@ -80,19 +82,17 @@ def states_bytes(
         layout: how the module keys its states.
         kind: the optimizer's lower-case class name (``type(opt).__name__.lower()``).
     """
-    from ..optimizer import _codec
-
     table, per_index = {}, {}
     for name in layout.trained:
         host = jax.tree_util.tree_map(np.asarray, states[name])
         for key in layout.keys(name):
             ctx = layout.key_context(key)
             table[key] = jax.tree_util.tree_map(
-                lambda a, c=ctx: _codec.HostNDArray(a, c.device_type, c.device_id), host
+                lambda a, c=ctx: state_files.HostNDArray(a, c.device_type, c.device_id), host
             )
             if name in counts:
                 per_index[key] = int(counts[name])
-    return _codec.dumps(table, None, _codec.Counts(int(num_update), per_index), kind)
+    return state_files.dumps(table, None, state_files.Counts(int(num_update), per_index), kind)
 
 
 # ------------------------------------------------------------ reading
@@ -123,30 +123,26 @@ def read_states(
         MXNetFileError: the file is damaged or does not fit the module, naming the
             parameter or index and the fix.
     """
-    from ..optimizer import _codec, _mxnet_pickle
-
     try:
         with open(fname, "rb") as f:
             blob = f.read()
     except OSError as e:
         raise MXNetError(f"cannot read optimizer states {fname!r}: {e}") from None
     source = f"optimizer states {fname!r}"
-    if _mxnet_pickle.is_pickle(blob):
+    if state_files.is_pickle(blob):
         if not allow_pickle:
             raise MXNetError(
                 f"{fname!r} is a Python pickle (optimizer states written by "
-                f"MXNet); {_mxnet_pickle.REFUSED_HELP}"
+                f"MXNet); {state_files.REFUSED_HELP}"
             )
-        states = _mxnet_pickle.restricted_loads(blob, source)
+        states = state_files.restricted_loads(blob, source)
         return _map(fname, states, None, reference, layout, allow_empty)
-    got = _codec.loads_file(blob, source)
+    got = state_files.loads_file(blob, source)
     _check_optimizer_kind(fname, got.optimizer, optimizer)
     _check_optimizer_kind(fname, got.kind, optimizer)
-    if _codec.is_v1_module_payload(got):
+    if state_files.is_v1_module_payload(got):
         return _read_v1(fname, got.states, optimizer, reference, layout)
-    from ..optimizer.updater import check_states_dict
-
-    check_states_dict(got.states, got.counts, source)
+    state_files.check_states_dict(got.states, got.counts, source)
     return _map(fname, got.states, got.counts, reference, layout, allow_empty)
 
 
@@ -187,10 +183,8 @@ def _read_v1(fname, payload, optimizer, reference, layout) -> Loaded:
             "index_update_count",
             "index_update_count is not a dict of update counts (expected {index: int >= 0})",
         )
-    from ..optimizer._codec import Counts
-
     counts = {k: c for k, c in counts.items() if k in states}
-    return _map(fname, states, Counts(num_update, counts), reference, layout)
+    return _map(fname, states, state_files.Counts(num_update, counts), reference, layout)
 
 
 def _host(state: Any) -> Any:
@@ -345,8 +339,6 @@ def place_like(states: dict, like: dict) -> dict:
 
 def updater_table(states: dict, layout: Layout) -> dict:
     """``{key: state}`` of NDArrays for an Updater, one entry per key of each parameter."""
-    from ..ndarray import NDArray
-
     table = {}
     for name, state in states.items():
         for key in layout.keys(name):
@@ -357,9 +349,7 @@ def updater_table(states: dict, layout: Layout) -> dict:
 
 def updater_counts(loaded: Loaded, layout: Layout) -> Any:
     """The loaded counts keyed like ``updater_table`` (None when the file has none)."""
-    from ..optimizer._codec import Counts
-
     if loaded.counts is None:
         return None
     per_key = {k: c for n, c in loaded.counts.items() for k in layout.keys(n)}
-    return Counts(loaded.num_update, per_key)
+    return state_files.Counts(loaded.num_update, per_key)

@@ -17,17 +17,21 @@ from __future__ import annotations
 
 import logging
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...executor.loss_scale import (  # noqa: F401  (the device rule, importable from here)
+    INIT_SCALE,
+    MAX_SCALE,
+    SCALE_NAME,
+    WINDOW,
+    all_finite,
+    next_state,
+    scaled_update,
+)
 from ...ops import get_op
 from ...symbol.graph import Node, topo_order
 from ...symbol.symbol import Symbol
-
-INIT_SCALE = 2.0**16
-MAX_SCALE = 2.0**24
-WINDOW = 2000
 
 
 class LossScaler:
@@ -97,49 +101,7 @@ def init_state() -> dict:
     return LossScaler().state()
 
 
-def all_finite(grads) -> jax.Array:
-    """One boolean: every element of every gradient is finite (MXNet's multi_all_finite)."""
-    leaves = jax.tree_util.tree_leaves(grads)
-    if not leaves:
-        return jnp.bool_(True)
-    return jnp.stack([jnp.isfinite(g).all() for g in leaves]).all()
-
-
-def next_state(state: dict, finite) -> dict:
-    """The scaler state after a step whose gradients were ``finite`` (MXNet's order)."""
-    scale = state["next"]
-    unskipped = jnp.where(finite, state["unskipped"] + 1, 0)
-    nxt = jnp.where(finite, scale, scale / 2.0)
-    grow = unskipped == WINDOW
-    nxt = jnp.where(grow, jnp.minimum(MAX_SCALE, scale * 2.0), nxt)
-    unskipped = jnp.where(grow, 0, unskipped)
-    return {"scale": scale, "next": nxt.astype(jnp.float32), "unskipped": unskipped}
-
-
-def scaled_update(update, params, grads, opt_state, hyper, scaler_state):
-    """One optimizer update from loss-scaled gradients, skipped on overflow.
-
-    Args:
-      update: ``(params, grads, opt_state, hyper) -> (params, opt_state)``, e.g. an mxmod
-        optimizer's ``fused_update``.
-      grads: gradients of the loss times ``scaler_state['scale']``.
-
-    Returns:
-      ``(params, opt_state, scaler_state, finite)``: on overflow the parameters and the
-      optimizer state are returned unchanged.
-    """
-    inv = 1.0 / scaler_state["scale"]
-    unscaled = jax.tree_util.tree_map(lambda g: g * inv.astype(g.dtype), grads)
-    finite = all_finite(unscaled)
-    new_params, new_opt = update(params, unscaled, opt_state, hyper)
-    keep = lambda new, old: jnp.where(finite, new, old)  # noqa: E731
-    params_out = jax.tree_util.tree_map(keep, new_params, params)
-    opt_out = jax.tree_util.tree_map(keep, new_opt, opt_state)
-    return params_out, opt_out, next_state(scaler_state, finite), finite
-
-
 # ------------------------------------------------------------------ Module.fit (mxmod)
-SCALE_NAME = "amp_loss_scale"
 
 
 def insert_loss_scale(sym, name: str = SCALE_NAME):
