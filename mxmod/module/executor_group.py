@@ -29,9 +29,9 @@ from ..executor.replicas import programs_for
 from ..io import DataDesc
 from ..kvstore import dist
 from .ctx_groups import prepare_group2ctxs, variable_groups
-from .group_run import GroupRunner
-from .group_surface import GroupSurface
-from .slicing import batch_axis, sliced_shape
+from . import group_run as run
+from . import group_surface as surface
+from .slicing import batch_axis, decide_slices, sliced_shape
 from .train_state import TrainState
 
 
@@ -71,7 +71,7 @@ def _desc(d) -> DataDesc:
     return d if isinstance(d, DataDesc) else DataDesc(*d)
 
 
-class DataParallelExecutorGroup(GroupRunner, GroupSurface):
+class DataParallelExecutorGroup:
     """The devices, arrays and compiled programs behind a bound Module (spec 2), with
     MXNet 1.9.1's constructor signature and attributes."""
 
@@ -314,3 +314,88 @@ class DataParallelExecutorGroup(GroupRunner, GroupSurface):
         if self._default_execs is None:
             self._default_execs = list(self.execs)
         self.bind_exec(new_d, new_l, reshape=True)
+
+    # ------------------------------------------------------------ the methods by concept
+    # One class, no inheritance: the step's methods live in group_run.py, MXNet's surface
+    # (views of the state and the last step) in group_surface.py, bound here by name.
+    # the deferred step and its flush (group_run.py)
+    _load = run._load
+    merge_presliced = run.merge_presliced
+    _put = run._put
+    forward = run.forward
+    retire_pending = run.retire_pending
+    _require_pending = run._require_pending
+    backward = run.backward
+    request_update = run.request_update
+    update_metric = run.update_metric
+    _update_metric_host = run._update_metric_host
+    _accumulates = run._accumulates
+    flush = run.flush
+    _flush = run._flush
+    _params_in = run._params_in
+    _store_params = run._store_params
+    _reduction = run._reduction
+    _residual = run._residual
+    _step_state = run._step_state
+    _adopt = run._adopt
+    _run_train_step = run._run_train_step
+    _run_fwd_bwd = run._run_fwd_bwd
+    _add_base = run._add_base
+    _apply_update = run._apply_update
+    _rerun_forward = run._rerun_forward
+    _run_forward = run._run_forward
+    ensure_outputs = run.ensure_outputs
+    outputs = run.outputs
+    get_outputs = run.get_outputs
+    get_input_grads = run.get_input_grads
+    get_output_shapes = run.get_output_shapes
+
+    # MXNet's attributes as views (group_surface.py)
+    _dev = surface._dev
+    _ctx = surface._ctx
+    _var_ctx = surface._var_ctx
+    _grouped = surface._grouped
+    _slice = surface._slice
+    _commit_overlay = surface._commit_overlay
+    _write_whole = surface._write_whole
+    _view = surface._view
+    _param_view = surface._param_view
+    _aux_view = surface._aux_view
+    _grad_view = surface._grad_view
+    _input_view = surface._input_view
+    _output_view = surface._output_view
+    _kept_output_view = surface._kept_output_view
+    _input_grad_view = surface._input_grad_view
+    _current_grads = surface._current_grads
+    _zero_grads = surface._zero_grads
+    _input_names = surface._input_names
+    _table = surface._table
+    _per_dev = surface._per_dev
+    _per_name = surface._per_name
+    _sliced_inputs = surface._sliced_inputs
+    param_arrays = surface.param_arrays
+    grad_arrays = surface.grad_arrays
+    aux_arrays = surface.aux_arrays
+    data_arrays = surface.data_arrays
+    label_arrays = surface.label_arrays
+    state_arrays = surface.state_arrays
+    input_grad_arrays = surface.input_grad_arrays
+    execs = surface.execs
+    shared_data_arrays = surface.shared_data_arrays
+    install_monitor = surface.install_monitor
+    num_outputs = surface.num_outputs
+    _total_exec_bytes = surface._total_exec_bytes
+    _sliced_shape = surface._sliced_shape
+    _collect_arrays = surface._collect_arrays
+    _bind_ith_exec = surface._bind_ith_exec
+    get_params = surface.get_params
+    set_params = surface.set_params
+    get_states = surface.get_states
+    set_states = surface.set_states
+    set_monitor_callback = surface.set_monitor_callback
+    arg_dict = surface.arg_dict
+    aux_dict = surface.aux_dict
+    _device_part = surface._device_part
+    monitor_internals = surface.monitor_internals
+    decide_slices = decide_slices  # MXNet's method (slicing.py)
+    _default_execs = None  # MXNet's: the executors of the first bind, once reshaped

@@ -6,6 +6,9 @@ forward + backward + update + metric statistics is one (``Programs.train_step``)
 A flush happens when a result is needed (outputs, gradients, parameters, a metric
 read, the next ``forward``) or as soon as the step is complete (an update was asked
 and a metric given), so ``fit`` dispatches each batch right after ``update_metric``.
+
+The functions taking ``self`` are ``DataParallelExecutorGroup``'s methods, bound by name
+in its class body (one class; this file is its step concept).
 """
 
 from __future__ import annotations
@@ -60,525 +63,542 @@ def _serial_on_cpu(placement) -> bool:
     return known
 
 
-class GroupRunner:
-    """Mixin of ``DataParallelExecutorGroup``: everything that runs the programs."""
-
-    # ------------------------------------------------------------ loading
-    def _load(self, data_batch, is_train) -> dict:
-        """Device arrays for every bound input of ``data_batch``."""
-        if isinstance(data_batch, list):
-            data_batch = self.merge_presliced(data_batch)
-        inputs = {}
-        data = list(data_batch.data or [])
-        if len(data) != len(self.data_names):
-            raise MXNetError(
-                f"the batch has {len(data)} data arrays but the module is bound "
-                f"with {len(self.data_names)} ({self.data_names})"
-            )
-        for desc, arr in zip(self.data_shapes, data):
-            inputs[desc.name] = self._put(desc, arr, "data")
-        labels = list(getattr(data_batch, "label", None) or [])
-        if self.label_shapes and labels:
-            if len(labels) != len(self.label_names):
-                raise MXNetError(
-                    f"the batch has {len(labels)} label arrays but the module is "
-                    f"bound with {len(self.label_names)} ({self.label_names})"
-                )
-            for desc, arr in zip(self.label_shapes, labels):
-                inputs[desc.name] = self._put(desc, arr, "label")
-        elif self.label_shapes:
-            prev = self._pending.inputs if self._pending else {}
-            for desc in self.label_shapes:
-                if desc.name in prev:
-                    inputs[desc.name] = prev[desc.name]
-                elif is_train and self.for_training:
-                    raise MXNetError(
-                        f"the batch has no labels but the module was bound for "
-                        f"training with labels {self.label_names}; give the "
-                        "DataBatch its label arrays"
-                    )
-                else:
-                    inputs[desc.name] = self._put(desc, np.zeros(desc.shape, desc.dtype), "label")
-        inputs.update(self._states)
-        return inputs
-
-    def merge_presliced(self, batches):
-        """One DataBatch from a list of per-context batches (MXNet's pre-sliced form)."""
-        if len(batches) != len(self.contexts):
-            raise MXNetError(
-                f"got {len(batches)} pre-sliced batches for {len(self.contexts)} "
-                "contexts; give one DataBatch per context"
-            )
-
-        def cat(parts, axis):
-            arrays = [
-                p._data if isinstance(p, NDArray) else jnp.asarray(np.asarray(p)) for p in parts
-            ]
-            return NDArray(arrays[0] if axis < 0 else jnp.concatenate(arrays, axis=axis))
-
-        data = [cat([b.data[i] for b in batches], ax) for i, ax in enumerate(self.data_layouts)]
-        label = None
-        if batches[0].label:
-            label = [
-                cat([b.label[i] for b in batches], ax)
-                for i, ax in enumerate(self.label_layouts or [0] * len(batches[0].label))
-            ]
-        return DataBatch(data, label, pad=batches[0].pad)
-
-    def _put(self, desc, arr, kind):
-        x = arr._data if isinstance(arr, NDArray) else np.asarray(arr)
-        if x.shape != desc.shape and tuple(x.shape) != tuple(desc.shape):
-            raise MXNetError(
-                f"{kind} {desc.name!r} has shape {tuple(x.shape)} but the module is "
-                f"bound with {tuple(desc.shape)} (provide_data/provide_label)"
-            )
-        if x.dtype != desc.dtype:
-            x = x.astype(desc.dtype)
-        progs = self._progs
-        if progs.placement.processes > 1:  # this worker's rows of the global batch
-            return progs.placement.put(x, self._input_axes.get(desc.name, 0))
-        targets = self.__dict__.get("_input_targets")
-        if targets is None or targets[0] is not progs:  # resolved once per bound layout
-            targets = self._input_targets = (progs, {})
-        target = targets[1].get(desc.name)
-        if target is None:
-            target = targets[1][desc.name] = progs.input_sharding(desc.name)
-        if isinstance(x, jax.Array) and x.committed and x.sharding == target:
-            return x  # already where the step reads it (committed: the step's cache key)
-        return jax.device_put(x, target)
-
-    # ------------------------------------------------------------ the MXNet calls
-    def forward(self, data_batch, is_train=None) -> None:
-        """Record the batch; outputs (and gradients) are computed when first needed."""
-        self.state.flush_all()  # modules sharing these weights finish their steps first
-        self.retire_pending()
-        if self._overlay:
-            self._commit_overlay()
-        is_train = self.for_training if is_train is None else bool(is_train)
-        if self._graph.has_random:
-            key = mxrandom.next_key()
-        else:
-            key = _zero_key()
-        self._pending = PendingStep(
-            self._load(data_batch, is_train), getattr(data_batch, "label", None), is_train, key
+# ------------------------------------------------------------ loading
+def _load(self, data_batch, is_train) -> dict:
+    """Device arrays for every bound input of ``data_batch``."""
+    if isinstance(data_batch, list):
+        data_batch = self.merge_presliced(data_batch)
+    inputs = {}
+    data = list(data_batch.data or [])
+    if len(data) != len(self.data_names):
+        raise MXNetError(
+            f"the batch has {len(data)} data arrays but the module is bound "
+            f"with {len(self.data_names)} ({self.data_names})"
         )
-        monitor = getattr(getattr(self, "_monitor_cb", None), "__self__", None)
-        if getattr(monitor, "activated", False):
-            # MXNet's monitor sees the values this batch runs with; the update that
-            # follows replaces (and donates) them, so keep copies
-            copy = functools.partial(jax.tree_util.tree_map, jnp.copy)
-            self._pending.monitor_state = (copy(self._params_in()), copy(self.state.aux))
-
-    def retire_pending(self) -> None:
-        """Before the pending batch is replaced: keep the outputs handed out merged."""
-        p = self._pending
-        if p is not None and p.keep_outs and p.saved_outs is None:
-            self.ensure_outputs()
-            p.saved_outs = list(self._outs)
-
-    def _require_pending(self, what) -> PendingStep:
-        if self._pending is None:
-            raise MXNetError(f"{what}: no batch yet; call forward(data_batch) first")
-        return self._pending
-
-    def backward(self, out_grads=None) -> None:
-        if not self.for_training:
+    for desc, arr in zip(self.data_shapes, data):
+        inputs[desc.name] = self._put(desc, arr, "data")
+    labels = list(getattr(data_batch, "label", None) or [])
+    if self.label_shapes and labels:
+        if len(labels) != len(self.label_names):
             raise MXNetError(
-                "backward() needs a module bound with for_training=True: re-bind "
-                "with for_training=True to run backward"
+                f"the batch has {len(labels)} label arrays but the module is "
+                f"bound with {len(self.label_names)} ({self.label_names})"
             )
-        p = self._require_pending("backward")
-        if out_grads is None:
-            missing = [n for n, loss in zip(self.output_names, self._graph.is_loss) if not loss]
-            needs_grad = any(r != "null" for r in self.grad_req.values())
-            if missing and needs_grad:  # nothing to differentiate: MXNet's backward is empty
+        for desc, arr in zip(self.label_shapes, labels):
+            inputs[desc.name] = self._put(desc, arr, "label")
+    elif self.label_shapes:
+        prev = self._pending.inputs if self._pending else {}
+        for desc in self.label_shapes:
+            if desc.name in prev:
+                inputs[desc.name] = prev[desc.name]
+            elif is_train and self.for_training:
                 raise MXNetError(
-                    f"backward() needs out_grads: the outputs {missing} are not loss "
-                    "outputs, so their head gradient must be given "
-                    "(backward(out_grads=[...]))"
+                    f"the batch has no labels but the module was bound for "
+                    f"training with labels {self.label_names}; give the "
+                    "DataBatch its label arrays"
                 )
-            p.head_grads = None
-        else:
-            if isinstance(out_grads, NDArray) or hasattr(out_grads, "shape"):
-                out_grads = [out_grads]
-            if len(out_grads) != len(self.output_names):
-                raise MXNetError(
-                    f"backward got {len(out_grads)} out_grads for "
-                    f"{len(self.output_names)} outputs {self.output_names}"
-                )
-            pl = self._progs.placement
-            p.head_grads = [
-                pl.put(g._data if isinstance(g, NDArray) else np.asarray(g), self.output_layouts[i])
-                if pl.processes > 1
-                else jax.device_put(
-                    g._data if isinstance(g, NDArray) else jnp.asarray(np.asarray(g)),
-                    self._progs.output_sharding(i),
-                )
-                for i, g in enumerate(out_grads)
-            ]
-        p.backward, p.grads_done = True, False
-        if self._accumulates() or p.head_grads is not None:
-            self.flush()  # each call adds (grad_req='add'); head gradients are per call
-
-    def request_update(self) -> None:
-        """``update()``: queue the optimizer step on this batch's gradients."""
-        p = self._pending
-        if p is None or not (p.backward or p.grads_done):
-            # MXNet updates with what the gradient buffers hold: zeros before any backward
-            self.flush()
-            self._current_grads()
-            self._apply_update()
-            return
-        if p.update_done:  # a second update on the same gradients
-            self.flush()
-            self._apply_update()
-            return
-        p.update = True
-        if p.metrics:
-            self.flush()
-
-    def update_metric(self, eval_metric, labels, pre_sliced=False) -> None:
-        """Per-device metric update (spec 2.6): built-in metrics add their statistics on
-        device, inside the step when it has not run yet; a CustomMetric runs on the host."""
-        if pre_sliced:
-            _note_host_update(eval_metric, "the labels were given pre-sliced", self.logger)
-            self.flush()
-            self._update_metric_host(eval_metric, labels, pre_sliced=True)
-            return
-        if not self.label_shapes and labels:
-            raise MXNetError(
-                "update_metric: the module was bound without label_shapes, so it "
-                "cannot score labels; bind with label_shapes=..."
-            )
-        p = self._require_pending("update_metric")
-        same = labels is p.labels or (
-            labels is not None
-            and p.labels is not None
-            and len(labels) == len(p.labels)
-            and all(a is b for a, b in zip(labels, p.labels))
-        )
-        if eval_metric._supports_device() and same and id(eval_metric) not in self._host_metrics:
-            try:
-                if p.outs_done:
-                    stats = self._progs.metric_stats(eval_metric, tuple(p.inputs))(
-                        p.inputs, list(self._outs)
-                    )
-                    eval_metric._accumulate_device(
-                        self._progs.placement.local(stats, 0), stacked=True
-                    )
-                else:
-                    p.metrics.append(eval_metric)
-                    eval_metric._defer(self)
-                    if p.update:
-                        self.flush()
-                return
-            except NotImplementedError as err:
-                # this metric has no device form for these outputs: host from now on
-                self._host_metrics.add(id(eval_metric))
-                if eval_metric in p.metrics:
-                    p.metrics.remove(eval_metric)
-                _note_host_update(eval_metric, str(err), self.logger)
-        else:
-            reason = (
-                eval_metric._host_reason()
-                if not eval_metric._supports_device()
-                else "the labels are not the batch given to forward"
-            )
-            _note_host_update(eval_metric, reason, self.logger)
-        self.flush()
-        self._update_metric_host(eval_metric, labels)
-
-    def _update_metric_host(self, eval_metric, labels, pre_sliced=False) -> None:
-        outs = self.outputs
-        for k, s in enumerate(self.slices or [slice(None)]):
-            label_parts = OrderedDict()
-            if pre_sliced:
-                label_parts.update(zip(self.label_names, labels[k]))
-            for name, axis, lab in zip(
-                self.label_names, self.label_layouts, [] if pre_sliced else labels or []
-            ):
-                label_parts[name] = _take(lab, axis, s, len(self.slices))
-            out_parts = OrderedDict()
-            for name, axis, out in zip(self.output_names, self.output_layouts, outs):
-                out_parts[name] = _take(out, axis, s, len(self.slices))
-            eval_metric.update_dict(label_parts, out_parts)
-
-    def _accumulates(self) -> bool:
-        return self._has_add
-
-    # ------------------------------------------------------------ the flush
-    def flush(self) -> None:
-        """Run whatever the pending step still owes (outputs, gradients, update, metrics)."""
-        if self._pending is not None and self._progs.placement.processes > 1:
-            return flush_across_workers(self)
-        return self._flush()
-
-    def _flush(self) -> None:
-        p = self._pending
-        if p is None:
-            return
-        owes_grads = p.backward and not p.grads_done
-        owes_update = p.update and not p.update_done
-        owes_aux = not p.outs_done and bool(self._graph.forward_aux)  # custom ops' forward
-        if not (owes_grads or owes_update or p.metrics or owes_aux):
-            return
-        if self._overlay:
-            self._commit_overlay()
-        metric = p.metrics[0] if p.metrics else None
-        stats = None
-        box = self.state.opt
-        if (
-            owes_update
-            and owes_grads
-            and not p.outs_done
-            and p.head_grads is None
-            and not self._has_add
-            and box is not None
-            and box.fused
-        ):
-            stats = self._run_train_step(p, metric)
-        else:
-            if owes_grads:
-                stats = self._run_fwd_bwd(p, None if p.outs_done else metric)
-                if p.outs_done and metric is not None:
-                    stats = None
-            elif not p.outs_done:
-                stats = self._run_forward(p, metric)
-            p.outs_done = True
-            if owes_update:
-                self._apply_update()
-                p.update_done = True
-        if _serial_on_cpu(self._progs.placement):
-            jax.block_until_ready((self.state.params, stats))
-        metrics, p.metrics = p.metrics, []
-        local = self._progs.placement.local  # a worker's metric counts its own batch
-        for i, m in enumerate(metrics):
-            if i == 0 and stats is not None:
-                m._accumulate_device(local(stats, 0), stacked=True)
             else:
-                s = self._progs.metric_stats(m, tuple(p.inputs))(p.inputs, list(self._outs))
-                m._accumulate_device(local(s, 0), stacked=True)
+                inputs[desc.name] = self._put(desc, np.zeros(desc.shape, desc.dtype), "label")
+    inputs.update(self._states)
+    return inputs
 
-    def _params_in(self) -> dict:
-        if self._consts:
-            return {**self.state.params, **self._consts}
-        return self.state.params
 
-    def _store_params(self, params: dict) -> None:
-        st = self.state
-        st.params = {n: params[n] for n in st.params}
-        if self._consts:
-            self._consts = {n: params[n] for n in self._consts}
-        self.state.version += 1
-
-    def _reduction(self):
-        """How the devices' gradients combine: an exact sum, or the module's kvstore's
-        2-bit compression."""
-        box = self.state.opt
-        threshold = None if box is None or box.kvstore is None else threshold_of(box.kvstore)
-        return SUM if threshold is None else TwoBit(float(threshold))
-
-    def _residual(self) -> dict:
-        """The 2-bit residuals of this group's senders (zeros when the senders changed)."""
-        holder = self.state.opt.holder
-        progs = self._progs
-        pl = progs.placement
-        devices = getattr(progs, "all_devices", None)
-        key = (pl.key, devices and tuple(devices))
-        if holder.residual_key == key:
-            return holder.value.residual
-        senders = len(devices or pl.devices)
-        res = {}
-        for n in self._diff_params:
-            shape = (senders // pl.processes,) + tuple(self._arg_shape[n])
-            zeros = jnp.zeros(shape, self._arg_type[n])
-            if pl.processes > 1:
-                res[n] = pl.put(zeros, 0)
-            elif devices:
-                res[n] = zeros
-            else:
-                res[n] = jax.device_put(zeros, pl.sharding(0))
-        holder.residual_key = key
-        holder.value = holder.value.replace(residual=res)
-        return res
-
-    def _step_state(self, reduction) -> StepState:
-        """The state a compiled step takes (it donates it: adopt what it returns). The
-        holder's own value when this group has no constant arguments and its optimizer
-        is its holder's (no copy, no rebuilding)."""
-        holder = self.state
-        if reduction.stacked:
-            self._residual()  # zeros when the senders changed
-        box = holder.opt
-        if not self._consts and box.holder is holder:
-            return holder.value
-        residual = box.holder.value.residual if reduction.stacked else {}
-        return StepState(self._params_in(), holder.aux, box.state, residual)
-
-    def _adopt(self, state: StepState, reduction) -> None:
-        """Keep the state a compiled step returned."""
-        holder = self.state
-        box = holder.opt
-        if not self._consts and box.holder is holder:
-            holder.value = state
-            holder.version += 1
-            return
-        self._store_params(state.params)
-        holder.aux = state.aux
-        box.state = state.opt
-        if reduction.stacked:
-            box.holder.value = box.holder.value.replace(residual=state.residual)
-
-    def _run_train_step(self, p, metric):
-        box = self.state.opt
-        reduction = self._reduction()
-        keep = tuple(
-            k
-            for k, on in (("grads", self._keep_grads), ("input_grads", self.inputs_need_grad))
-            if on
+def merge_presliced(self, batches):
+    """One DataBatch from a list of per-context batches (MXNet's pre-sliced form)."""
+    if len(batches) != len(self.contexts):
+        raise MXNetError(
+            f"got {len(batches)} pre-sliced batches for {len(self.contexts)} "
+            "contexts; give one DataBatch per context"
         )
-        fn = self._progs.train_step(tuple(p.inputs), box.rule(), metric, keep, reduction)
-        hyper = box.optimizer.fused_hyper(None if box.state else [])
-        state, res = fn(self._step_state(reduction), Batch(p.inputs, p.key), hyper)
-        self._adopt(state, reduction)
-        self._outs = res.outs
-        self._grads, self._grads_stacked = res.grads, False
-        self._grads_valid = bool(res.grads) or not self._diff_params
-        self.state.grad_owner = self
-        self._input_grads = res.input_grads
-        p.outs_done = p.grads_done = p.update_done = True
-        return res.stats
 
-    def _run_fwd_bwd(self, p, metric):
-        stacked = self._want_stacked or self._reduction().stacked
-        fn = self._progs.forward_backward(
-            tuple(p.inputs), p.head_grads is not None, metric, stacked
+    def cat(parts, axis):
+        arrays = [p._data if isinstance(p, NDArray) else jnp.asarray(np.asarray(p)) for p in parts]
+        return NDArray(arrays[0] if axis < 0 else jnp.concatenate(arrays, axis=axis))
+
+    data = [cat([b.data[i] for b in batches], ax) for i, ax in enumerate(self.data_layouts)]
+    label = None
+    if batches[0].label:
+        label = [
+            cat([b.label[i] for b in batches], ax)
+            for i, ax in enumerate(self.label_layouts or [0] * len(batches[0].label))
+        ]
+    return DataBatch(data, label, pad=batches[0].pad)
+
+
+def _put(self, desc, arr, kind):
+    x = arr._data if isinstance(arr, NDArray) else np.asarray(arr)
+    if x.shape != desc.shape and tuple(x.shape) != tuple(desc.shape):
+        raise MXNetError(
+            f"{kind} {desc.name!r} has shape {tuple(x.shape)} but the module is "
+            f"bound with {tuple(desc.shape)} (provide_data/provide_label)"
         )
-        args = (self._params_in(), self.state.aux, p.inputs, p.key)
-        if p.head_grads is not None:
-            args = args + (p.head_grads,)
-        outs, new_aux, grads, igrads, stats = fn(*args)
-        self._outs = list(outs)
-        if p.outs_done and self._graph.forward_aux:  # the forward already wrote these
-            new_aux = {k: v for k, v in new_aux.items() if k not in self._graph.forward_aux}
-        if new_aux:
-            self.state.aux = {**self.state.aux, **new_aux}
-        base = self._add_base(stacked) if self._has_add else None
-        if base is not None:
-            grads = {
-                n: (base[n] + g if self.grad_req[n] == "add" and n in base else g)
-                for n, g in grads.items()
-            }
-            igrads = {
-                n: (
-                    self._input_grads[n] + g
-                    if self.grad_req[n] == "add" and n in self._input_grads
-                    else g
-                )
-                for n, g in igrads.items()
-            }
-        self._grads, self._grads_stacked, self._grads_valid = grads, stacked, True
-        self.state.grad_owner = self
-        self._input_grads = igrads
-        p.grads_done = True
-        return stats
+    if x.dtype != desc.dtype:
+        x = x.astype(desc.dtype)
+    progs = self._progs
+    if progs.placement.processes > 1:  # this worker's rows of the global batch
+        return progs.placement.put(x, self._input_axes.get(desc.name, 0))
+    targets = self.__dict__.get("_input_targets")
+    if targets is None or targets[0] is not progs:  # resolved once per bound layout
+        targets = self._input_targets = (progs, {})
+    target = targets[1].get(desc.name)
+    if target is None:
+        target = targets[1][desc.name] = progs.input_sharding(desc.name)
+    if isinstance(x, jax.Array) and x.committed and x.sharding == target:
+        return x  # already where the step reads it (committed: the step's cache key)
+    return jax.device_put(x, target)
 
-    def _add_base(self, stacked):
-        """The gradients ``grad_req='add'`` adds to: the last ones computed for these
-        weights (another bucket's included), in this run's per-device form."""
-        owner = self.state.grad_owner
-        src = owner if owner is not None and owner._grads_valid else self
-        if not src._grads_valid:
-            return None
-        if src._grads_stacked == stacked:
-            return src._grads
-        if src._grads_stacked:  # per-device sums; this run keeps the reduced gradient
-            return {n: g.sum(0) for n, g in src._grads.items()}
-        return None
 
-    def _apply_update(self) -> None:
-        box = self.state.opt
-        if not self._grads_valid:
-            raise MXNetError(
-                "update(): the gradients of this step were not kept; call "
-                "backward() again before update()"
-            )
-        reduction = self._reduction()
-        if reduction.stacked and not self._grads_stacked and len(self.contexts) > 1:
-            raise MXNetError(
-                "update(): 2-bit compression needs each device's gradient, but "
-                "this step kept only their sum; call backward() again"
-            )
-        fn = self._progs.update(box.rule(), reduction, self._grads_stacked)
-        hyper = box.optimizer.fused_hyper(None if box.state else [])
-        state, _ = fn(self._step_state(reduction), self._grads, hyper)
-        self._adopt(state, reduction)
+# ------------------------------------------------------------ the MXNet calls
+def forward(self, data_batch, is_train=None) -> None:
+    """Record the batch; outputs (and gradients) are computed when first needed."""
+    self.state.flush_all()  # modules sharing these weights finish their steps first
+    self.retire_pending()
+    if self._overlay:
+        self._commit_overlay()
+    is_train = self.for_training if is_train is None else bool(is_train)
+    if self._graph.has_random:
+        key = mxrandom.next_key()
+    else:
+        key = _zero_key()
+    self._pending = PendingStep(
+        self._load(data_batch, is_train), getattr(data_batch, "label", None), is_train, key
+    )
+    monitor = getattr(getattr(self, "_monitor_cb", None), "__self__", None)
+    if getattr(monitor, "activated", False):
+        # MXNet's monitor sees the values this batch runs with; the update that
+        # follows replaces (and donates) them, so keep copies
+        copy = functools.partial(jax.tree_util.tree_map, jnp.copy)
+        self._pending.monitor_state = (copy(self._params_in()), copy(self.state.aux))
 
-    def _rerun_forward(self, is_train) -> None:
-        p = self._require_pending("forward")
-        if self._overlay:
-            self._commit_overlay()
-        p.is_train = bool(is_train)
-        p.outs_done = False
-        self._run_forward(p, None)
-        p.outs_done = True
 
-    def _run_forward(self, p, metric):
-        fn = self._progs.forward(p.is_train, tuple(p.inputs), metric)
-        outs, new_aux, stats = fn(self._params_in(), self.state.aux, p.inputs, p.key)
-        self._outs = list(outs)
-        if new_aux:
-            self.state.aux = {**self.state.aux, **new_aux}
-        return stats
-
-    def ensure_outputs(self) -> None:
-        p = self._require_pending("outputs")
-        self.flush()
-        if not p.outs_done:
-            self._rerun_forward(p.is_train)
-
-    # ------------------------------------------------------------ results
-    @property
-    def outputs(self) -> list:
-        """The merged outputs of the last batch (handles that follow later batches)."""
+def retire_pending(self) -> None:
+    """Before the pending batch is replaced: keep the outputs handed out merged."""
+    p = self._pending
+    if p is not None and p.keep_outs and p.saved_outs is None:
         self.ensure_outputs()
-        if self._out_views is None:
-            self._out_views = [self._output_view(i, None) for i in range(len(self.output_names))]
-        return self._out_views
+        p.saved_outs = list(self._outs)
 
-    def get_outputs(self, merge_multi_context=True, begin=0, end=None) -> list:
-        if merge_multi_context and len(self.contexts) > 1:
-            # MXNet concatenates the devices' outputs into new arrays: later batches
-            # leave them as they are (one device's outputs are its live buffers)
-            p = self._require_pending("outputs")
-            p.keep_outs = True
-            idx = range(len(self.output_names))[begin:end]
-            return [self._kept_output_view(p, i) for i in idx]
-        outs = self.outputs[begin:end]
-        if merge_multi_context:
-            return outs
-        n = len(self.output_names)
-        idx = range(n)[begin:end]
-        return [[self._output_view(i, k) for k in range(len(self.contexts))] for i in idx]
 
-    def get_input_grads(self, merge_multi_context=True) -> list:
-        self.flush()
-        p = self._pending
-        if p is None or not p.grads_done:
+def _require_pending(self, what) -> PendingStep:
+    if self._pending is None:
+        raise MXNetError(f"{what}: no batch yet; call forward(data_batch) first")
+    return self._pending
+
+
+def backward(self, out_grads=None) -> None:
+    if not self.for_training:
+        raise MXNetError(
+            "backward() needs a module bound with for_training=True: re-bind "
+            "with for_training=True to run backward"
+        )
+    p = self._require_pending("backward")
+    if out_grads is None:
+        missing = [n for n, loss in zip(self.output_names, self._graph.is_loss) if not loss]
+        needs_grad = any(r != "null" for r in self.grad_req.values())
+        if missing and needs_grad:  # nothing to differentiate: MXNet's backward is empty
             raise MXNetError(
-                "get_input_grads(): no gradients yet; call forward(is_train=True) "
-                "and backward() first"
+                f"backward() needs out_grads: the outputs {missing} are not loss "
+                "outputs, so their head gradient must be given "
+                "(backward(out_grads=[...]))"
             )
-        names = [n for n in self.data_names if n in self._input_grads]
-        if merge_multi_context:
-            return [self._input_grad_view(n, None) for n in names]
-        return [[self._input_grad_view(n, k) for k in range(len(self.contexts))] for n in names]
+        p.head_grads = None
+    else:
+        if isinstance(out_grads, NDArray) or hasattr(out_grads, "shape"):
+            out_grads = [out_grads]
+        if len(out_grads) != len(self.output_names):
+            raise MXNetError(
+                f"backward got {len(out_grads)} out_grads for "
+                f"{len(self.output_names)} outputs {self.output_names}"
+            )
+        pl = self._progs.placement
+        p.head_grads = [
+            pl.put(g._data if isinstance(g, NDArray) else np.asarray(g), self.output_layouts[i])
+            if pl.processes > 1
+            else jax.device_put(
+                g._data if isinstance(g, NDArray) else jnp.asarray(np.asarray(g)),
+                self._progs.output_sharding(i),
+            )
+            for i, g in enumerate(out_grads)
+        ]
+    p.backward, p.grads_done = True, False
+    if self._accumulates() or p.head_grads is not None:
+        self.flush()  # each call adds (grad_req='add'); head gradients are per call
 
-    def get_output_shapes(self) -> list:
-        out = []
-        for name, shape, axis in zip(self.output_names, self._out_dev_shapes, self.output_layouts):
-            shape = list(shape)
-            if axis >= 0 and shape:
-                shape[axis] = self.batch_size
-            out.append((name, tuple(shape)))
-        return out
+
+def request_update(self) -> None:
+    """``update()``: queue the optimizer step on this batch's gradients."""
+    p = self._pending
+    if p is None or not (p.backward or p.grads_done):
+        # MXNet updates with what the gradient buffers hold: zeros before any backward
+        self.flush()
+        self._current_grads()
+        self._apply_update()
+        return
+    if p.update_done:  # a second update on the same gradients
+        self.flush()
+        self._apply_update()
+        return
+    p.update = True
+    if p.metrics:
+        self.flush()
+
+
+def update_metric(self, eval_metric, labels, pre_sliced=False) -> None:
+    """Per-device metric update (spec 2.6): built-in metrics add their statistics on
+    device, inside the step when it has not run yet; a CustomMetric runs on the host."""
+    if pre_sliced:
+        _note_host_update(eval_metric, "the labels were given pre-sliced", self.logger)
+        self.flush()
+        self._update_metric_host(eval_metric, labels, pre_sliced=True)
+        return
+    if not self.label_shapes and labels:
+        raise MXNetError(
+            "update_metric: the module was bound without label_shapes, so it "
+            "cannot score labels; bind with label_shapes=..."
+        )
+    p = self._require_pending("update_metric")
+    same = labels is p.labels or (
+        labels is not None
+        and p.labels is not None
+        and len(labels) == len(p.labels)
+        and all(a is b for a, b in zip(labels, p.labels))
+    )
+    if eval_metric._supports_device() and same and id(eval_metric) not in self._host_metrics:
+        try:
+            if p.outs_done:
+                stats = self._progs.metric_stats(eval_metric, tuple(p.inputs))(
+                    p.inputs, list(self._outs)
+                )
+                eval_metric._accumulate_device(self._progs.placement.local(stats, 0), stacked=True)
+            else:
+                p.metrics.append(eval_metric)
+                eval_metric._defer(self)
+                if p.update:
+                    self.flush()
+            return
+        except NotImplementedError as err:
+            # this metric has no device form for these outputs: host from now on
+            self._host_metrics.add(id(eval_metric))
+            if eval_metric in p.metrics:
+                p.metrics.remove(eval_metric)
+            _note_host_update(eval_metric, str(err), self.logger)
+    else:
+        reason = (
+            eval_metric._host_reason()
+            if not eval_metric._supports_device()
+            else "the labels are not the batch given to forward"
+        )
+        _note_host_update(eval_metric, reason, self.logger)
+    self.flush()
+    self._update_metric_host(eval_metric, labels)
+
+
+def _update_metric_host(self, eval_metric, labels, pre_sliced=False) -> None:
+    outs = self.outputs
+    for k, s in enumerate(self.slices or [slice(None)]):
+        label_parts = OrderedDict()
+        if pre_sliced:
+            label_parts.update(zip(self.label_names, labels[k]))
+        for name, axis, lab in zip(
+            self.label_names, self.label_layouts, [] if pre_sliced else labels or []
+        ):
+            label_parts[name] = _take(lab, axis, s, len(self.slices))
+        out_parts = OrderedDict()
+        for name, axis, out in zip(self.output_names, self.output_layouts, outs):
+            out_parts[name] = _take(out, axis, s, len(self.slices))
+        eval_metric.update_dict(label_parts, out_parts)
+
+
+def _accumulates(self) -> bool:
+    return self._has_add
+
+
+# ------------------------------------------------------------ the flush
+def flush(self) -> None:
+    """Run whatever the pending step still owes (outputs, gradients, update, metrics)."""
+    if self._pending is not None and self._progs.placement.processes > 1:
+        return flush_across_workers(self)
+    return self._flush()
+
+
+def _flush(self) -> None:
+    p = self._pending
+    if p is None:
+        return
+    owes_grads = p.backward and not p.grads_done
+    owes_update = p.update and not p.update_done
+    owes_aux = not p.outs_done and bool(self._graph.forward_aux)  # custom ops' forward
+    if not (owes_grads or owes_update or p.metrics or owes_aux):
+        return
+    if self._overlay:
+        self._commit_overlay()
+    metric = p.metrics[0] if p.metrics else None
+    stats = None
+    box = self.state.opt
+    if (
+        owes_update
+        and owes_grads
+        and not p.outs_done
+        and p.head_grads is None
+        and not self._has_add
+        and box is not None
+        and box.fused
+    ):
+        stats = self._run_train_step(p, metric)
+    else:
+        if owes_grads:
+            stats = self._run_fwd_bwd(p, None if p.outs_done else metric)
+            if p.outs_done and metric is not None:
+                stats = None
+        elif not p.outs_done:
+            stats = self._run_forward(p, metric)
+        p.outs_done = True
+        if owes_update:
+            self._apply_update()
+            p.update_done = True
+    if _serial_on_cpu(self._progs.placement):
+        jax.block_until_ready((self.state.params, stats))
+    metrics, p.metrics = p.metrics, []
+    local = self._progs.placement.local  # a worker's metric counts its own batch
+    for i, m in enumerate(metrics):
+        if i == 0 and stats is not None:
+            m._accumulate_device(local(stats, 0), stacked=True)
+        else:
+            s = self._progs.metric_stats(m, tuple(p.inputs))(p.inputs, list(self._outs))
+            m._accumulate_device(local(s, 0), stacked=True)
+
+
+def _params_in(self) -> dict:
+    if self._consts:
+        return {**self.state.params, **self._consts}
+    return self.state.params
+
+
+def _store_params(self, params: dict) -> None:
+    st = self.state
+    st.params = {n: params[n] for n in st.params}
+    if self._consts:
+        self._consts = {n: params[n] for n in self._consts}
+    self.state.version += 1
+
+
+def _reduction(self):
+    """How the devices' gradients combine: an exact sum, or the module's kvstore's
+    2-bit compression."""
+    box = self.state.opt
+    threshold = None if box is None or box.kvstore is None else threshold_of(box.kvstore)
+    return SUM if threshold is None else TwoBit(float(threshold))
+
+
+def _residual(self) -> dict:
+    """The 2-bit residuals of this group's senders (zeros when the senders changed)."""
+    holder = self.state.opt.holder
+    progs = self._progs
+    pl = progs.placement
+    devices = getattr(progs, "all_devices", None)
+    key = (pl.key, devices and tuple(devices))
+    if holder.residual_key == key:
+        return holder.value.residual
+    senders = len(devices or pl.devices)
+    res = {}
+    for n in self._diff_params:
+        shape = (senders // pl.processes,) + tuple(self._arg_shape[n])
+        zeros = jnp.zeros(shape, self._arg_type[n])
+        if pl.processes > 1:
+            res[n] = pl.put(zeros, 0)
+        elif devices:
+            res[n] = zeros
+        else:
+            res[n] = jax.device_put(zeros, pl.sharding(0))
+    holder.residual_key = key
+    holder.value = holder.value.replace(residual=res)
+    return res
+
+
+def _step_state(self, reduction) -> StepState:
+    """The state a compiled step takes (it donates it: adopt what it returns). The
+    holder's own value when this group has no constant arguments and its optimizer
+    is its holder's (no copy, no rebuilding)."""
+    holder = self.state
+    if reduction.stacked:
+        self._residual()  # zeros when the senders changed
+    box = holder.opt
+    if not self._consts and box.holder is holder:
+        return holder.value
+    residual = box.holder.value.residual if reduction.stacked else {}
+    return StepState(self._params_in(), holder.aux, box.state, residual)
+
+
+def _adopt(self, state: StepState, reduction) -> None:
+    """Keep the state a compiled step returned."""
+    holder = self.state
+    box = holder.opt
+    if not self._consts and box.holder is holder:
+        holder.value = state
+        holder.version += 1
+        return
+    self._store_params(state.params)
+    holder.aux = state.aux
+    box.state = state.opt
+    if reduction.stacked:
+        box.holder.value = box.holder.value.replace(residual=state.residual)
+
+
+def _run_train_step(self, p, metric):
+    box = self.state.opt
+    reduction = self._reduction()
+    keep = tuple(
+        k for k, on in (("grads", self._keep_grads), ("input_grads", self.inputs_need_grad)) if on
+    )
+    fn = self._progs.train_step(tuple(p.inputs), box.rule(), metric, keep, reduction)
+    hyper = box.optimizer.fused_hyper(None if box.state else [])
+    state, res = fn(self._step_state(reduction), Batch(p.inputs, p.key), hyper)
+    self._adopt(state, reduction)
+    self._outs = res.outs
+    self._grads, self._grads_stacked = res.grads, False
+    self._grads_valid = bool(res.grads) or not self._diff_params
+    self.state.grad_owner = self
+    self._input_grads = res.input_grads
+    p.outs_done = p.grads_done = p.update_done = True
+    return res.stats
+
+
+def _run_fwd_bwd(self, p, metric):
+    stacked = self._want_stacked or self._reduction().stacked
+    fn = self._progs.forward_backward(tuple(p.inputs), p.head_grads is not None, metric, stacked)
+    args = (self._params_in(), self.state.aux, p.inputs, p.key)
+    if p.head_grads is not None:
+        args = args + (p.head_grads,)
+    outs, new_aux, grads, igrads, stats = fn(*args)
+    self._outs = list(outs)
+    if p.outs_done and self._graph.forward_aux:  # the forward already wrote these
+        new_aux = {k: v for k, v in new_aux.items() if k not in self._graph.forward_aux}
+    if new_aux:
+        self.state.aux = {**self.state.aux, **new_aux}
+    base = self._add_base(stacked) if self._has_add else None
+    if base is not None:
+        grads = {
+            n: (base[n] + g if self.grad_req[n] == "add" and n in base else g)
+            for n, g in grads.items()
+        }
+        igrads = {
+            n: (
+                self._input_grads[n] + g
+                if self.grad_req[n] == "add" and n in self._input_grads
+                else g
+            )
+            for n, g in igrads.items()
+        }
+    self._grads, self._grads_stacked, self._grads_valid = grads, stacked, True
+    self.state.grad_owner = self
+    self._input_grads = igrads
+    p.grads_done = True
+    return stats
+
+
+def _add_base(self, stacked):
+    """The gradients ``grad_req='add'`` adds to: the last ones computed for these
+    weights (another bucket's included), in this run's per-device form."""
+    owner = self.state.grad_owner
+    src = owner if owner is not None and owner._grads_valid else self
+    if not src._grads_valid:
+        return None
+    if src._grads_stacked == stacked:
+        return src._grads
+    if src._grads_stacked:  # per-device sums; this run keeps the reduced gradient
+        return {n: g.sum(0) for n, g in src._grads.items()}
+    return None
+
+
+def _apply_update(self) -> None:
+    box = self.state.opt
+    if not self._grads_valid:
+        raise MXNetError(
+            "update(): the gradients of this step were not kept; call "
+            "backward() again before update()"
+        )
+    reduction = self._reduction()
+    if reduction.stacked and not self._grads_stacked and len(self.contexts) > 1:
+        raise MXNetError(
+            "update(): 2-bit compression needs each device's gradient, but "
+            "this step kept only their sum; call backward() again"
+        )
+    fn = self._progs.update(box.rule(), reduction, self._grads_stacked)
+    hyper = box.optimizer.fused_hyper(None if box.state else [])
+    state, _ = fn(self._step_state(reduction), self._grads, hyper)
+    self._adopt(state, reduction)
+
+
+def _rerun_forward(self, is_train) -> None:
+    p = self._require_pending("forward")
+    if self._overlay:
+        self._commit_overlay()
+    p.is_train = bool(is_train)
+    p.outs_done = False
+    self._run_forward(p, None)
+    p.outs_done = True
+
+
+def _run_forward(self, p, metric):
+    fn = self._progs.forward(p.is_train, tuple(p.inputs), metric)
+    outs, new_aux, stats = fn(self._params_in(), self.state.aux, p.inputs, p.key)
+    self._outs = list(outs)
+    if new_aux:
+        self.state.aux = {**self.state.aux, **new_aux}
+    return stats
+
+
+def ensure_outputs(self) -> None:
+    p = self._require_pending("outputs")
+    self.flush()
+    if not p.outs_done:
+        self._rerun_forward(p.is_train)
+
+
+# ------------------------------------------------------------ results
+@property
+def outputs(self) -> list:
+    """The merged outputs of the last batch (handles that follow later batches)."""
+    self.ensure_outputs()
+    if self._out_views is None:
+        self._out_views = [self._output_view(i, None) for i in range(len(self.output_names))]
+    return self._out_views
+
+
+def get_outputs(self, merge_multi_context=True, begin=0, end=None) -> list:
+    if merge_multi_context and len(self.contexts) > 1:
+        # MXNet concatenates the devices' outputs into new arrays: later batches
+        # leave them as they are (one device's outputs are its live buffers)
+        p = self._require_pending("outputs")
+        p.keep_outs = True
+        idx = range(len(self.output_names))[begin:end]
+        return [self._kept_output_view(p, i) for i in idx]
+    outs = self.outputs[begin:end]
+    if merge_multi_context:
+        return outs
+    n = len(self.output_names)
+    idx = range(n)[begin:end]
+    return [[self._output_view(i, k) for k in range(len(self.contexts))] for i in idx]
+
+
+def get_input_grads(self, merge_multi_context=True) -> list:
+    self.flush()
+    p = self._pending
+    if p is None or not p.grads_done:
+        raise MXNetError(
+            "get_input_grads(): no gradients yet; call forward(is_train=True) and backward() first"
+        )
+    names = [n for n in self.data_names if n in self._input_grads]
+    if merge_multi_context:
+        return [self._input_grad_view(n, None) for n in names]
+    return [[self._input_grad_view(n, k) for k in range(len(self.contexts))] for n in names]
+
+
+def get_output_shapes(self) -> list:
+    out = []
+    for name, shape, axis in zip(self.output_names, self._out_dev_shapes, self.output_layouts):
+        shape = list(shape)
+        if axis >= 0 and shape:
+            shape[axis] = self.batch_size
+        out.append((name, tuple(shape)))
+    return out
