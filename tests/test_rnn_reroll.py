@@ -1,4 +1,4 @@
-"""Rerolling unrolled ``mx.rnn`` graphs into ``lax.scan`` (``mxmod.rnn._reroll``).
+"""Rerolling unrolled ``mx.rnn`` graphs into ``lax.scan`` (``mxmod.executor.reroll``).
 
 ``evaluate`` below is the graph walk the executor's lowering does, plus the loops of
 ``schedule``: every case of the RNN fixtures must give MXNet's outputs through it, with
@@ -15,7 +15,7 @@ import pytest
 
 import mxmod as mx
 from mxmod.ops import LowerCtx
-from mxmod.rnn._reroll import Loop, find_loops, schedule
+from mxmod.executor.reroll import Loop, find_loops, schedule
 from mxmod.symbol.graph import topo_order
 from mxmod.symbol.infer import propagate_shapes
 

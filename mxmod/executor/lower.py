@@ -11,6 +11,7 @@ from ..ops import LowerCtx
 from ..symbol.graph import aux_var_ids, topo_order
 from ..symbol.infer import propagate_shapes
 from .layout import Values, channel_last_enabled, lower_channel_last
+from .reroll import Loop, schedule
 
 
 _SHAPE_OPS = ("_zeros", "_ones", "_full")
@@ -65,9 +66,7 @@ class GraphFn:
 
     def _reroll_plan(self, order, heads):
         """Evaluation order with the time steps of unrolled ``mx.rnn`` cells as loops run
-        by ``lax.scan`` (``mxmod.rnn._reroll``); None when the graph has no such loop."""
-        from ..rnn._reroll import Loop, schedule  # upward: belongs in executor/
-
+        by ``lax.scan`` (``executor/reroll.py``); None when the graph has no such loop."""
         plan = schedule(order, heads)
         if not any(isinstance(item, Loop) for item in plan):
             return None
