@@ -185,7 +185,7 @@ GET_OUTPUTS = "get_outputs(False)[0][{k}] is execs[{k}].outputs[0]"
 
 def identities(g, outputs=True):
     """The generator's identity checks, on mxmod's group (``outputs=False``: without
-    ``get_outputs``, which needs a batch in mxmod; see the xfail below)."""
+    ``get_outputs``)."""
     arg_names, aux_names = g.arg_names, g.aux_names
     res = {}
     for k, e in enumerate(g.execs):
@@ -383,18 +383,12 @@ def test_install_monitor(case):
         np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=5e-6, err_msg=name)
 
 
-@pytest.mark.xfail(
-    reason="group_run.get_outputs(merge_multi_context=False) goes through .outputs, "
-    "which needs a batch; MXNet hands out the executors' (zero) outputs after bind",
-    raises=mx.base.MXNetError,
-)
 def test_get_outputs_per_device_before_any_forward():
     g = module("mlp", 2)._exec_group
     outs = g.get_outputs(merge_multi_context=False)
     assert all(outs[0][k] is g.execs[k].outputs[0] for k in range(2))
 
 
-@pytest.mark.xfail(reason="the fused train step keeps only the summed gradient (group_run)")
 def test_per_device_gradients_after_update():
     """MXNet's grad_arrays[i][k] after update: device k's own gradient."""
     mod = module("mlp", 2)

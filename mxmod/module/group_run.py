@@ -343,6 +343,7 @@ def _flush(self) -> None:
         and not self._has_add
         and box is not None
         and box.fused
+        and not (self._want_stacked and len(self.contexts) > 1)  # device k's own grads read
     ):
         stats = self._run_train_step(p, metric)
     else:
@@ -573,12 +574,11 @@ def get_outputs(self, merge_multi_context=True, begin=0, end=None) -> list:
         p.keep_outs = True
         idx = range(len(self.output_names))[begin:end]
         return [self._kept_output_view(p, i) for i in idx]
-    outs = self.outputs[begin:end]
     if merge_multi_context:
-        return outs
-    n = len(self.output_names)
-    idx = range(n)[begin:end]
-    return [[self._output_view(i, k) for k in range(len(self.contexts))] for i in idx]
+        return self.outputs[begin:end]
+    # per device: the executors' output views (zeros before any batch, as MXNet's)
+    execs = self.execs
+    return [[e.outputs[i] for e in execs] for i in range(len(self.output_names))[begin:end]]
 
 
 def get_input_grads(self, merge_multi_context=True) -> list:

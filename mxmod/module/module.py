@@ -515,7 +515,7 @@ class Module(BaseModule):
     def install_monitor(self, mon):
         require(self, "install_monitor", "binded")
         self._monitor = mon
-        mon.install(self._exec_group)
+        self._exec_group.install_monitor(mon)  # MXNet's: on every device's executor
 
     # ------------------------------------------------------------ files
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
