@@ -22,11 +22,14 @@ from mxmod.ndarray.io import to_bytes
 
 FILEIO = Path(fileio.__file__)
 
-# The writer imports only fileio.py (no jax), so each restart costs milliseconds.
+# The writer imports only fileio.py and base.py (no jax: the package's __init__ is not
+# run), so each restart costs milliseconds.
 WRITER = textwrap.dedent("""
-    import importlib.util, sys
-    spec = importlib.util.spec_from_file_location("fileio", sys.argv[1])
-    fileio = importlib.util.module_from_spec(spec); spec.loader.exec_module(fileio)
+    import os, sys, types
+    package = types.ModuleType("mxmod")
+    package.__path__ = [os.path.dirname(sys.argv[1])]
+    sys.modules["mxmod"] = package
+    from mxmod import fileio
     prefix, once = sys.argv[2], sys.argv[3] == "once"
     sym = open(prefix + ".sym", "rb").read()
     params, states = bytearray(open(prefix + ".p", "rb").read()), \\

@@ -28,13 +28,17 @@ def _layout(entry):
     every leaf a jax Array, with its shape, dtype and sharding (None: not stackable)."""
     stats, stacked = entry
     leaves, treedef = jax.tree_util.tree_flatten(stats)
-    if not all(isinstance(x, jax.Array) for x in leaves):
-        return None
-    # one device only: on XLA:CPU a multi-device stacking program beside the sharded
-    # step can deadlock the in-process all-reduce
-    if any(len(x.sharding.device_set) > 1 for x in leaves):
-        return None
-    return stacked, treedef, tuple((x.shape, x.dtype, x.sharding) for x in leaves)
+    key = []
+    for x in leaves:  # a loop, not generators: this runs once per training batch
+        if not isinstance(x, jax.Array):
+            return None
+        sharding = x.sharding
+        # one device only: on XLA:CPU a multi-device stacking program beside the sharded
+        # step can deadlock the in-process all-reduce
+        if len(sharding.device_set) > 1:
+            return None
+        key.append((x.shape, x.dtype, sharding))
+    return stacked, treedef, tuple(key)
 
 
 @jax.jit

@@ -321,7 +321,7 @@ class DataParallelExecutorGroup:
     # the deferred step and its flush (group_run.py)
     _load = run._load
     merge_presliced = run.merge_presliced
-    _put = run._put
+    _place = run._place
     forward = run.forward
     retire_pending = run.retire_pending
     _require_pending = run._require_pending

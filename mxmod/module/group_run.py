@@ -68,15 +68,13 @@ def _load(self, data_batch, is_train) -> dict:
     """Device arrays for every bound input of ``data_batch``."""
     if isinstance(data_batch, list):
         data_batch = self.merge_presliced(data_batch)
-    inputs = {}
     data = list(data_batch.data or [])
     if len(data) != len(self.data_names):
         raise MXNetError(
             f"the batch has {len(data)} data arrays but the module is bound "
             f"with {len(self.data_names)} ({self.data_names})"
         )
-    for desc, arr in zip(self.data_shapes, data):
-        inputs[desc.name] = self._put(desc, arr, "data")
+    descs, arrays = self.data_shapes, data
     labels = list(getattr(data_batch, "label", None) or [])
     if self.label_shapes and labels:
         if len(labels) != len(self.label_names):
@@ -84,9 +82,9 @@ def _load(self, data_batch, is_train) -> dict:
                 f"the batch has {len(labels)} label arrays but the module is "
                 f"bound with {len(self.label_names)} ({self.label_names})"
             )
-        for desc, arr in zip(self.label_shapes, labels):
-            inputs[desc.name] = self._put(desc, arr, "label")
-    elif self.label_shapes:
+        descs, arrays = descs + self.label_shapes, data + labels
+    inputs = _place(self, descs, arrays)
+    if self.label_shapes and not labels:
         prev = self._pending.inputs if self._pending else {}
         for desc in self.label_shapes:
             if desc.name in prev:
@@ -98,8 +96,9 @@ def _load(self, data_batch, is_train) -> dict:
                     "DataBatch its label arrays"
                 )
             else:
-                inputs[desc.name] = self._put(desc, np.zeros(desc.shape, desc.dtype), "label")
-    inputs.update(self._states)
+                inputs.update(_place(self, [desc], [np.zeros(desc.shape, desc.dtype)]))
+    if self._states:
+        inputs.update(self._states)
     return inputs
 
 
@@ -125,27 +124,36 @@ def merge_presliced(self, batches):
     return DataBatch(data, label, pad=batches[0].pad)
 
 
-def _put(self, desc, arr, kind):
-    x = arr._data if isinstance(arr, NDArray) else np.asarray(arr)
-    if x.shape != desc.shape and tuple(x.shape) != tuple(desc.shape):
-        raise MXNetError(
-            f"{kind} {desc.name!r} has shape {tuple(x.shape)} but the module is "
-            f"bound with {tuple(desc.shape)} (provide_data/provide_label)"
-        )
-    if x.dtype != desc.dtype:
-        x = x.astype(desc.dtype)
+def _place(self, descs, arrays) -> dict:
+    """``{name: array}`` of batch arrays on the devices where the step reads them (one loop
+    for all inputs: this runs once per batch)."""
     progs = self._progs
-    if progs.placement.processes > 1:  # this worker's rows of the global batch
-        return progs.placement.put(x, self._input_axes.get(desc.name, 0))
     targets = self.__dict__.get("_input_targets")
     if targets is None or targets[0] is not progs:  # resolved once per bound layout
         targets = self._input_targets = (progs, {})
-    target = targets[1].get(desc.name)
-    if target is None:
-        target = targets[1][desc.name] = progs.input_sharding(desc.name)
-    if isinstance(x, jax.Array) and x.committed and x.sharding == target:
-        return x  # already where the step reads it (committed: the step's cache key)
-    return jax.device_put(x, target)
+    targets = targets[1]
+    out = {}
+    for desc, arr in zip(descs, arrays):
+        x = arr._data if isinstance(arr, NDArray) else np.asarray(arr)
+        name = desc.name
+        if x.shape != desc.shape and tuple(x.shape) != tuple(desc.shape):
+            kind = "data" if name in self.data_names else "label"
+            raise MXNetError(
+                f"{kind} {name!r} has shape {tuple(x.shape)} but the module is "
+                f"bound with {tuple(desc.shape)} (provide_data/provide_label)"
+            )
+        if x.dtype != desc.dtype:
+            x = x.astype(desc.dtype)
+        if progs.placement.processes > 1:  # this worker's rows of the global batch
+            out[name] = progs.placement.put(x, self._input_axes.get(name, 0))
+            continue
+        target = targets.get(name)
+        if target is None:
+            target = targets[name] = progs.input_sharding(name)
+        if not (isinstance(x, jax.Array) and x.committed and x.sharding == target):
+            x = jax.device_put(x, target)  # committed: the step's cache key
+        out[name] = x
+    return out
 
 
 # ------------------------------------------------------------ the MXNet calls

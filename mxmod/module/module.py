@@ -580,7 +580,7 @@ class Module(BaseModule):
 # runs fit through its own calls
 Module._plain_step_methods = {
     name: getattr(Module, name)
-    for name in ("forward", "backward", "update", "update_metric", "forward_backward")
+    for name in ("forward", "backward", "update", "update_metric", "forward_backward", "prepare")
 }
 
 

@@ -115,11 +115,10 @@ def fit_epoch(
     one = _OneStep(module, eval_metric) if n == 1 and not scaled else None
     batch = first_batch
     while batch is not None:
-        inputs = one.inputs_of(batch) if one is not None else None
-        if inputs is not None:  # one step per batch: the loop of a plain fit
-            stats = one.run(batch, inputs)
+        stats = one(batch) if one is not None else None
+        if stats is not None:  # one step per batch: the loop of a plain fit
             after = _next(module, data_iter, sparse_row_id_fn)
-            ends.after_block(((batch, inputs),), stats, after)
+            ends.after_one(batch, stats, after)
             batch = after
             continue
         block, batch = _collect(module, data_iter, batch, n, sparse_row_id_fn)
@@ -144,48 +143,50 @@ def fit_epoch(
 
 class _OneStep:
     """``fit``'s step of one batch: the Module's own train-step program (found again only
-    when the optimizer's settings change), fed the holder's state and storing what it
-    returns, with the Module left as after ``forward_backward``/``update``/
-    ``update_metric`` of that batch."""
+    when the optimizer's settings change or the module is re-bound), fed the holder's
+    state and keeping what it returns, with the Module left as after
+    ``forward_backward``/``update``/``update_metric`` of that batch."""
 
     def __init__(self, module, metric):
         self.module, self.metric = module, metric
         self.group = group = module._exec_group
         self.box = group.state.opt
-        self.descs = self.bound = None
-        self.rule = self.fn = self.last = self.progs = None
+        self.sig = self.fn = self.last = self.progs = self.descs = self.bound = None
         self.first = None if self.box.state else []
+        self.zero_key = None if group._graph.has_random else _zero_key()
 
-    def inputs_of(self, batch):
-        """The device inputs of ``batch``, or None when it needs the Module's calls
-        (pre-sliced, reshaped, not a DataBatch)."""
+    def __call__(self, batch):
+        """Run ``batch``'s step and return its metric statistics, or None (nothing run)
+        when the batch needs the Module's calls (pre-sliced, reshaped, not a DataBatch)."""
+        group, box = self.group, self.box
         data = getattr(batch, "data", None)
         if data is None or not isinstance(batch, DataBatch):
             return None
-        group = self.group
         if group.data_shapes is not self.descs:  # bound or reshaped since
             self.descs = group.data_shapes
             self.bound = [tuple(d.shape) for d in self.descs]
         if [x.shape for x in data] != self.bound:
             return None
-        return self.group._load(batch, True)
-
-    def run(self, batch, inputs):
-        group, box = self.group, self.box
+        inputs = group._load(batch, True)
         if group._pending is not self.last and group._pending is not None:
             group.flush()  # a callback's forward, or the batch before the epoch
         if group._overlay:
             group._commit_overlay()
-        rule = box.rule()
-        if rule is not self.rule or group._progs is not self.progs:  # settings or reshape
-            self.fn = group._progs.train_step(tuple(inputs), rule, self.metric)
-            self.rule, self.progs = rule, group._progs
-        key = mxrandom.next_key() if group._graph.has_random else _zero_key()
-        state, res = self.fn(
-            group._step_state(SUM), Batch(inputs, key), box.optimizer.fused_hyper(self.first)
-        )
+        sig = box.optimizer.fused_signature()  # the same object until a setting changes
+        if sig is not self.sig or group._progs is not self.progs:  # settings or re-bind
+            self.fn = group._progs.train_step(tuple(inputs), box.rule(), self.metric)
+            self.sig, self.progs = sig, group._progs
+            self.holder = group.state if not group._consts and box.holder is group.state else None
+        key = self.zero_key if self.zero_key is not None else mxrandom.next_key()
+        holder = self.holder  # the holder's value is the step's state: passed and kept as is
+        state = holder.value if holder is not None else group._step_state(SUM)
+        state, res = self.fn(state, Batch(inputs, key), box.optimizer.fused_hyper(self.first))
         self.first = None
-        group._adopt(state, SUM)
+        if holder is not None:
+            holder.value = state
+            holder.version += 1
+        else:
+            group._adopt(state, SUM)
         group._outs = res.outs
         if group._grads:
             group._grads = {}
@@ -211,7 +212,8 @@ def _next(module, data_iter, sparse_row_id_fn):
         batch = next(data_iter)
     except StopIteration:
         return None
-    module.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
+    if sparse_row_id_fn is not None:  # else Module.prepare (a plain one here) does nothing
+        module.prepare(batch, sparse_row_id_fn=sparse_row_id_fn)
     return batch
 
 
@@ -257,13 +259,17 @@ class _BatchEnds:
         self.epoch, self.metric = epoch, metric
         self.nbatch = 0
 
+    def after_one(self, batch, stats, after):
+        self.metric._accumulate_device(stats, stacked=True)
+        if self.callbacks:
+            self._call(batch, after)
+        else:
+            self.nbatch += 1
+
     def after_block(self, block, stats, after):
-        if not self.callbacks or len(block) == 1:  # nobody reads the metric within the block
+        if not self.callbacks:  # nobody reads the metric between batches: fold the block once
             self.metric._accumulate_device(stats, stacked=True)
-            if self.callbacks:
-                self._call(block[0][0], after)
-            else:
-                self.nbatch += len(block)
+            self.nbatch += len(block)
             return
         leaves, treedef = jax.tree_util.tree_flatten(stats)
         per_batch = leaves[0].shape[0] // len(block) if leaves else 0

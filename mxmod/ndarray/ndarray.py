@@ -73,7 +73,9 @@ class NDArray:
         elif ctx is not None and not _committed(data):
             data = jax.device_put(data, Context(ctx).jax_device)
         self._arr = data
-        self._ctx = Context(ctx) if ctx is not None else ctx_of(data)
+        if ctx is None:
+            ctx = ctx_of(data)
+        self._ctx = ctx if type(ctx) is Context else Context(ctx)
 
     @classmethod
     def _view(cls, base: "NDArray", offset: int, shape: tuple) -> "NDArray":

@@ -335,31 +335,15 @@ class Optimizer:
         """
         return fused.init(self, params)
 
-    def fused_hyper(self, names: Any = None) -> dict:
-        """Count one step on the host and return this step's traced values, O(1) in the
-        number of parameters (the per-name counts are written when read).
-
-        Args:
-            names: parameter names; default the keys given to the last ``fused_init``.
-
-        Returns:
-            ``{'lr': float32 base learning rate, 't': int32 update count, ...extras}``.
-        """
-        return fused.hyper(self, names)
+    # once per training step: the functions themselves (no wrapper call)
+    fused_hyper = fused.hyper
+    fused_signature = fused.signature
 
     def fused_update(self, params: dict, grads: dict, state: dict, hyper: dict) -> tuple:
         """Pure, jittable MXNet update of every parameter that has a gradient (a missing or
         None gradient leaves it and its state as they are): ``(new_params, new_state)``.
         ``state`` from :meth:`fused_init`, ``hyper`` from :meth:`fused_hyper` (traceable)."""
         return fused.update(self, params, grads, state, hyper)
-
-    def fused_signature(self, names: Any = None) -> fused.Signature:
-        """Hashable key of every trace-time constant ``fused_update`` reads for ``names``.
-
-        Cached: O(1) until a setting changes (attribute assignment, ``set_lr_mult``/
-        ``set_wd_mult``, in-place edits of ``lr_mult``/``wd_mult``/``idx2name``).
-        """
-        return fused.signature(self, names)
 
     def to_optax(self, learning_rate: Any = None):
         """An ``optax.GradientTransformation`` with this optimizer's exact MXNet update;

@@ -113,7 +113,15 @@ def init(opt: Any, params: dict) -> dict:
 
 
 def hyper(opt: Any, names: Any = None) -> dict:
-    """See ``Optimizer.fused_hyper``."""
+    """``Optimizer.fused_hyper``: count one step on the host and return this step's traced
+    values, O(1) in the number of parameters (the per-name counts are written when read).
+
+    Args:
+        names: parameter names; default the keys given to the last ``fused_init``.
+
+    Returns:
+        ``{'lr': float32 base learning rate, 't': int32 update count, ...extras}``.
+    """
     if names is None and not opt._counts.names:
         raise ValueError(
             "fused_hyper() needs the parameter names: call fused_init(params) first "
@@ -157,7 +165,10 @@ def update(opt: Any, params: dict, grads: dict, state: dict, hyper: dict) -> tup
 
 
 def signature(opt: Any, names: Any = None) -> Signature:
-    """See ``Optimizer.fused_signature``: cached until a setting changes."""
+    """``Optimizer.fused_signature``: a hashable key of every trace-time constant
+    ``fused_update`` reads for ``names``. Cached: O(1) until a setting changes (attribute
+    assignment, ``set_lr_mult``/``set_wd_mult``, in-place edits of ``lr_mult``/``wd_mult``/
+    ``idx2name``)."""
     key = settings_key(opt)
     cache = opt.__dict__.get("_sig_cache")
     if cache is None or cache[0] != key:
