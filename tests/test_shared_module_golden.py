@@ -1,6 +1,12 @@
-"""Two Modules sharing parameters (``bind(shared_module=first)``, which borrows the
-optimizer) stepping in turn, against MXNet 1.9.1 (``tests/fixtures/group_surface/``):
-outputs, per-device parameters, aux states and ``get_params`` after every step.
+"""Per-device weights and shared weights against MXNet 1.9.1
+(``tests/fixtures/group_surface/``):
+
+* ``mx.model._update_params(..., kvstore=None)`` over 2 devices: each device's weights
+  step with that device's own gradient and momentum, so the copies differ;
+  ``get_params`` averages them (and ``Module.update()`` without a kvstore does the same).
+* Two Modules sharing parameters (``bind(shared_module=first)``, which borrows the
+  optimizer) stepping in turn: outputs, per-device parameters, aux states and
+  ``get_params`` after every step.
 
 One difference, a fixed MXNet bug: after ``second.update()`` MXNet's ``first.get_params()``
 returns stale values (``first._params_dirty`` is never set); mxmod's returns the shared
@@ -45,3 +51,29 @@ def test_shared_module_pair_steps_in_turn(case):
                 check_tree(arg, f"{case}/{step}/{who}/get_params_{who}/arg")
                 if aux:
                     check_tree(aux, f"{case}/{step}/{who}/get_params_{who}/aux")
+
+
+@pytest.mark.parametrize("through", ["_update_params", "Module.update"])
+def test_per_device_updates_without_a_kvstore(through):
+    mod = module("mlp", 2)
+    mod.init_optimizer(
+        kvstore=None, optimizer="sgd", optimizer_params={"learning_rate": 0.5, "momentum": 0.9}
+    )
+    g = mod._exec_group
+    assert mod._update_on_kvstore == GOLD["update_params"]["update_on_kvstore"]
+    for step in range(2):
+        mod.forward_backward(batch_of(10 + step))
+        check_tree(g.grad_arrays, f"update_params/{step}/grad_arrays")
+        if through == "Module.update":
+            mod.update()
+        else:
+            mx.model._update_params(
+                g.param_arrays,
+                g.grad_arrays,
+                updater=mod._updater,
+                num_device=2,
+                kvstore=None,
+                param_names=g.param_names,
+            )
+        check_tree(g.param_arrays, f"update_params/{step}/param_arrays")
+    check_tree(mod.get_params()[0], "update_params/get_params")

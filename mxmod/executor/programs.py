@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from .placement import AXIS, spec
-from .step import SUM, Keyed, compose_step, make_update, scan_steps
+from .step import SUM, Keyed, compose_step, make_update, scan_steps, split_per_device
 
 
 def vjp_step(
@@ -143,6 +143,7 @@ class Programs:
 
         def build():
             def per_device(params, aux, inputs, rng):
+                params, inputs = split_per_device(params, inputs)
                 outs, new_aux = self.graph(
                     {**params, **inputs}, aux, pl.device_key(rng), is_train, self._axis
                 )
@@ -172,6 +173,7 @@ class Programs:
         pl = self.placement
 
         def per_device(params, aux, inputs, rng, head_grads=None):
+            params, inputs = split_per_device(params, inputs)
             outs, new_aux, grads = vjp_step(
                 self.graph,
                 {**params, **inputs},

@@ -37,6 +37,9 @@ class StepState:
     opt: Any = None  # the optimizer's fused state {name: leaf}
     residual: dict = dataclasses.field(default_factory=dict)  # 2-bit: {name: (senders, ...)}
     scaler: dict = dataclasses.field(default_factory=dict)  # dynamic loss scaling
+    # {name: (devices, ...)} only for parameters whose device copies a user made differ
+    # (MXNet's per-device updates without a kvstore); ``params`` then holds their mean
+    per_device: dict = dataclasses.field(default_factory=dict)
 
     def replace(self, **changes) -> "StepState":
         return dataclasses.replace(self, **changes)
@@ -60,6 +63,20 @@ class StepResult:
     stats: Any  # per-device metric statistics (``()`` without a metric)
     grads: dict  # the reduced gradients, when kept
     input_grads: dict  # gradients of the inputs, when kept
+
+
+# ------------------------------------------------------------------ per-device weights
+PER_DEVICE = "\0per-device:"  # an input named PER_DEVICE + name: device k's copy of name
+
+
+def split_per_device(params: dict, inputs: dict) -> tuple:
+    """``(params, inputs)`` with each ``PER_DEVICE`` input (this device's row, shape
+    ``(1, ...)``) taking its parameter's place (trace-time only)."""
+    own = {k: v for k, v in inputs.items() if k.startswith(PER_DEVICE)}
+    if not own:
+        return params, inputs
+    params = {**params, **{k[len(PER_DEVICE) :]: v[0] for k, v in own.items()}}
+    return params, {k: v for k, v in inputs.items() if k not in own}
 
 
 # ------------------------------------------------------------------ reductions

@@ -100,16 +100,12 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
         group is not None
         and updater is box.updater
         and not box.update_on_kvstore
-        and (kvstore is box.kvstore or num_device == 1)
+        and ((kvstore is not None and kvstore is box.kvstore) or num_device == 1)
     ):
         group.request_update()  # the same sum-then-update, fused into the step
         return
-    if kvstore is None and num_device > 1 and group is not None:
-        raise NotImplementedError(
-            "_update_params(kvstore=None) over several devices would train a separate copy "
-            "of the weights per device; mxmod keeps one copy: pass the module's kvstore "
-            "(self._kvstore) to sum the gradients"
-        )
+    # otherwise MXNet's loop; without a kvstore each device's copy steps with its own
+    # gradient (a Module keeps such copies apart: StepState.per_device)
     updates: list = [[] for _ in range(num_device)]
     for i, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
         if grad_list[0] is None:

@@ -25,7 +25,7 @@ from ..base import MXNetError
 from ..io import DataBatch
 from .. import random as mxrandom
 from ..kvstore.dist import flush_across_workers
-from ..executor.step import SUM, Batch, StepState, TwoBit
+from ..executor.step import PER_DEVICE, SUM, Batch, StepState, TwoBit
 from ..kvstore.compression import threshold_of
 from ..metric._base import _note_host_update
 from ..ndarray import NDArray
@@ -171,12 +171,25 @@ def forward(self, data_batch, is_train=None) -> None:
     self._pending = PendingStep(
         self._load(data_batch, is_train), getattr(data_batch, "label", None), is_train, key
     )
+    if self.state.value.per_device:
+        _carry_per_device(self, self._pending)
     monitor = getattr(getattr(self, "_monitor_cb", None), "__self__", None)
     if getattr(monitor, "activated", False):
         # MXNet's monitor sees the values this batch runs with; the update that
         # follows replaces (and donates) them, so keep copies
         copy = functools.partial(jax.tree_util.tree_map, jnp.copy)
         self._pending.monitor_state = (copy(self._params_in()), copy(self.state.aux))
+
+
+def _carry_per_device(self, p) -> None:
+    """Give ``p``'s inputs the current per-device weights (``PER_DEVICE`` inputs split along
+    the mesh: each device runs with its own copy), replacing ones it carried before."""
+    pd = self.state.value.per_device
+    if pd is p.per_device:
+        return
+    inputs = {k: v for k, v in p.inputs.items() if not k.startswith(PER_DEVICE)}
+    inputs.update({PER_DEVICE + n: v for n, v in pd.items()})
+    p.inputs, p.per_device = inputs, pd
 
 
 def retire_pending(self) -> None:
@@ -340,6 +353,8 @@ def _flush(self) -> None:
         return
     if self._overlay:
         self._commit_overlay()
+    if self.state.value.per_device or p.per_device:
+        _carry_per_device(self, p)
     metric = p.metrics[0] if p.metrics else None
     stats = None
     box = self.state.opt
@@ -352,6 +367,7 @@ def _flush(self) -> None:
         and box is not None
         and box.fused
         and not (self._want_stacked and len(self.contexts) > 1)  # device k's own grads read
+        and not self.state.value.per_device
     ):
         stats = self._run_train_step(p, metric)
     else:
@@ -536,12 +552,16 @@ def _apply_update(self) -> None:
     hyper = box.optimizer.fused_hyper(None if box.state else [])
     state, _ = fn(self._step_state(reduction), self._grads, hyper)
     self._adopt(state, reduction)
+    if self.state.value.per_device:  # one update of the summed gradients: copies equal again
+        self.state.value = self.state.value.replace(per_device={})
 
 
 def _rerun_forward(self, is_train) -> None:
     p = self._require_pending("forward")
     if self._overlay:
         self._commit_overlay()
+    if self.state.value.per_device or p.per_device:
+        _carry_per_device(self, p)
     p.is_train = bool(is_train)
     p.outs_done = False
     self._run_forward(p, None)

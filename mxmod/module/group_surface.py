@@ -70,15 +70,43 @@ def _slice(self, k):
 
 
 def _commit_overlay(self) -> None:
-    """Per-device parameter/aux writes become the (replicated) value: device 0's copy
-    wins (MXNet keeps the copies equal; a per-device update loop writes each)."""
+    """Per-device writes become the state. A parameter written per device on a mesh keeps
+    one copy per device (``StepState.per_device``; ``params`` holds their mean, what MXNet's
+    ``get_params`` averages), so each device runs with its own weights as MXNet's
+    executors do; elsewhere (aux states, one device, replicas) device 0's copy wins."""
     overlay, self._overlay = self._overlay, {}
-    done = set()
-    for kind, name, k in sorted(overlay, key=lambda t: t[2]):
-        if (kind, name) in done:
-            continue
-        done.add((kind, name))
-        self._write_whole(kind, name, overlay[(kind, name, k)])
+    writes: dict = {}
+    for (kind, name, k), value in overlay.items():
+        writes.setdefault((kind, name), {})[k] = value
+    pl = self._progs.placement
+    per_device_ok = pl.multi and pl.processes == 1 and not hasattr(self._progs, "all_devices")
+    for (kind, name), by_dev in writes.items():
+        if kind == "param" and per_device_ok:
+            _write_per_device(self, name, by_dev)
+        else:
+            self._write_whole(kind, name, by_dev[min(by_dev)])
+
+
+def _write_per_device(self, name, by_dev: dict) -> None:
+    holder = self.state
+    cur = holder.params[name]
+    held = holder.value.per_device.get(name)
+    rows = [
+        by_dev[k].astype(cur.dtype).reshape(cur.shape)
+        if k in by_dev
+        else (held[k] if held is not None else cur)
+        for k in range(len(self.contexts))
+    ]
+    stacked = jax.device_put(
+        jnp.stack([jax.device_put(r, self._dev(0)) for r in rows]),
+        self._progs.placement.sharding(0),
+    )
+    mean = jax.device_put(stacked.mean(0).astype(cur.dtype), self._progs.replicated())
+    holder.value = holder.value.replace(
+        params={**holder.params, name: mean},
+        per_device={**holder.value.per_device, name: stacked},
+    )
+    holder.version += 1
 
 
 def _write_whole(self, kind, name, value) -> None:
@@ -94,6 +122,9 @@ def _write_whole(self, kind, name, value) -> None:
     if kind == "param":
         self.state.params = {**self.state.params, name: arr}
         self.state.version += 1
+        if name in self.state.value.per_device:  # one value for every device again
+            rest = {n: v for n, v in self.state.value.per_device.items() if n != name}
+            self.state.value = self.state.value.replace(per_device=rest)
     else:
         self.state.aux = {**self.state.aux, name: arr}
 

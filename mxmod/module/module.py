@@ -474,9 +474,11 @@ class Module(BaseModule):
         require(self, "update", "binded", "params_initialized", "optimizer_initialized")
         self._params_dirty = True
         group = self._exec_group
-        if group.state.opt.fused:
+        if group.state.opt.fused and (self._kvstore is not None or len(self._context) == 1):
             group.request_update()
             return
+        # MXNet's per-index loop: through the kvstore, or without one (several devices)
+        # each device's copy stepping with its own gradient
         if self._update_on_kvstore:
             _update_params_on_kvstore(
                 group.param_arrays, group.grad_arrays, self._kvstore, group.param_names

@@ -92,6 +92,8 @@ def why_not(module, eval_metric, monitor) -> str:
         return "a monitor is installed"
     if not group.state.opt.fused:
         return f"the optimizer {type(group.state.opt.optimizer).__name__} has no fused form"
+    if group.state.opt.kvstore is None and len(group.contexts) > 1:
+        return "without a kvstore each device updates its own weights (MXNet's loop)"
     progs = group._progs
     if isinstance(progs, ReplicaPrograms) or progs.placement.processes > 1:
         return "the devices are per-device replicas or several processes"
@@ -160,7 +162,7 @@ class _OneStep:
         when the batch needs the Module's calls (pre-sliced, reshaped, not a DataBatch)."""
         group, box = self.group, self.box
         data = getattr(batch, "data", None)
-        if data is None or not isinstance(batch, DataBatch):
+        if data is None or not isinstance(batch, DataBatch) or group.state.value.per_device:
             return None
         if group.data_shapes is not self.descs:  # bound or reshaped since
             self.descs = group.data_shapes
@@ -228,8 +230,9 @@ def _collect(module, data_iter, batch, n, sparse_row_id_fn):
             not isinstance(batch, DataBatch)
             or batch.data is None
             or [tuple(d.shape) for d in batch.data] != bound
+            or module._exec_group.state.value.per_device
         ):
-            break  # pre-sliced or reshaped batches take the single-step path
+            break  # pre-sliced, reshaped or per-device weights: the single-step path
         block.append((batch, load(batch, True)))
         batch = _next(module, data_iter, sparse_row_id_fn)
     return block, batch

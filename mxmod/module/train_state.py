@@ -101,3 +101,4 @@ class PendingStep:
     keep_outs: bool = False  # merged multi-device outputs were handed out: keep them
     saved_outs: Optional[list] = None  # those outputs, once a later batch replaced this one
     monitor_state: Optional[tuple] = None  # (params, aux) this batch ran with, for a Monitor
+    per_device: Optional[dict] = None  # the per-device weights ``inputs`` carry (PER_DEVICE)

@@ -148,6 +148,8 @@ def _state_view(g, kind: str, name: str, k):
         g.flush()
         if (kind, name, k) in g._overlay:
             return g._overlay[(kind, name, k)]
+        if k is not None and kind == "param" and name in g.state.value.per_device:
+            return stacked_slot(g.state.value.per_device[name], k, g._dev(k))
         store = g.state.params if kind == "param" else g.state.aux
         return store[name] if k is None else on_device(store[name], g._dev(k))
 
