@@ -20,7 +20,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from jax.sharding import PartitionSpec as P
 
-from ..ndarray._device import _ctx_of
+from ..ndarray._device import ctx_of
 
 
 def as_sharding(name, target):
@@ -80,7 +80,7 @@ class DeviceSources:
         self.arrays = jax.device_put(list(arrays), [self._home] * len(arrays))
         # the Context of each source's batches (None: several devices, the current one)
         self.contexts = [
-            _ctx_of(a) if isinstance(sh, SingleDeviceSharding) else None
+            ctx_of(a) if isinstance(sh, SingleDeviceSharding) else None
             for a, sh in zip(self.arrays, self.shardings)
         ]
         self.n = n = int(arrays[0].shape[axis])

@@ -10,7 +10,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from ..base import _as_list
+from ..base import as_list
 
 __all__ = ["KVStoreBase", "TestStore"]
 
@@ -78,15 +78,15 @@ class TestStore(KVStoreBase):
     """MXNet's minimal Python store: broadcast = assign, pushpull = sum then assign."""
 
     def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
-        for o in _as_list(out):
+        for o in as_list(out):
             o._set_data(_on(value._data, o))
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
-        values = _as_list(value)
+        values = as_list(value)
         total = values[0]._data
         for v in values[1:]:
             total = total + _on(v._data, values[0])
-        for o in _as_list(out if out is not None else value):
+        for o in as_list(out if out is not None else value):
             o._set_data(_on(total, o))
 
     def set_optimizer(self, optimizer: Any) -> None:

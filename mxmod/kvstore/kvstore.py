@@ -30,7 +30,8 @@ from ..ndarray import NDArray
 from ..optimizer import get_updater
 from ..fileio import atomic_write
 from . import dist as _dist
-from .base import KVStoreBase, _as_list, _on
+from ..base import as_list
+from .base import KVStoreBase, _on
 
 __all__ = ["KVStore", "create"]
 
@@ -120,7 +121,7 @@ class KVStore(KVStoreBase):
             k = self._key(k)
             if k in self._store:
                 raise MXNetError(f"duplicate init of key {k!r}")
-            v = _as_list(v)[0]
+            v = as_list(v)[0]
             data = v._data
             if self._multi:
                 from jax.experimental import multihost_utils
@@ -165,7 +166,7 @@ class KVStore(KVStoreBase):
         for k, v in _pairs(key, value, "push"):
             stored = self._stored(k, "push")
             k = self._key(k)
-            total = self._sum(k, _as_list(v), stored)
+            total = self._sum(k, as_list(v), stored)
             if self._updater is not None:
                 ukey = k.encode("utf-8") if isinstance(k, str) else k
                 self._updater(ukey, NDArray(total, stored.context), stored)
@@ -183,7 +184,7 @@ class KVStore(KVStoreBase):
             raise ValueError("pull needs out=<NDArray or list of NDArrays> to copy into")
         for k, o in _pairs(key, out, "pull"):
             stored = self._stored(k, "pull")
-            for dst in _as_list(o):
+            for dst in as_list(o):
                 if tuple(dst.shape) != tuple(stored.shape):
                     raise MXNetError(
                         f"pull: key {k!r} holds shape {tuple(stored.shape)}, out has shape "
@@ -209,7 +210,7 @@ class KVStore(KVStoreBase):
         """
         if out is None or row_ids is None:
             raise ValueError("row_sparse_pull needs out=... and row_ids=...")
-        outs, ids = _as_list(out), _as_list(row_ids)
+        outs, ids = as_list(out), as_list(row_ids)
         if len(ids) == 1 and len(outs) > 1:
             ids = ids * len(outs)
         for k, o in _pairs(key, out, "row_sparse_pull"):

@@ -16,7 +16,7 @@ from .base import KVStoreBase
 from .kvstore import check_type, create
 
 
-def _create_kvstore(kvstore: Any, num_device: int, arg_params: dict) -> tuple:
+def create_kvstore(kvstore: Any, num_device: int, arg_params: dict) -> tuple:
     """Pick the store and whether it runs the optimizer (MXNet ``model._create_kvstore``).
 
     ``None`` -> no store; a store object -> used as is; a string -> no store for one device
@@ -54,7 +54,7 @@ def _create_kvstore(kvstore: Any, num_device: int, arg_params: dict) -> tuple:
     return kv, update_on_kvstore
 
 
-def _initialize_kvstore(kvstore, param_arrays, arg_params, param_names, update_on_kvstore):
+def initialize_kvstore(kvstore, param_arrays, arg_params, param_names, update_on_kvstore):
     """``init`` each parameter (or ``broadcast`` it to the devices when the store updates)."""
     for idx, param_on_devs in enumerate(param_arrays):
         name = param_names[idx]
@@ -76,7 +76,7 @@ def _module_box(param_arrays, grad_arrays):
     return group, box
 
 
-def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names):
+def update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names):
     """Push each parameter's device gradients and pull the store-updated weight back."""
     group, box = _module_box(param_arrays, grad_arrays)
     if group is not None and kvstore is box.kvstore and box.update_on_kvstore:
@@ -89,7 +89,7 @@ def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names):
         kvstore.pushpull(name, grad_list, out=arg_list, priority=-index)
 
 
-def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None, param_names=None):
+def update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None, param_names=None):
     """Sum gradients through the store (if any), then update every device's replica.
 
     Device ``k``'s copy of parameter ``i`` uses updater index ``i * num_device + k``; one
@@ -118,3 +118,10 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
         if dev_updates:
             idx, grads, weights = zip(*dev_updates)
             updater(list(idx), list(grads), list(weights))
+
+
+# MXNet's names (``mx.model._update_params`` and friends)
+_create_kvstore = create_kvstore
+_initialize_kvstore = initialize_kvstore
+_update_params = update_params
+_update_params_on_kvstore = update_params_on_kvstore

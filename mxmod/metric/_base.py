@@ -114,7 +114,7 @@ def _num(x: Any) -> int | float:
 _HOST_LOGGED: weakref.WeakSet = weakref.WeakSet()  # metrics whose host updates were logged
 
 
-def _note_host_update(metric, reason: str, logger=logging) -> None:
+def note_host_update(metric, reason: str, logger=logging) -> None:
     """Log once per metric object that the Module updates it on the host, and why."""
     try:
         if metric in _HOST_LOGGED:
@@ -184,7 +184,7 @@ class EvalMetric:
     * ``_supports_device() -> bool``: True when the class's ``update`` and ``_device_stats``
       come from the same class (a user subclass that overrides ``update`` falls back to the
       host path automatically). ``_host_reason()`` says why not; the Module logs it once per
-      metric object (``_note_host_update``) the first time it updates the metric on the host.
+      metric object (``note_host_update``) the first time it updates the metric on the host.
     * ``_device_stats(labels, preds) -> pytree``: ``labels``/``preds`` are lists of
       ``jax.Array`` (tracers inside ``jit``). Returns a small pytree of JAX arrays: the stats
       of that one ``update`` call (for most metrics ``(sum_metric, num_inst)``). Shape errors

@@ -27,7 +27,7 @@ from .. import random as mxrandom
 from ..kvstore.dist import flush_across_workers
 from ..executor.step import PER_DEVICE, SUM, Batch, StepState, TwoBit
 from ..kvstore.compression import threshold_of
-from ..metric._base import _note_host_update
+from ..metric._base import note_host_update
 from ..ndarray import NDArray
 from .train_state import PendingStep
 
@@ -268,7 +268,7 @@ def update_metric(self, eval_metric, labels, pre_sliced=False) -> None:
     """Per-device metric update (spec 2.6): built-in metrics add their statistics on
     device, inside the step when it has not run yet; a CustomMetric runs on the host."""
     if pre_sliced:
-        _note_host_update(eval_metric, "the labels were given pre-sliced", self.logger)
+        note_host_update(eval_metric, "the labels were given pre-sliced", self.logger)
         self.flush()
         self._update_metric_host(eval_metric, labels, pre_sliced=True)
         return
@@ -302,14 +302,14 @@ def update_metric(self, eval_metric, labels, pre_sliced=False) -> None:
             self._host_metrics.add(id(eval_metric))
             if eval_metric in p.metrics:
                 p.metrics.remove(eval_metric)
-            _note_host_update(eval_metric, str(err), self.logger)
+            note_host_update(eval_metric, str(err), self.logger)
     else:
         reason = (
             eval_metric._host_reason()
             if not eval_metric._supports_device()
             else "the labels are not the batch given to forward"
         )
-        _note_host_update(eval_metric, reason, self.logger)
+        note_host_update(eval_metric, reason, self.logger)
     self.flush()
     self._update_metric_host(eval_metric, labels)
 

@@ -14,9 +14,12 @@ from .checkpoint import load_checkpoint, write_checkpoint_files
 from .. import ndarray as nd
 from .. import initializer as _init
 from .. import optimizer as opt
-from ..kvstore import _create_kvstore
-from ..kvstore.kvstore import _initialize_kvstore
-from ..kvstore.kvstore import _update_params, _update_params_on_kvstore
+from ..kvstore.model_helpers import (
+    create_kvstore,
+    initialize_kvstore,
+    update_params,
+    update_params_on_kvstore,
+)
 from ..kvstore import dist
 from ..fileio import checkpoint_paths
 from ..fileio import atomic_write
@@ -25,7 +28,7 @@ from .module_states import load_states_into
 from ..ndarray import NDArray
 from ..context import Context, cpu
 from ..io import DataDesc
-from ..base import _names_list
+from ..base import names_list
 from .base_module import BaseModule, _check_input_names_strict, _parse_data_desc_list
 from .ctx_groups import prepare_group2ctxs
 from .executor_group import DataParallelExecutorGroup
@@ -73,10 +76,10 @@ class Module(BaseModule):
         prepare_group2ctxs(group2ctxs, len(self._context))  # its mistakes surface here
         self._compression_params = compression_params
         self._symbol = symbol
-        self._data_names = _names_list(data_names)
-        self._label_names = _names_list(label_names)
-        self._state_names = _names_list(state_names)
-        self._fixed_param_names = _names_list(fixed_param_names)
+        self._data_names = names_list(data_names)
+        self._label_names = names_list(label_names)
+        self._state_names = names_list(state_names)
+        self._fixed_param_names = names_list(fixed_param_names)
         args = symbol.list_arguments()
         self._check_names(self._data_names, args, "data", raise_=True)
         self._check_names(self._label_names, args, "label", raise_=False)
@@ -353,7 +356,7 @@ class Module(BaseModule):
             return
         if self._params_dirty:
             self._sync_params_from_devices()
-        kv, update_on_kvstore = _create_kvstore(kvstore, len(self._context), self._arg_params)
+        kv, update_on_kvstore = create_kvstore(kvstore, len(self._context), self._arg_params)
         if kv is not None and "dist" in kv.type and kv.num_workers > 1:
             self._exec_group.enable_dist()  # one mesh over every worker's devices
             self._params_dirty = True
@@ -411,7 +414,7 @@ class Module(BaseModule):
         if fused:
             state = jax.device_put(optimizer.fused_init(trained), group._progs.replicated())
         elif kv:
-            _initialize_kvstore(
+            initialize_kvstore(
                 kv, group.param_arrays, self._arg_params, self._param_names, update_on_kvstore
             )
         group.state.opt = OptBox(
@@ -480,11 +483,11 @@ class Module(BaseModule):
         # MXNet's per-index loop: through the kvstore, or without one (several devices)
         # each device's copy stepping with its own gradient
         if self._update_on_kvstore:
-            _update_params_on_kvstore(
+            update_params_on_kvstore(
                 group.param_arrays, group.grad_arrays, self._kvstore, group.param_names
             )
         else:
-            _update_params(
+            update_params(
                 group.param_arrays,
                 group.grad_arrays,
                 updater=self._updater,

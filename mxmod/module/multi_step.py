@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import random as mxrandom
-from ..base import _names_list
+from ..base import names_list
 from ..executor.loss_scale import scaled_step_parts
 from ..executor.replicas import ReplicaPrograms
 from ..executor.step import SUM, Batch
@@ -109,7 +109,7 @@ def fit_epoch(
 ):
     """One epoch of ``fit`` in blocks of ``n`` steps; returns the metric's final
     ``get_global_name_value()`` (what ``fit`` logs)."""
-    callbacks = _names_list(batch_end_callback)
+    callbacks = names_list(batch_end_callback)
     # what MXNet's callbacks see as param.locals: fit's own (the caller's) locals
     fit_locals = dict(sys._getframe(1).f_locals) if callbacks else None
     ends = _BatchEnds(callbacks, fit_locals, epoch, eval_metric)

@@ -33,9 +33,6 @@ def ctx_of(data: Any) -> Context:
         return current_context()
 
 
-_ctx_of = ctx_of  # old name (io/_device_sources.py imports it)
-
-
 @jax.jit
 def _write_flat(src, begin, new):
     flat = jax.lax.dynamic_update_slice(src.reshape(-1), new.reshape(-1), (begin,))

@@ -78,9 +78,6 @@ def draw_size(n: int) -> int:
     return -(-n // (1 << 20)) * (1 << 20)
 
 
-_bucket = draw_size  # old name (optimizer/sgd.py imports it)
-
-
 @partial(jax.jit, static_argnums=(1, 2))
 def _flat_draw(key, n: int, kind: str, p0, p1):
     if kind == "uniform":

@@ -39,13 +39,9 @@ from .records import (
     V2_MAGIC,
     V3_MAGIC,
     FileMissing,
-    Reader,
     parse_list,
-    read_record,
     record_from_bytes,
 )
-
-_Reader, _record = Reader, read_record  # old names (optimizer/_mxnet_pickle.py reads them)
 
 __all__ = [
     "save",

@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..base import _as_list
+from ..base import as_list
 from ..ndarray import NDArray
 from ._settings import static_key
 from .rules import LeafInfo, leaf_step, use_mp, warn_fp16
@@ -54,7 +54,7 @@ def update_multi_precision(opt: Any, index, weight, grad, state) -> None:
 def update_chunk(opt: Any, index, weight, grad, state, multi_precision: bool) -> None:
     """Update ``weight`` (and ``state``) in place, one index or a list: count on the host,
     then one jitted dispatch for the whole chunk."""
-    indices, weights, grads = _as_list(index), _as_list(weight), _as_list(grad)
+    indices, weights, grads = as_list(index), as_list(weight), as_list(grad)
     states = list(state) if isinstance(index, (list, tuple)) else [state]
     for w, g in zip(weights, grads):
         if not (hasattr(w, "_set_data") and hasattr(g, "_set_data")):

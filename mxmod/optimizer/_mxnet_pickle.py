@@ -28,7 +28,7 @@ import numpy as np
 
 from ..base import MXNetFileError
 from ..fileio import check_pickle_stream
-from ..ndarray.io import _Reader, _record
+from ..ndarray.records import Reader, read_record
 
 REFUSED_HELP = (
     "unpickling can run arbitrary code, so mxmod never unpickles state files unless asked. "
@@ -66,8 +66,8 @@ class PickledNDArray:
                 f"a pickled MXNet NDArray has a {type(raw).__name__} handle "
                 f"(expected the bytes of one NDArray record)"
             )
-        reader = _Reader(bytes(raw), "pickled MXNet NDArray")
-        arr = _record(reader, "record")
+        reader = Reader(bytes(raw), "pickled MXNet NDArray")
+        arr = read_record(reader, "record")
         if not isinstance(arr, np.ndarray):
             raise NotImplementedError(f"pickled MXNet NDArray {arr.what}; {arr.fix}")
         self.array = arr

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..ndarray._random import _bucket
+from ..ndarray._random import draw_size
 from ..random import next_key
 from ._base import Optimizer, register
 from .rules import NONNEG, UNIT, aggregation_size, rescale_clip, rescale_clip_nd
@@ -250,5 +250,5 @@ class SGLD(Optimizer):
 def _mx_normal(key, scale, shape):
     """``mx.random.normal(0, scale, shape)`` for a given key (its bucketed float32 draw)."""
     size = math.prod(shape)
-    flat = scale * jax.random.normal(key, (_bucket(size),), jnp.float32)
+    flat = scale * jax.random.normal(key, (draw_size(size),), jnp.float32)
     return flat[:size].reshape(shape)
