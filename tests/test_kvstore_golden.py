@@ -123,6 +123,15 @@ def _check_final(mod, gc_rec):
         np.testing.assert_allclose(v.asnumpy(), gc_rec["final:" + k], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("steps_per_dispatch", [1, 2])
+def test_fit_with_2bit_compression_matches_mxnet(gc_rec, steps_per_dispatch):
+    """fit's own step loop (one step per call, or blocks of a lax.scan) compresses as the
+    Module's calls do: MXNet's numbers after 2 epochs."""
+    mod, it = _gc_module(gc_rec, CTX)
+    mod.fit(it, num_epoch=2, steps_per_dispatch=steps_per_dispatch)
+    _check_final(mod, gc_rec)
+
+
 def test_module_2bit_compression_matches_mxnet(gc_rec):
     mod, it = _gc_module(gc_rec, CTX)
     assert mod._kvstore._compression == {"type": "2bit", "threshold": 0.05}

@@ -256,14 +256,17 @@ class Programs:
             key += (feed.key,)
         return self.cached(key, build, (rule, metric))
 
-    def train_steps(self, n: int, input_names: tuple, rule: Keyed, metric=None, feed=None):
+    def train_steps(
+        self, n: int, input_names: tuple, rule: Keyed, metric=None, feed=None, reduction=SUM
+    ):
         """``n`` train steps in one ``lax.scan`` (``step.scan_steps``): ``fn(state,
         [inputs] * n, keys, hypers) -> (state, last outputs, stats rows)``; ``feed`` (a
         ``Keyed``) gives the graph arguments other than the parameters."""
 
         def build():
-            step = self._step(input_names, rule, metric, (), SUM, feed and feed.fn)
+            step = self._step(input_names, rule, metric, (), reduction, feed and feed.fn)
             return jax.jit(scan_steps(step), donate_argnums=(0,))
 
         key = ("steps", n, input_names, rule.key, metric_key(metric), feed and feed.key)
+        key += (reduction,)
         return self.cached(key, build, (rule, metric))

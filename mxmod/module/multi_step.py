@@ -43,7 +43,7 @@ from .. import random as mxrandom
 from ..base import names_list
 from ..executor.loss_scale import scaled_step_parts
 from ..executor.replicas import ReplicaPrograms
-from ..executor.step import SUM, Batch
+from ..executor.step import Batch
 from ..io import DataBatch
 from .checkpoint import BatchEndParam
 from .group_run import _zero_key
@@ -154,6 +154,7 @@ class _OneStep:
         self.group = group = module._exec_group
         self.box = group.state.opt
         self.sig = self.fn = self.last = self.progs = self.descs = self.bound = None
+        self.reduction = self.holder = None
         self.first = None if self.box.state else []
         self.zero_key = None if group._graph.has_random else _zero_key()
 
@@ -176,19 +177,21 @@ class _OneStep:
             group._commit_overlay()
         sig = box.optimizer.fused_signature()  # the same object until a setting changes
         if sig is not self.sig or group._progs is not self.progs:  # settings or re-bind
-            self.fn = group._progs.train_step(tuple(inputs), box.rule(), self.metric)
+            self.reduction = reduction = group._reduction()  # exact sum or 2-bit
+            self.fn = group._progs.train_step(tuple(inputs), box.rule(), self.metric, (), reduction)
             self.sig, self.progs = sig, group._progs
-            self.holder = group.state if not group._consts and box.holder is group.state else None
+            direct = not group._consts and box.holder is group.state and not reduction.stacked
+            self.holder = group.state if direct else None
         key = self.zero_key if self.zero_key is not None else mxrandom.next_key()
         holder = self.holder  # the holder's value is the step's state: passed and kept as is
-        state = holder.value if holder is not None else group._step_state(SUM)
+        state = holder.value if holder is not None else group._step_state(self.reduction)
         state, res = self.fn(state, Batch(inputs, key), box.optimizer.fused_hyper(self.first))
         self.first = None
         if holder is not None:
             holder.value = state
             holder.version += 1
         else:
-            group._adopt(state, SUM)
+            group._adopt(state, self.reduction)
         group._outs = res.outs
         if group._grads:
             group._grads = {}
@@ -322,7 +325,8 @@ def _run_block(module, block, metric):
     box = group.state.opt
     scaler = getattr(module, "_amp_scaler", None)
     rule, feed = step_rule(box, scaler is not None)
-    state = group._step_state(SUM)
+    reduction = group._reduction()  # exact sum or 2-bit compression
+    state = group._step_state(reduction)
     if scaler is not None:
         state = state.replace(scaler=scaler.state())
     first = None if box.state else []
@@ -331,7 +335,7 @@ def _run_block(module, block, metric):
     n = len(block)
     if n == 1:  # the very program the Module's own calls compile
         key = mxrandom.next_key() if group._graph.has_random else _zero_key()
-        fn = group._progs.train_step(names, rule, metric, (), SUM, feed)
+        fn = group._progs.train_step(names, rule, metric, (), reduction, feed)
         state, res = fn(state, Batch(last_inputs, key), box.optimizer.fused_hyper(first))
         outs, stats = res.outs, res.stats
     else:
@@ -344,11 +348,11 @@ def _run_block(module, block, metric):
             keys, key = _ZERO_KEYS[n], _zero_key()
         hypers = [box.optimizer.fused_hyper(first) for _ in block]
         hypers = jax.tree_util.tree_map(lambda *xs: np.array(xs), *hypers)  # stacked per leaf
-        fn = group._progs.train_steps(n, names, rule, metric, feed)
+        fn = group._progs.train_steps(n, names, rule, metric, feed, reduction)
         state, outs, stats = fn(state, [inputs for _, inputs in block], keys, hypers)
     if scaler is not None:
         scaler.keep_device_state(state.scaler)
-    group._adopt(state, SUM)
+    group._adopt(state, reduction)
     group._outs = outs
     group._grads, group._grads_stacked = {}, False
     group._grads_valid = not group._diff_params
