@@ -217,3 +217,26 @@ def test_per_device_replicas_fall_back_to_single_steps(caplog):
         p4 = run(4)
     assert "runs single steps: the devices are per-device replicas" in caplog.text
     _same(run(1), p4)
+
+
+def test_a_callback_reading_gradients_sees_each_batch_s_own():
+    """Once a callback reads grad_arrays, fit keeps every later batch's gradients (its
+    one-step loop gives way to the Module's calls), as MXNet's buffers hold them."""
+    seen = []
+
+    def cb(p):
+        group = p.locals["self"]._exec_group
+        seen.append(group.grad_arrays[0][0].asnumpy().copy())
+
+    mx.random.seed(3)
+    mod = mx.mod.Module(_net(dropout=False))
+    mod.fit(
+        mx.io.NDArrayIter(X[:64], Y[:64], batch_size=16),
+        num_epoch=1,
+        optimizer="sgd",
+        initializer=mx.init.Xavier(),
+        batch_end_callback=cb,
+    )
+    assert len(seen) == 4
+    for a, b in zip(seen[1:], seen[2:]):
+        assert np.abs(a).sum() > 0 and not np.allclose(a, b)

@@ -163,7 +163,12 @@ class _OneStep:
         when the batch needs the Module's calls (pre-sliced, reshaped, not a DataBatch)."""
         group, box = self.group, self.box
         data = getattr(batch, "data", None)
-        if data is None or not isinstance(batch, DataBatch) or group.state.value.per_device:
+        if (
+            data is None
+            or not isinstance(batch, DataBatch)
+            or group.state.value.per_device
+            or group._keep_grads  # someone reads the gradients: the Module's calls keep them
+        ):
             return None
         if group.data_shapes is not self.descs:  # bound or reshaped since
             self.descs = group.data_shapes
@@ -234,6 +239,7 @@ def _collect(module, data_iter, batch, n, sparse_row_id_fn):
             or batch.data is None
             or [tuple(d.shape) for d in batch.data] != bound
             or module._exec_group.state.value.per_device
+            or module._exec_group._keep_grads
         ):
             break  # pre-sliced, reshaped or per-device weights: the single-step path
         block.append((batch, load(batch, True)))
