@@ -50,7 +50,7 @@ def _take(arr, axis, s, n_dev):
     return NDArray(x[tuple(idx)])
 
 
-def _serial_on_cpu(placement) -> bool:
+def serial_on_cpu(placement) -> bool:
     """Whether a step over several CPU devices must finish before the host goes on:
     XLA:CPU orders programs only by their data, so a collective program still running
     beside another one can deadlock its in-process all-reduce (seen with 2 simulated
@@ -381,7 +381,7 @@ def _flush(self) -> None:
         if owes_update:
             self._apply_update()
             p.update_done = True
-    if _serial_on_cpu(self._progs.placement):
+    if serial_on_cpu(self._progs.placement):
         jax.block_until_ready((self.state.params, stats))
     metrics, p.metrics = p.metrics, []
     local = self._progs.placement.local  # a worker's metric counts its own batch

@@ -46,7 +46,7 @@ from ..executor.replicas import ReplicaPrograms
 from ..executor.step import Batch
 from ..io import DataBatch
 from .checkpoint import BatchEndParam
-from .group_run import _zero_key
+from .group_run import _zero_key, serial_on_cpu
 from .train_state import PendingStep
 
 
@@ -187,11 +187,14 @@ class _OneStep:
             self.sig, self.progs = sig, group._progs
             direct = not group._consts and box.holder is group.state and not reduction.stacked
             self.holder = group.state if direct else None
+            self.serial = serial_on_cpu(group._progs.placement)
         key = self.zero_key if self.zero_key is not None else mxrandom.next_key()
         holder = self.holder  # the holder's value is the step's state: passed and kept as is
         state = holder.value if holder is not None else group._step_state(self.reduction)
         state, res = self.fn(state, Batch(inputs, key), box.optimizer.fused_hyper(self.first))
         self.first = None
+        if self.serial:  # several CPU devices: finish before the next collective program
+            jax.block_until_ready(state)
         if holder is not None:
             holder.value = state
             holder.version += 1
@@ -356,6 +359,8 @@ def _run_block(module, block, metric):
         hypers = jax.tree_util.tree_map(lambda *xs: np.array(xs), *hypers)  # stacked per leaf
         fn = group._progs.train_steps(n, names, rule, metric, feed, reduction)
         state, outs, stats = fn(state, [inputs for _, inputs in block], keys, hypers)
+    if serial_on_cpu(group._progs.placement):  # finish before the next collective program
+        jax.block_until_ready(state)
     if scaler is not None:
         scaler.keep_device_state(state.scaler)
     group._adopt(state, reduction)
