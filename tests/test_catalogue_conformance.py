@@ -391,6 +391,6 @@ def test_host_fallback_reason_names_the_host_only_child(caplog):
     assert not m._supports_device()
     with caplog.at_level(logging.INFO):
         for _ in range(3):
-            metric_base._note_host_update(m, m._host_reason(), logging)
+            metric_base.note_host_update(m, m._host_reason(), logging)
     assert len(caplog.records) == 1
     assert "child CustomMetric 'custom(<lambda>)': its feval is a host function" in caplog.text
