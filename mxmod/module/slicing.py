@@ -38,7 +38,8 @@ def decide_slices(group, descs: list) -> list[int]:
     """MXNet's ``DataParallelExecutorGroup.decide_slices``: the batch axis of each desc.
     The first desc with one sets ``group.batch_size`` and ``group.slices`` (split over
     ``group.workload``) unless the group has a batch size already; the others must agree."""
-    assert len(descs) > 0
+    if not descs:
+        raise MXNetError("decide_slices needs at least one data shape (data_shapes is empty)")
     axes = [batch_axis(getattr(d, "layout", None)) for d in descs]
     for d, axis in zip(descs, axes):
         if axis < 0:
