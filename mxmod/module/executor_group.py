@@ -30,6 +30,7 @@ from ..io import DataDesc
 from ..kvstore import dist
 from .ctx_groups import prepare_group2ctxs, variable_groups
 from . import group_run as run
+from . import group_state as state_io
 from . import group_surface as surface
 from .slicing import batch_axis, decide_slices, sliced_shape
 from .train_state import TrainState
@@ -332,12 +333,12 @@ class DataParallelExecutorGroup:
     _accumulates = run._accumulates
     flush = run.flush
     _flush = run._flush
-    _params_in = run._params_in
-    _store_params = run._store_params
-    _reduction = run._reduction
-    _residual = run._residual
-    _step_state = run._step_state
-    _adopt = run._adopt
+    _params_in = state_io._params_in
+    _store_params = state_io._store_params
+    _reduction = state_io._reduction
+    _residual = state_io._residual
+    _step_state = state_io._step_state
+    _adopt = state_io._adopt
     _run_train_step = run._run_train_step
     _run_fwd_bwd = run._run_fwd_bwd
     _add_base = run._add_base
