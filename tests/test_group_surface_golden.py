@@ -399,6 +399,8 @@ def test_per_device_gradients_after_update():
     mod.update()
     desc(grads, "mlp_2/step/grad_arrays", checked := [])
     assert len(checked) == 8
+    # one fused program keeps each device's gradient: no separate forward-backward or update
+    assert sorted({k[0] for k in g._progs._cache}) == ["step"]
 
 
 @pytest.mark.xfail(reason="mxmod's internals lack BatchNorm's hidden outputs (mean, var)")

@@ -85,6 +85,7 @@ class SumReduction:
     """The devices' gradients are already summed (``psum``) by the forward-backward."""
 
     stacked = False  # the forward-backward returns the sum, not per-device gradients
+    residual = False  # carries no residual in the state
 
     def __call__(self, grads: dict, residual: dict):
         return grads, residual
@@ -98,6 +99,7 @@ class TwoBit:
 
     threshold: float
     stacked = True  # needs each device's own gradient (leading device axis)
+    residual = True  # each sender's unsent remainder: ``StepState.residual``
 
     def __call__(self, grads: dict, residual: dict):
         acc = {n: residual[n] + g for n, g in grads.items()}
@@ -105,7 +107,20 @@ class TwoBit:
         return {n: s.sum(0) for n, s in sent.items()}, {n: acc[n] - sent[n] for n in acc}
 
 
+@dataclasses.dataclass(frozen=True)
+class StackedSum:
+    """The forward-backward keeps each device's gradient (someone reads device ``k``'s
+    own ``grad_arrays``); the update sums them."""
+
+    stacked = True
+    residual = False
+
+    def __call__(self, grads: dict, residual: dict):
+        return {n: g.sum(0) for n, g in grads.items()}, residual
+
+
 SUM = SumReduction()
+STACKED_SUM = StackedSum()
 
 
 def quantize_2bit(r, threshold):
@@ -155,18 +170,21 @@ def compose_step(
 ) -> Callable:
     """``train_step(state, batch, hyper) -> (state, StepResult)``: forward-backward, then
     ``update``. ``fb(params, aux, inputs, key) -> (outs, new_aux, grads, input_grads,
-    stats)``; ``keep`` may hold ``'grads'`` and ``'input_grads'`` (else empty dicts);
+    stats)``; ``keep`` may hold ``'grads'`` (reduced), ``'stacked_grads'`` (as the
+    forward-backward gave them, before the reduction) and ``'input_grads'``;
     ``feed(state) -> params`` gives the graph its arguments (default: the parameters)."""
 
     def train_step(state: StepState, batch: Batch, hyper):
         args = state.params if feed is None else feed(state)
         outs, new_aux, grads, igrads, stats = fb(args, state.aux, batch.inputs, batch.key)
         state = state.replace(aux={**state.aux, **new_aux})
+        raw = grads
         state, grads = update(state, grads, hyper)
+        kept = grads if "grads" in keep else raw if "stacked_grads" in keep else {}
         return state, StepResult(
             list(outs),
             stats,
-            grads if "grads" in keep else {},
+            kept,
             igrads if "input_grads" in keep else {},
         )
 

@@ -25,7 +25,7 @@ from ..base import MXNetError
 from ..io import DataBatch
 from .. import random as mxrandom
 from ..kvstore.dist import flush_across_workers
-from ..executor.step import PER_DEVICE, Batch
+from ..executor.step import PER_DEVICE, STACKED_SUM, SUM, Batch
 from ..metric._base import note_host_update
 from ..ndarray import NDArray
 from .train_state import PendingStep
@@ -365,7 +365,6 @@ def _flush(self) -> None:
         and not self._has_add
         and box is not None
         and box.fused
-        and not (self._want_stacked and len(self.contexts) > 1)  # device k's own grads read
         and not self.state.value.per_device
     ):
         stats = self._run_train_step(p, metric)
@@ -395,15 +394,18 @@ def _flush(self) -> None:
 def _run_train_step(self, p, metric):
     box = self.state.opt
     reduction = self._reduction()
-    keep = tuple(
-        k for k, on in (("grads", self._keep_grads), ("input_grads", self.inputs_need_grad)) if on
-    )
+    # device k's own gradients were asked for (grad_arrays[i][k]): keep them as computed
+    stacked = self._want_stacked and len(self.contexts) > 1
+    if stacked and reduction is SUM:
+        reduction = STACKED_SUM
+    grads = ("stacked_grads" if stacked else "grads") if self._keep_grads else None
+    keep = tuple(k for k in (grads, "input_grads" if self.inputs_need_grad else None) if k)
     fn = self._progs.train_step(tuple(p.inputs), box.rule(), metric, keep, reduction)
     hyper = box.optimizer.fused_hyper(None if box.state else [])
     state, res = fn(self._step_state(reduction), Batch(p.inputs, p.key), hyper)
     self._adopt(state, reduction)
     self._outs = res.outs
-    self._grads, self._grads_stacked = res.grads, False
+    self._grads, self._grads_stacked = res.grads, stacked
     self._grads_valid = bool(res.grads) or not self._diff_params
     self.state.grad_owner = self
     self._input_grads = res.input_grads

@@ -68,12 +68,12 @@ def _step_state(self, reduction) -> StepState:
     holder's own value when this group has no constant arguments and its optimizer
     is its holder's (no copy, no rebuilding)."""
     holder = self.state
-    if reduction.stacked:
+    if reduction.residual:
         self._residual()  # zeros when the senders changed
     box = holder.opt
     if not self._consts and box.holder is holder:
         return holder.value
-    residual = box.holder.value.residual if reduction.stacked else {}
+    residual = box.holder.value.residual if reduction.residual else {}
     return StepState(self._params_in(), holder.aux, box.state, residual)
 
 
@@ -88,5 +88,5 @@ def _adopt(self, state: StepState, reduction) -> None:
     self._store_params(state.params)
     holder.aux = state.aux
     box.state = state.opt
-    if reduction.stacked:
+    if reduction.residual:
         box.holder.value = box.holder.value.replace(residual=state.residual)

@@ -185,7 +185,7 @@ class _OneStep:
             self.reduction = reduction = group._reduction()  # exact sum or 2-bit
             self.fn = group._progs.train_step(tuple(inputs), box.rule(), self.metric, (), reduction)
             self.sig, self.progs = sig, group._progs
-            direct = not group._consts and box.holder is group.state and not reduction.stacked
+            direct = not group._consts and box.holder is group.state and not reduction.residual
             self.holder = group.state if direct else None
             self.serial = serial_on_cpu(group._progs.placement)
         key = self.zero_key if self.zero_key is not None else mxrandom.next_key()
