@@ -432,3 +432,62 @@ def test_sparse_namespaces_name_sparse_storage():
         mx.nd.sparse  # noqa: B018
     with pytest.raises(NotImplementedError, match="sparse storage"):
         mx.sym.sparse  # noqa: B018
+
+
+def _two_steps(mod, rebind_between):
+    x, y = toy(16)
+    batch = mx.io.DataBatch([mx.nd.array(x[:8])], [mx.nd.array(y[:8])])
+    for i in range(2):
+        if i and rebind_between:
+            mod.bind([("data", (8, 10))], [("softmax_label", (8,))], force_rebind=True)
+        mod.forward_backward(batch)
+        mod.update()
+    return mod.get_params()[0]
+
+
+def test_force_rebind_keeps_the_optimizer_its_state_and_the_trained_weights():
+    """MXNet keeps the optimizer over a re-bind (but drops updates not yet synced)."""
+    got, want = [], []
+    start = bound().get_params()
+    for out, rebind in ((got, True), (want, False)):
+        mod = bound()
+        mod.set_params(*start)  # the same start for both
+        mod.init_optimizer(optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+        box = mod._opt_box
+        out.append(_two_steps(mod, rebind))
+        assert mod._exec_group.state.opt is box and box.holder is mod._exec_group.state
+    for n in want[0]:
+        np.testing.assert_allclose(got[0][n].asnumpy(), want[0][n].asnumpy(), rtol=1e-6)
+
+
+class AssigningModule(mx.mod.Module):
+    """``init_optimizer`` as edited copies of MXNet's module.py write it: assigning the
+    private attributes, then updating through ``mx.model._update_params``."""
+
+    def init_optimizer(self, kvstore="local", optimizer="sgd", optimizer_params=(), **kw):
+        self._optimizer = mx.optimizer.create(optimizer, **dict(optimizer_params))
+        self._kvstore = None
+        self._update_on_kvstore = False
+        self._updater = mx.optimizer.get_updater(self._optimizer)
+        self.optimizer_initialized = True
+
+    def update(self):
+        g = self._exec_group
+        mx.model._update_params(g.param_arrays, g.grad_arrays, updater=self._updater, num_device=1)
+
+
+def test_assigned_optimizer_attributes_live_in_the_one_box():
+    mod = AssigningModule(mlp(), context=mx.cpu())
+    mod.bind([("data", (8, 10))], [("softmax_label", (8,))])
+    mod.init_params(mx.init.Uniform(0.1))
+    start = {n: v.asnumpy() for n, v in mod.get_params()[0].items()}
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.5})
+    box = mod._exec_group.state.opt
+    assert box is mod._opt_box and box.updater is mod._updater and not box.fused
+    assert box.optimizer is mod._optimizer and mod._update_on_kvstore is False
+    x, y = toy(8)
+    mod.forward_backward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)]))
+    grads = {n: g[0].asnumpy() for n, g in zip(mod._param_names, mod._exec_group.grad_arrays)}
+    mod.update()
+    for n, w in mod.get_params()[0].items():
+        np.testing.assert_allclose(w.asnumpy(), start[n] - 0.5 * grads[n], rtol=1e-5, atol=1e-7)

@@ -36,6 +36,28 @@ from .stages import require
 from .train_state import OptBox
 
 
+def _box_field(name: str):
+    """One of MXNet's ``Module`` attributes (``_optimizer``, ``_kvstore``, ``_updater``,
+    ``_update_on_kvstore``) as a field of the module's ``OptBox``: reading and assigning it
+    (edited copies of MXNet's ``init_optimizer`` assign them) goes to the one box."""
+
+    def get(self):
+        box = self._opt_box
+        return None if box is None else getattr(box, name)
+
+    def put(self, value):
+        if self._opt_box is None:
+            if value is None:
+                return
+            group = self._exec_group
+            self._opt_box = OptBox(None, None if group is None else group.state, fused=False)
+            if group is not None and group.state.opt is None:
+                group.state.opt = self._opt_box
+        setattr(self._opt_box, name, value)
+
+    return property(get, put)
+
+
 class Module(BaseModule):
     """MXNet's ``mx.mod.Module`` on JAX.
 
@@ -93,10 +115,7 @@ class Module(BaseModule):
         self._aux_params = None
         self._params_dirty = False
         self._exec_group = None
-        self._optimizer = None
-        self._kvstore = None
-        self._update_on_kvstore = None
-        self._updater = None
+        self._opt_box = None  # the optimizer, its kvstore and updater (shared when borrowed)
         self._preload_opt_states = None
         self._synced_version = None
         self._data_shapes = None
@@ -107,6 +126,11 @@ class Module(BaseModule):
     @staticmethod
     def _check_names(names, args, kind, raise_):
         _check_input_names_strict(names, args, kind, raise_)
+
+    _optimizer = _box_field("optimizer")
+    _kvstore = _box_field("kvstore")
+    _updater = _box_field("updater")
+    _update_on_kvstore = _box_field("update_on_kvstore")
 
     @property
     def _opt_state(self):
@@ -194,7 +218,10 @@ class Module(BaseModule):
         shared_module=None,
         grad_req="write",
     ):
+        old_group = self._exec_group
         if force_rebind:
+            if old_group is not None and self._params_dirty:  # MXNet loses these updates
+                self._sync_params_from_devices()
             self._reset_bind()
         if self.binded:
             self.logger.warning("Already bound, ignoring bind()")
@@ -246,7 +273,21 @@ class Module(BaseModule):
             }
         if shared_module is not None and shared_module.optimizer_initialized:
             self.borrow_optimizer(shared_module)
+        elif self._opt_box is not None:  # re-bound: the optimizer and its state carry over
+            self._rehome_optimizer(old_group)
         self.binded = True
+
+    def _rehome_optimizer(self, old_group) -> None:
+        """Give the optimizer box (and the optimizer state the old group held) to the new
+        group."""
+        box, group = self._opt_box, self._exec_group
+        if old_group is not None and box.holder is old_group.state:
+            opt_state = box.state
+            box.holder = group.state
+            box.state = opt_state
+        elif box.holder is None:
+            box.holder = group.state
+        group.state.opt = box
 
     def _input_shardings(self):
         g = self._exec_group
@@ -392,10 +433,7 @@ class Module(BaseModule):
                 f"optimizer must be a name such as 'sgd' or an mx.optimizer.Optimizer, "
                 f"got {type(optimizer).__name__}"
             )
-        self._optimizer = optimizer
-        self._kvstore = kv
-        self._update_on_kvstore = update_on_kvstore
-        self._updater = None if update_on_kvstore else opt.get_updater(optimizer)
+        updater = None if update_on_kvstore else opt.get_updater(optimizer)
         if kv and update_on_kvstore:
             kv.set_optimizer(optimizer)
         group = self._exec_group
@@ -417,10 +455,9 @@ class Module(BaseModule):
             initialize_kvstore(
                 kv, group.param_arrays, self._arg_params, self._param_names, update_on_kvstore
             )
-        group.state.opt = OptBox(
-            optimizer, group.state, kv, self._updater, update_on_kvstore, fused
-        )
-        group.state.opt.state = state
+        box = self._opt_box = OptBox(optimizer, group.state, kv, updater, update_on_kvstore, fused)
+        group.state.opt = box
+        box.state = state
         self.optimizer_initialized = True
         if self._preload_opt_states is not None:
             self.load_optimizer_states(
@@ -434,11 +471,7 @@ class Module(BaseModule):
                 "borrow_optimizer: the shared module has no optimizer; call its "
                 "init_optimizer() first"
             )
-        self._optimizer = shared_module._optimizer
-        self._kvstore = shared_module._kvstore
-        self._update_on_kvstore = shared_module._update_on_kvstore
-        self._updater = shared_module._updater
-        self._exec_group.state.opt = shared_module._exec_group.state.opt
+        self._opt_box = self._exec_group.state.opt = shared_module._opt_box
         self.optimizer_initialized = True
 
     # ------------------------------------------------------------ computation
