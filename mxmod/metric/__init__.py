@@ -11,7 +11,7 @@ pearsoncorrelation, pearsonr, perplexity, rmse, top_k_acc, top_k_accuracy, topka
 torch.
 """
 
-from ._base import EvalMetric, check_label_shapes
+from ._base import EvalMetric, check_label_shapes, note_host_update
 from ._registry import alias, register
 from . import _classification, _composite, _regression
 from ._classification import *  # noqa: F403
@@ -21,6 +21,7 @@ from ._regression import *  # noqa: F403
 __all__ = [
     "EvalMetric",
     "check_label_shapes",
+    "note_host_update",  # what a custom training loop calls when it updates a metric on the host
     "register",
     "alias",
     *_composite.__all__,

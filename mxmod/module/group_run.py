@@ -26,7 +26,7 @@ from ..io import DataBatch
 from .. import random as mxrandom
 from ..kvstore.dist import flush_across_workers
 from ..executor.step import PER_DEVICE, STACKED_SUM, SUM, Batch
-from ..metric._base import note_host_update
+from ..metric import note_host_update
 from ..ndarray import NDArray
 from .train_state import PendingStep
 
