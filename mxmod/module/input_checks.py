@@ -114,3 +114,31 @@ def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
     else:
         _check_names_match(label_names, [], "label", False)
     return data_shapes, label_shapes
+
+
+def _iterator_name_fix(kind, given, module_names, args) -> str:
+    """The fix for iterator/``bind`` ``kind`` names (``"data"`` or ``"label"``) that do not
+    match the module's: rename the iterator's side, or the symbol's and the module's."""
+    inputs = [a for a in args if not a.endswith(_PARAM_SUFFIXES)]
+    wanted = [n for n in module_names if n in args]
+    if not wanted:
+        wanted = [a for a in inputs if kind != "label" or "label" in a] or inputs
+    if len(given) == 1 and len(wanted) == 1:
+        ours, theirs = wanted[0], given[0]
+        if kind == "label":
+            iterator = f"mx.io.NDArrayIter(..., label_name={ours!r})"
+            symbol = f"mx.sym.SoftmaxOutput(..., label=mx.sym.Variable({theirs!r}))"
+        else:
+            iterator = f"mx.io.NDArrayIter(..., data_name={ours!r}) or NDArrayIter({{{ours!r}: x}})"
+            symbol = f"mx.sym.Variable({theirs!r})"
+        return (
+            f"Fix: name the data iterator's {kind} {ours!r}, the symbol's {kind} input "
+            f"(e.g. {iterator}), or name the symbol's {kind} input {theirs!r} (e.g. {symbol}) "
+            f"and create the Module with {kind}_names=[{theirs!r}] (a BucketingModule's "
+            "sym_gen returns them)"
+        )
+    return (
+        f"Fix: name the data iterator's {kind} arrays after the symbol's inputs {wanted} "
+        f"(NDArrayIter takes a dict name -> array), or name the symbol's inputs {list(given)} "
+        f"and create the Module with {kind}_names={list(given)}"
+    )

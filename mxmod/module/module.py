@@ -30,6 +30,7 @@ from ..context import Context, cpu
 from ..io import DataDesc
 from ..base import names_list
 from .base_module import BaseModule, _check_input_names_strict, _parse_data_desc_list
+from .input_checks import _iterator_name_fix
 from .ctx_groups import prepare_group2ctxs
 from .executor_group import DataParallelExecutorGroup
 from .stages import require
@@ -181,7 +182,10 @@ class Module(BaseModule):
         if sorted(d.name for d in data) != sorted(self._data_names):
             raise ValueError(
                 f"Data provided by data_shapes don't match names specified by "
-                f"data_names ({[d.name for d in data]} vs. {self._data_names})"
+                f"data_names ({[d.name for d in data]} vs. {self._data_names}). "
+                + _iterator_name_fix(
+                    "data", [d.name for d in data], self._data_names, self._symbol.list_arguments()
+                )
             )
         if label_shapes is None:
             if warn and self._label_names and self.for_training:
@@ -202,9 +206,13 @@ class Module(BaseModule):
         args = set(self._symbol.list_arguments())
         for d in labels:
             if d.name not in args:
+                given = [d.name for d in labels]
                 raise MXNetError(
-                    f"label {d.name!r} is not an input of the symbol; bind with "
-                    "label_shapes=None or create the Module with label_names=None"
+                    f"label {d.name!r} (of label_shapes, or the iterator's provide_label) is "
+                    f"not an input of the symbol. "
+                    + _iterator_name_fix(
+                        "label", given, self._label_names, self._symbol.list_arguments()
+                    )
                 )
         return data, labels
 
