@@ -354,28 +354,9 @@ class Module(BaseModule):
         self._params_dirty = False
         self._exec_group.set_params(self._arg_params, self._aux_params, allow_extra=allow_extra)
 
-    def set_params(
-        self, arg_params, aux_params, allow_missing=False, force_init=True, allow_extra=False
-    ):
-        if not allow_missing:
-            self.init_params(
-                initializer=None,
-                arg_params=arg_params,
-                aux_params=aux_params,
-                allow_missing=allow_missing,
-                force_init=force_init,
-                allow_extra=allow_extra,
-            )
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn(
-                "Parameters already initialized and force_init=False. set_params call ignored.",
-                stacklevel=2,
-            )
-            return
+    def _write_params(self, arg_params, aux_params, force_init, allow_extra):
+        """``set_params(allow_missing=True)``: the given values into the bound arrays."""
         self._exec_group.set_params(arg_params, aux_params, allow_extra=allow_extra)
-        self._params_dirty = True
-        self.params_initialized = True
 
     def get_params(self):
         require(self, "get_params", "params_initialized")
