@@ -351,9 +351,12 @@ def test_states_bfloat16_and_none_and_tuples():
     w = mx.nd.array(np.asarray(W0), dtype=jnp.bfloat16)
     upd(0, mx.nd.array(np.asarray(G0), dtype=jnp.bfloat16), w)
     upd.states["none"] = None
-    upd2 = mx.optimizer.get_updater(mx.optimizer.SGD())
+    states, _ = mx.optimizer._codec.loads(upd.get_states())
+    assert states["none"] is None and isinstance(states[0], tuple)
+    del upd.states["none"]  # no state SGD(momentum=0.9) creates (refused at load: issue 26)
+    upd2 = mx.optimizer.get_updater(mx.optimizer.SGD(momentum=0.9, multi_precision=True))
     upd2.set_states(upd.get_states())
-    assert upd2.states["none"] is None and isinstance(upd2.states[0], tuple)
+    assert isinstance(upd2.states[0], tuple)
     np.testing.assert_array_equal(upd2.states[0][1].asnumpy(), upd.states[0][1].asnumpy())
 
 

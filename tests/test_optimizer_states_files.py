@@ -182,6 +182,13 @@ def test_updater_set_states_opt_in():
     ]
     mom = upd.states["fc1_weight"]
     assert isinstance(mom, mx.nd.NDArray) and mom.shape == (16, 10) and mom.context == mx.cpu()
+    with pytest.raises(
+        MXNetError,
+        match=r"state of index 0 has the layout PyTreeDef\(\(\*, \*\)\) "
+        r"but the state SGD creates for a weight of shape \(16, 10\)",
+    ):
+        upd.set_states((CKPT / "mlp_adam-0001.states").read_bytes(), allow_pickle=True)
+    upd = mx.optimizer.get_updater(mx.optimizer.Adam())  # issue 26: checked at load
     upd.set_states((CKPT / "mlp_adam-0001.states").read_bytes(), allow_pickle=True)
     assert isinstance(upd.states[0], tuple) and [s.shape for s in upd.states[0]] == [(16, 10)] * 2
     with pytest.raises(
@@ -190,11 +197,15 @@ def test_updater_set_states_opt_in():
         r"but the state held has PyTreeDef\(\(\*, \*\)\)",
     ):
         upd.set_states(pickle.dumps({3: [np.ones(2, "f4")]}), allow_pickle=True)
-    upd = mx.optimizer.get_updater(mx.optimizer.SGD(momentum=0.9))
+    upd = mx.optimizer.get_updater(mx.optimizer.SGD())
+    upd.set_states(pickle.dumps({b"w": None}, protocol=2), allow_pickle=True)
+    assert upd.states["w"] is None  # bytes keys become str
+    upd = mx.optimizer.get_updater(mx.optimizer.Adam())
     upd.set_states(
-        pickle.dumps({b"w": None, 3: [np.ones(2, "f4")]}, protocol=2), allow_pickle=True
-    )  # bytes keys become str, numpy arrays NDArrays
-    assert upd.states["w"] is None and upd.states[3][0].asnumpy().tolist() == [1.0, 1.0]
+        pickle.dumps({3: (np.ones(2, "f4"), np.zeros(2, "f4"))}, protocol=2), allow_pickle=True
+    )  # numpy arrays become NDArrays
+    assert upd.states[3][0].asnumpy().tolist() == [1.0, 1.0]
+    upd = mx.optimizer.get_updater(mx.optimizer.SGD(momentum=0.9))
     upd.set_states(pickle.dumps({0: np.arange(3, dtype="f4")}, protocol=5), allow_pickle=True)
     assert upd.states[0].asnumpy().tolist() == [0.0, 1.0, 2.0]
 

@@ -202,11 +202,8 @@ class _Decoder:
                 f"one of the members {sorted(self.arrays)[:5]}",
             )
         name = obj.get("dtype")
-        try:
-            dtype = np.dtype(jnp.dtype(name)) if isinstance(name, str) else None
-        except TypeError:
-            dtype = None
-        if dtype is None or dtype.hasobject:
+        dtype = state_dtype(name)
+        if dtype is None:
             raise self.fail(
                 f"{where}.dtype",
                 f"{_short(name)} is not a dtype",
@@ -314,6 +311,22 @@ class _Decoder:
             raise self.fail(f"{where}.{tag}", f"unknown class {name!r}", help_)
         values = {k: self(v, f"{where}.{k}", depth + 1) for k, v in attrs.items()}
         return check_attrs(cls, values, f"{where} ({name})", self.fail)
+
+
+def state_dtype(name: Any) -> np.dtype | None:
+    """The numpy dtype a state array may have for dtype name ``name``: a number type, or an
+    ``ml_dtypes`` one (``bfloat16``, stored as raw bits); None for anything else (strings,
+    dates, void, objects, or a name numpy cannot read such as ``'u16'`` or ``'(-1,3)'``)."""
+    if not isinstance(name, str):
+        return None
+    try:
+        dtype = np.dtype(jnp.dtype(name))
+    except (TypeError, ValueError, SyntaxError):
+        return None
+    if dtype.kind in "biufc":
+        return dtype
+    bits_ok = dtype.itemsize in (1, 2, 4, 8) and dtype.type.__module__ == "ml_dtypes"
+    return dtype if bits_ok else None
 
 
 def _make_ndarray(host: np.ndarray, ctx: Any) -> Any:

@@ -20,6 +20,7 @@ from ..base import MXNetFileError
 from ..context import cpu
 from ..ndarray import NDArray
 from . import _codec, _mxnet_pickle
+from .rules import MP_DTYPES
 
 __all__ = ["Updater", "get_updater"]
 
@@ -90,16 +91,19 @@ class Updater:
             return tuple(synced) if isinstance(state, tuple) else synced
         return state
 
-    def set_states(self, states: bytes, allow_pickle: bool = False) -> None:
+    def set_states(
+        self, states: bytes, allow_pickle: bool = False, *, source: str = "optimizer states"
+    ) -> None:
         """Load states from :meth:`get_states` bytes (with the optimizer if it was dumped).
 
         Also reads ``Module.save_optimizer_states`` files (the same format). mxmod restores
         the update counts the bytes hold (``num_update`` now, each index's count on its
         first update, in the count table of that update's device); MXNet's pickles hold
-        none. mxmod checks what MXNet leaves to the first update: a loaded state must have
-        the layout, shapes and dtypes of the state this updater already holds for its
-        index, and a state for an index it has not seen yet is compared, on its first
-        update, with the state the optimizer would create for the weight.
+        none. mxmod checks at load what MXNet leaves to the first update: a loaded state
+        must have the layout, shapes and dtypes of the state this updater already holds
+        for its index, or else of a state the optimizer creates (for a weight shaped like
+        one of its arrays); on its first update it is compared with the state the
+        optimizer creates for the actual weight.
 
         Args:
             states: bytes from :meth:`get_states`, or MXNet's pickled states.
@@ -108,6 +112,7 @@ class Updater:
                 unless this is True. Even then a restricted unpickler accepts only numpy
                 arrays, MXNet NDArrays (loaded on cpu) and plain containers; an optimizer
                 object inside the pickle (``dump_optimizer=True``) is refused.
+            source: mxmod addition: how errors name the bytes (e.g. the file they came from).
 
         Raises:
             NotImplementedError: for MXNet pickles without ``allow_pickle=True``.
@@ -115,10 +120,9 @@ class Updater:
                 ``allow_pickle``), or states that do not fit the ones held, naming the field
                 or index.
         """
-        source = "optimizer states"
         opt = counts = None
         if allow_pickle and _mxnet_pickle.is_pickle(states):
-            source = "pickled MXNet optimizer states"
+            source = f"pickled MXNet {source}"
             plain = _mxnet_pickle.restricted_loads(states, source)
             loaded = {
                 k: jax.tree_util.tree_map(lambda a: NDArray(a, cpu()), v) for k, v in plain.items()
@@ -139,10 +143,13 @@ class Updater:
             check_states_dict(loaded, counts, source)
         for idx in loaded.keys() & self.states.keys():
             _check_state(source, idx, loaded[idx], self.states[idx], "the state held")
+        for idx in loaded.keys() - self.states.keys():
+            check_own_layout(self.optimizer if opt is None else opt, idx, loaded[idx], source)
         if opt is not None:
             self.optimizer = opt
             self.aggregate_updates = opt.aggregate_num > 0
         self.adopt_states(loaded, counts)
+        self._source = source
 
     def adopt_states(self, states: dict, counts: Any = None) -> None:
         """Hold ``states`` ``{index: state}`` as if loaded from a file (mxmod addition).
@@ -165,7 +172,7 @@ class Updater:
             warnings.simplefilter("ignore")
             fresh = self.optimizer.create_state_multi_precision(idx, weight)
         _check_state(
-            "optimizer states",
+            getattr(self, "_source", "optimizer states"),
             idx,
             self.states[idx],
             fresh,
@@ -237,6 +244,46 @@ def _check_state(source: str, idx: Any, got: Any, want: Any, what: str) -> None:
             where,
             what,
         )
+
+
+def _probe_weights(state: Any, optimizer: Any) -> list:
+    """(shape, dtype) of the weights ``state`` may belong to: each leaf's shape with each
+    floating leaf dtype (float32 without one), and the low-precision dtypes under
+    ``multi_precision`` (whose states hold float32 master copies)."""
+    leaves = [x for x in jax.tree_util.tree_leaves(state) if hasattr(x, "shape")]
+    shapes = list(dict.fromkeys(tuple(x.shape) for x in leaves)) or [(1,)]
+    dtypes = [np.dtype(x.dtype) for x in leaves if np.dtype(x.dtype).kind == "f"]
+    dtypes = dtypes or [np.dtype(np.float32)]
+    if getattr(optimizer, "multi_precision", False):
+        dtypes += list(MP_DTYPES)
+    return [(s, d) for s in shapes for d in dict.fromkeys(dtypes)]
+
+
+def check_own_layout(optimizer: Any, idx: Any, state: Any, source: str) -> None:
+    """Refuse a loaded ``state`` that ``optimizer`` could not have created for any weight
+    (mxmod: MXNet finds out at the first update): its layout, the shapes of its arrays
+    relative to each other and their dtypes are compared with the state the optimizer
+    creates for a weight shaped like one of its arrays.
+
+    Raises:
+        MXNetFileError: naming ``source``, the index and the state the optimizer keeps.
+    """
+    first = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for shape, dtype in _probe_weights(state, optimizer):
+            weight = NDArray(np.zeros(shape, dtype), cpu())
+            fresh = optimizer.create_state_multi_precision(idx, weight)
+            what = (
+                f"the state {type(optimizer).__name__} creates for a weight of shape "
+                f"{shape} {dtype}"
+            )
+            try:
+                _check_state(source, idx, state, fresh, what)
+                return
+            except MXNetFileError as e:
+                first = first or e
+    raise first
 
 
 def held_counts(optimizer: Any, keys: Any) -> _codec.Counts:
