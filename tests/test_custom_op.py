@@ -258,7 +258,8 @@ def test_a_prop_without_head_gradient_is_a_loss_head():
     mod.forward(mx.io.DataBatch([mx.nd.ones((1, 3))]), is_train=True)
     mod.backward(out_grads=[mx.nd.ones((1, 3))])
     mod.update()
-    assert [c[0] for c in CALLS] == ["create", "forward", "backward"]
+    # the operator was created once, before (MXNet: at bind), not per program
+    assert [c[0] for c in CALLS] == ["forward", "backward"]
 
 
 class _ArgMax(mx.operator.CustomOp):

@@ -10,7 +10,7 @@ from ..ndarray import NDArray, array
 from ..symbol.graph import aux_var_ids
 from ..symbol.infer import propagate_shapes, propagate_types, unknown_shape_error
 from .arrays import args_list, device_of, grad_reqs, group_devices, out_specs, zeros
-from .executor import Executor
+from .executor import Executor, compiled_for
 
 
 def simple_bind(
@@ -40,6 +40,14 @@ def simple_bind(
                 f"simple_bind got a shape for {name!r}, which is not an input of the "
                 f"symbol; its arguments are {sym.list_arguments()}"
             )
+    dynamic = compiled_for(sym).graph.dynamic_nodes
+    if dynamic:
+        raise MXNetError(
+            f"simple_bind: the output shapes of {dynamic} depend on the input values "
+            "(boolean_mask), so shape inference cannot decide the outputs and MXNet's "
+            "simple_bind (and Module) cannot bind this graph either; bind it with "
+            "Symbol.bind(ctx, args={...}), which runs it op by op"
+        )
     order, inferred = propagate_shapes(sym, shapes)
     _, types = propagate_types(sym, dict(type_dict or {}))
     aux_ids = aux_var_ids(order)

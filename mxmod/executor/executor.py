@@ -6,6 +6,7 @@ function, cached per symbol; jit's own cache keys them by shapes, dtypes and is_
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 from typing import Any, Optional
 
 import jax
@@ -16,6 +17,7 @@ from .. import random as mxrandom
 from ..base import MXNetError
 from ..ndarray import NDArray
 from .arrays import reshaped_arrays
+from .head_grads import missing_head_grads_error, outputs_needing_head_grads
 from .lower import GraphFn
 from .monitor_taps import backward_taps
 from .programs import vjp_step
@@ -45,14 +47,29 @@ class Compiled:
                 g.aux_reached(list(diff)),
             )
 
-        self.forward = jax.jit(forward, static_argnames=("is_train",))
-        self.forward_backward = jax.jit(forward_backward, static_argnames=("is_train",))
+        if g.dynamic_nodes:  # output shapes depend on values (boolean_mask): op by op
+            self.forward, self.forward_backward = forward, forward_backward
+        else:
+            self.forward = jax.jit(forward, static_argnames=("is_train",))
+            self.forward_backward = jax.jit(forward_backward, static_argnames=("is_train",))
+
+
+_BY_STRUCTURE: OrderedDict = OrderedDict()  # canonical JSON -> Compiled, least recent first
+MAX_GRAPHS = 256
 
 
 def compiled_for(sym) -> Compiled:
-    """The compiled functions of ``sym`` (kept on the symbol; graphs are immutable)."""
+    """The compiled functions of ``sym``, kept on the symbol (graphs are immutable) and
+    shared by every symbol with the same structure (its JSON: nodes, attributes, heads), so
+    a rebuilt but identical graph (a bucket's ``sym_gen``, a second ``Module``) compiles
+    nothing new. The ``MAX_GRAPHS`` most recently bound structures stay cached."""
     if sym._compiled is None:
-        sym._compiled = Compiled(sym)
+        key = sym.tojson()
+        compiled = _BY_STRUCTURE.pop(key, None) or Compiled(sym)
+        _BY_STRUCTURE[key] = compiled
+        if len(_BY_STRUCTURE) > MAX_GRAPHS:
+            _BY_STRUCTURE.popitem(last=False)
+        sym._compiled = compiled
     return sym._compiled
 
 
@@ -128,7 +145,13 @@ class Executor:
         bind; ``forward`` writes into them in place, so a reference taken before it sees the
         results. ``out_specs`` lists ``(shape, dtype)`` per output, or is None (or holds a
         None) when shape inference could not decide: then the graph is traced abstractly."""
-        if out_specs is None or any(s is None or s[0] is None or s[1] is None for s in out_specs):
+        graph = self._compiled.graph
+        if graph.dynamic_nodes:  # shapes known after a forward (MXNet: unknown until then)
+            out_specs = [
+                (s and s[0] or (0,), s and s[1] or np.float32)
+                for s in (out_specs or [None] * len(graph.output_names))
+            ]
+        elif out_specs is None or any(s is None or s[0] is None or s[1] is None for s in out_specs):
             forward = functools.partial(self._compiled.forward, is_train=False)
             outs, _ = jax.eval_shape(forward, self._args(), self._aux(), _zero_key())
             out_specs = [(o.shape, o.dtype) for o in outs]
@@ -177,7 +200,6 @@ class Executor:
         """Gradients of the last forward into ``grad_arrays`` per grad_req."""
         if self._last is None:
             raise MXNetError("backward() needs a forward(is_train=True) first")
-        head_grads = self._head_grads(out_grads)
         key, fwd_train = self._last
         dev = self._ctx.jax_device
         diff = {
@@ -186,6 +208,7 @@ class Executor:
             if g is not None and self._grad_req.get(n, "null") != "null"
         }
         const = {n: v for n, v in self._args().items() if n not in diff}
+        head_grads = self._head_grads(out_grads, {**const, **diff}, list(diff), key, fwd_train)
         # MXNet differentiates the graph in the mode of the last forward
         _, new_aux, grads = self._compiled.forward_backward(
             diff, const, self._aux(), key, head_grads, is_train=fwd_train
@@ -201,22 +224,17 @@ class Executor:
             fwd_aux = self._compiled.graph.forward_aux
             self._store_aux({k: v for k, v in new_aux.items() if k not in fwd_aux})
 
-    def _head_grads(self, out_grads: Any) -> list:
+    def _head_grads(self, out_grads: Any, args: dict, diff: list, key, is_train: bool) -> list:
         shapes = [o.shape for o in self.outputs]
         dtypes = [o._data.dtype for o in self.outputs]
         if out_grads is None or (isinstance(out_grads, (list, tuple)) and not out_grads):
-            # MXNet reads backward([]) as backward(): loss outputs' head gradients
-            missing = [
-                n
-                for n, loss in zip(self._symbol.list_outputs(), self._compiled.graph.is_loss)
-                if not loss
-            ]
+            # MXNet reads backward([]) as backward(): only the head gradients the
+            # gradients read must be given (head_grads.py); the others are unused
+            missing = outputs_needing_head_grads(
+                self._compiled.graph, args, self._aux(), key, diff, is_train
+            )
             if missing:
-                raise MXNetError(
-                    f"backward() needs out_grads for the non-loss outputs {missing} "
-                    "(head gradients are only implicit for loss outputs such as "
-                    "SoftmaxOutput or MakeLoss)"
-                )
+                raise missing_head_grads_error(missing)
             return [jnp.ones(s, d) for s, d in zip(shapes, dtypes)]
         if isinstance(out_grads, (NDArray, np.ndarray)) or hasattr(out_grads, "shape"):
             out_grads = [out_grads]

@@ -8,6 +8,7 @@ import jax
 
 from ..base import MXNetError
 from ..ops import LowerCtx
+from ..ops.transformer import DYNAMIC_SHAPE_OPS
 from ..symbol.graph import aux_var_ids, topo_order
 from ..symbol.infer import propagate_shapes
 from .layout import Values, channel_last_enabled, lower_channel_last
@@ -45,6 +46,10 @@ class GraphFn:
         self._heads = [(pos[id(n)], k) for n, k in sym._outputs]
         self.is_loss = [n.op is not None and n.op.loss_head(n.parsed()) for n, _ in sym._outputs]
         self.has_random = any(n.op is not None and n.op.random for n in order)
+        # nodes whose output shapes depend on values (boolean_mask): the graph runs eagerly
+        self.dynamic_nodes = [
+            n.name for n in order if n.op is not None and n.op.name in DYNAMIC_SHAPE_OPS
+        ]
         self._needs_shapes = [
             n
             for n in order
@@ -54,6 +59,7 @@ class GraphFn:
         self._pos = pos
         self._plan = self._reroll_plan(order, sym._outputs)
         self._aux_reached: dict = {}
+        self.head_grads_needed: dict = {}  # head_grads.py's cache
         # 2-D convolution regions lowered channel-last (layout.py; MXMOD_CONV_LAYOUT)
         self.channel_last = channel_last_enabled()
         # aux states an operator's forward writes itself (Python custom ops), in any mode

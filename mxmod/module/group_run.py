@@ -25,6 +25,7 @@ from ..base import MXNetError
 from ..io import DataBatch
 from .. import random as mxrandom
 from ..kvstore.dist import flush_across_workers
+from ..executor.head_grads import missing_head_grads_error, outputs_needing_head_grads
 from ..executor.step import PER_DEVICE, STACKED_SUM, SUM, Batch
 from ..metric import note_host_update
 from ..ndarray import NDArray
@@ -213,14 +214,14 @@ def backward(self, out_grads=None) -> None:
         )
     p = self._require_pending("backward")
     if out_grads is None:
-        missing = [n for n, loss in zip(self.output_names, self._graph.is_loss) if not loss]
-        needs_grad = any(r != "null" for r in self.grad_req.values())
-        if missing and needs_grad:  # nothing to differentiate: MXNet's backward is empty
-            raise MXNetError(
-                f"backward() needs out_grads: the outputs {missing} are not loss "
-                "outputs, so their head gradient must be given "
-                "(backward(out_grads=[...]))"
-            )
+        # as MXNet: only head gradients the gradients read must be given (head_grads.py)
+        args = {**self._params_in(), **p.inputs}
+        diff = self._progs.diff_names
+        missing = outputs_needing_head_grads(
+            self._graph, args, self.state.aux, p.key, diff, p.is_train
+        )
+        if missing:
+            raise missing_head_grads_error(missing)
         p.head_grads = None
     else:
         if isinstance(out_grads, NDArray) or hasattr(out_grads, "shape"):

@@ -268,13 +268,32 @@ def create_operator(a: Attrs, shapes: list, dtypes: list):
     return a.prop.create_operator(cpu(0), [list(s) for s in shapes], flags)
 
 
+def bound_operator(a: Attrs, shapes: list, dtypes: list):
+    """The node's ``CustomOp`` for these input shapes and dtypes, created once.
+
+    MXNet creates a node's operator once, when the executor is bound, outside any graph,
+    and calls that one object's forward and backward from then on. Here every program
+    that traces the node (forward, forward-backward, shape checks) shares the object
+    kept on the node's parsed attributes (``a``), and it is created with tracing
+    suspended, so NDArrays its ``__init__`` builds hold concrete values usable in
+    ``forward``/``backward``. Executors bound to the same symbol with the same shapes
+    share it.
+    """
+    made = a.__dict__.setdefault("bound_operators", {})
+    key = (tuple(tuple(s) for s in shapes), tuple(dtypes))
+    if key not in made:
+        with jax.ensure_compile_time_eval():
+            made[key] = create_operator(a, shapes, dtypes)
+    return made[key]
+
+
 # ------------------------------------------------------------------ lowering
 def _lower(a: Attrs, ins: list, aux: list, ctx) -> Any:
     arrays = list(ins) + list(aux)
     shapes = [tuple(x.shape) for x in arrays]
     dtypes = [_type_name(x.dtype) for x in arrays]
     out_shapes, out_types = signature(a, shapes, dtypes)
-    op = create_operator(a, shapes, dtypes)
+    op = bound_operator(a, shapes, dtypes)
     label = f"{a.op_type!r} ({ctx.node_name})"
     out_specs = [jax.ShapeDtypeStruct(s, np_type(t)) for s, t in zip(out_shapes, out_types)]
     aux_specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in aux]

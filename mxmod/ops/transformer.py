@@ -11,10 +11,11 @@ maps are (batch * heads, query seq, key seq) and the ``qk`` ops scale the querie
 ``1/sqrt(head_dim)``, as MXNet's kernels do.
 
 ``boolean_mask`` keeps the rows whose mask entry is non-zero, so its output shape depends
-on the mask's values. MXNet's symbolic executor cannot bind it (its shape inference leaves
-the output unknown); mxmod reports the same limit: shape inference leaves the output
-unknown and a compiled (jitted) lowering raises an MXNetError naming the fix, while
-``mx.nd.contrib.boolean_mask`` runs it eagerly on concrete arrays.
+on the mask's values. As in MXNet, shape inference leaves its output unknown, so
+``simple_bind`` and Module cannot bind a graph holding it (a compiled lowering raises an
+MXNetError naming the fix), while ``Symbol.bind`` with given arrays runs such a graph op
+by op (``DYNAMIC_SHAPE_OPS``; ``executor/executor.py``) and ``mx.nd.contrib.boolean_mask``
+runs it on NDArrays.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import concrete_or_error
 
 from ..base import MXNetError
 from ._attrs import Param, optional, p_float, p_int, p_str
@@ -310,18 +312,28 @@ def _bm_shape(a, s):
 
 
 def boolean_mask(data, index, axis: int = 0):
-    """The rows of ``data`` along ``axis`` whose ``index`` entry is non-zero (eager only)."""
+    """The rows of ``data`` along ``axis`` whose ``index`` entry is non-zero.
+
+    Needs the mask's values: runs on concrete arrays, also under an eager ``jax.vjp``
+    (``Symbol.bind`` executors of graphs holding this operator run op by op), never in a
+    jitted program."""
     check_boolean_mask_axis(axis)
     try:
-        keep = np.nonzero(np.asarray(index) != 0)[0]
+        mask = np.asarray(concrete_or_error(None, index))
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
         raise MXNetError(
             "boolean_mask: the output shape depends on the mask values, so the operator cannot "
-            "be compiled into a bound symbol/Module program (MXNet's executor cannot bind it "
-            "either); call mx.nd.contrib.boolean_mask on NDArrays, or multiply by the mask "
-            "instead of removing rows"
+            "run in a compiled Module or simple_bind program (MXNet cannot bind it there "
+            "either: its shape inference leaves the output unknown); bind the symbol with "
+            "Symbol.bind(ctx, args={...}), which runs it, call mx.nd.contrib.boolean_mask on "
+            "NDArrays, or multiply by the mask instead of removing rows"
         ) from None
+    keep = np.nonzero(mask != 0)[0]
     return jnp.take(data, jnp.asarray(keep, jnp.int32), axis=axis)
+
+
+#: Operators whose output shapes depend on input values: graphs holding one run op by op.
+DYNAMIC_SHAPE_OPS = frozenset({"_contrib_boolean_mask"})
 
 
 register(
