@@ -4,7 +4,7 @@ methods of ``NDArray`` that dispatch to an operator of the table.
 * ``moveaxis``, ``linspace``, ``split_v2``, ``from_numpy``, ``eye`` as MXNet 1.9.1's.
 * Legacy operators kept by MXNet for old scripts: ``choose_element_0index``,
   ``fill_element_0index``, ``onehot_encode``, ``crop`` (= ``slice``), and the samplers
-  ``random_uniform``/``random_normal``/``random_randint``.
+  ``random_uniform``/``random_normal``/``random_randint`` (and ``uniform``/``normal``).
 * ``arr.<op>(...)`` for every MXNet fluent operator name is ``mx.nd.<op>(arr, ...)``;
   ``flatten``/``expand_dims``/``squeeze`` take ``inplace=True`` and then return a view
   sharing ``arr``'s memory (MXNet's reshape-in-place).
@@ -39,13 +39,15 @@ __all__ = [
     "random_uniform",
     "random_normal",
     "random_randint",
+    "uniform",
+    "normal",
     "CachedOp",
     "to_dlpack_for_read",
     "to_dlpack_for_write",
     "from_dlpack",
 ]
 
-random_uniform = uniform
+random_uniform = uniform  # uniform/normal: MXNet's legacy names, mx.nd.uniform too
 random_normal = normal
 random_randint = randint
 

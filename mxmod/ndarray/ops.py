@@ -342,13 +342,14 @@ square = _unary(jnp.square, "square")
 abs = _unary(jnp.abs, "abs")
 
 
-def zeros_like(data: NDArray) -> NDArray:
-    """Zeros with ``data``'s shape, dtype and context."""
+def zeros_like(data: NDArray, ctx: Any = None) -> NDArray:
+    """Zeros with ``data``'s shape, dtype and context. ``ctx`` is accepted as MXNet's
+    operator does, whose output stays on ``data``'s context whatever ``ctx`` says."""
     return NDArray(jnp.zeros_like(_check(data, "zeros_like")._data), data._ctx)
 
 
-def ones_like(data: NDArray) -> NDArray:
-    """Ones with ``data``'s shape, dtype and context."""
+def ones_like(data: NDArray, ctx: Any = None) -> NDArray:
+    """Ones with ``data``'s shape, dtype and context (``ctx``: as ``zeros_like``)."""
     return NDArray(jnp.ones_like(_check(data, "ones_like")._data), data._ctx)
 
 

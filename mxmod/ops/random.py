@@ -29,11 +29,11 @@ def _sampler(draw):
     return lower
 
 
-def _register(name, alias, params, draw):
+def _register(name, aliases, params, draw):
     register(
         OpDef(
             name=name,
-            aliases=(alias,),
+            aliases=aliases,
             params={
                 **params,
                 "shape": Param(p_shape, ()),
@@ -51,13 +51,13 @@ def _register(name, alias, params, draw):
 
 _register(
     "_random_uniform",
-    "random_uniform",
+    ("random_uniform", "uniform"),
     {"low": Param(p_float, 0.0), "high": Param(p_float, 1.0)},
     lambda a, key, shape: jax.random.uniform(key, shape, minval=a.low, maxval=a.high),
 )
 _register(
     "_random_normal",
-    "random_normal",
+    ("random_normal", "normal"),
     {"loc": Param(p_float, 0.0), "scale": Param(p_float, 1.0)},
     lambda a, key, shape: a.loc + a.scale * jax.random.normal(key, shape),
 )

@@ -110,7 +110,9 @@ def _obj_multi(items, indent):
 
 def _strip_amp(heads):
     """The graph without ``amp_cast``/``amp_multicast`` nodes (MXNet's RemoveAmpCast): each
-    consumer reads the cast's input instead; other nodes are copied, the given graph is kept."""
+    consumer reads the cast's input instead, while a cast that is a head stays (MXNet's pass
+    rewires inputs only: a converted net still returns float32); nodes are copied, the given
+    graph is kept."""
     order = topo_order(heads)
     if not any(n.op is not None and n.op.name in _AMP_OPS for n in order):
         return heads
@@ -125,15 +127,15 @@ def _strip_amp(heads):
     for node in order:
         if node.is_var:
             new[id(node)] = node
-        elif node.op.name not in _AMP_OPS:
+        else:
             n = Node(node.op, node.name, node.attrs, [])
             n._parsed = node._parsed
             n.versions = node.versions
             new[id(node)] = n
     for node in order:
-        if not node.is_var and node.op.name not in _AMP_OPS:
+        if not node.is_var:
             new[id(node)].inputs = [entry(e) for e in node.inputs]
-    return [entry(h) for h in heads]
+    return [(new[id(n)], i) for n, i in heads]
 
 
 def save(sym: Any, fname: str, remove_amp_cast: bool = True) -> None:

@@ -21,7 +21,7 @@ read off real MXNet 1.9.1 conversions (``tests/fixtures/amp/``):
 
 from __future__ import annotations
 
-from ...base import MXNetError
+from ...base import DTYPE_FLAGS, FLAG_DTYPES, MXNetError
 from ...ops import get_op
 from ...ops._def import np_dtype
 from ...symbol.graph import Node, topo_order
@@ -180,9 +180,6 @@ class _Pass:
             for node, k in via:
                 node.inputs[k] = (new_var, 0)
             new_var.attrs = {**new_var.attrs, "__dtype__": _TYPE_FLAG[self.lp]}
-        for node in order:  # the other parameters are recorded as float32 (MXNet's flag 0)
-            if node.is_var and node.name in param_names and "__dtype__" not in node.attrs:
-                node.attrs = {**node.attrs, "__dtype__": "0"}
 
 
 def _check_list(name, value):
@@ -285,13 +282,34 @@ def convert_symbol(
             )
         p.visit(node)
     heads = [p.head(e) for e in sym._outputs]
+    attrs = sym.attr_dict()
+    inputs = sym.list_inputs()
+    if data_names is None:
+        data_names = [n for n in inputs if "__dtype__" not in attrs.get(n, {})]
+    model_params = set(inputs) - set(data_names)
     if cast_optional_params:
-        attrs = sym.attr_dict()
-        inputs = sym.list_inputs()
-        if data_names is None:
-            data_names = [n for n in inputs if "__dtype__" not in attrs.get(n, {})]
-        p.cast_params_offline(heads, set(inputs) - set(data_names))
-    return Symbol(heads)
+        p.cast_params_offline(heads, model_params)
+    out = Symbol(heads)
+    _record_input_dtypes(out, data_names, model_params)
+    return out
+
+
+def _record_input_dtypes(out: Symbol, data_names, model_params: set) -> None:
+    """``__dtype__`` on the converted graph's inputs, as MXNet's pass leaves it: every model
+    parameter (the inputs not in ``data_names``) gets the dtype the converted graph gives it
+    (float32 where none is inferred); without parameters, only inputs that had ``__dtype__``
+    are updated. Data inputs are float32 (the model is a float32 one)."""
+    arg_types, _, aux_types = out.infer_type_partial(**{n: "float32" for n in data_names})
+    names = out.list_arguments() + out.list_auxiliary_states()
+    types = dict(zip(names, arg_types + aux_types))
+    for node in topo_order(out._outputs):
+        if not node.is_var:
+            continue
+        chosen = node.name in model_params if model_params else "__dtype__" in node.attrs
+        if chosen:
+            dtype = np_dtype(types.get(node.name) or "float32")
+            flag = DTYPE_FLAGS["bfloat16" if dtype.name == "bfloat16" else dtype.name]
+            node.attrs = {**node.attrs, "__dtype__": str(flag)}
 
 
 def convert_model(
@@ -343,9 +361,21 @@ def convert_model(
         cast_optional_params,
     )
     attrs = out.attr_dict()
-    for table in (arg_params, aux_params):
-        for name in list(table):
-            flag = attrs.get(name, {}).get("__dtype__")
-            if flag in ("2", "12"):
-                table[name] = table[name].astype("float16" if flag == "2" else "bfloat16")
+    for table, names in (
+        (arg_params, out.list_arguments()),
+        (aux_params, out.list_auxiliary_states()),
+    ):
+        for name in names:
+            flag = attrs.get(name, {}).get("__dtype__", "-1")
+            if flag != "-1" and name in table:
+                table[name] = _cast_param(table[name], FLAG_DTYPES[int(flag)])
     return out, arg_params, aux_params
+
+
+def _cast_param(value, dtype: str):
+    """A parameter in the dtype its variable declares, as MXNet's ``convert_model``: to
+    bfloat16 only from float32 (float16 too off the CPU), other arrays are left alone."""
+    if dtype != "bfloat16":
+        return value.astype(dtype)
+    sources = ("float32", "bfloat16") + (() if value.context.device_type == "cpu" else ("float16",))
+    return value.astype(dtype) if np_dtype(value.dtype).name in sources else value

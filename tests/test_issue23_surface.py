@@ -1,0 +1,203 @@
+"""Issue 23's API-surface gaps against MXNet 1.9.1 (fixtures: gen_issue23_surface.py)."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import mxmod as mx
+
+FIX = os.path.join(os.path.dirname(__file__), "fixtures", "issue23_surface")
+
+
+def _load(name):
+    with open(os.path.join(FIX, name)) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def names():
+    return _load("names.json")
+
+
+# ----------------------------------------------------------------- amp.amp submodule
+def test_amp_submodule_has_mxnets_names(names):
+    from mxmod.contrib.amp import amp
+
+    for name in names["amp_all"]:
+        assert callable(getattr(amp, name)), name
+        assert getattr(mx.contrib.amp, name) is getattr(amp, name)
+    assert amp.convert_bucketing_module is mx.contrib.amp.convert_bucketing_module
+    with pytest.raises(NotImplementedError, match="convert_hybrid_block.*convert_model"):
+        amp.convert_hybrid_block(None)
+
+
+# ----------------------------------------------------------------- legacy samplers
+def test_legacy_sampler_symbols_match_mxnet_json(names):
+    u = mx.sym.uniform(low=1, high=3, shape=(2, 3), dtype="float16", name="u")
+    assert u.tojson() == names["sym_uniform"]
+    n = mx.sym.normal(loc=2, scale=0.5, shape=(4,), name="n")
+    assert n.tojson() == names["sym_normal"]
+    out = u.eval()[0].asnumpy()
+    assert out.dtype == np.float16 and out.shape == (2, 3)
+    assert ((out >= 1) & (out < 3)).all()
+
+
+def test_legacy_sampler_ndarrays_take_shape_dtype_ctx():
+    mx.random.seed(3)
+    a = mx.nd.uniform(low=-2, high=-1, shape=(400,), dtype="float16", ctx=mx.cpu(0))
+    assert a.dtype == np.float16 and a.shape == (400,) and a.context == mx.cpu(0)
+    v = a.asnumpy()
+    assert ((v >= -2) & (v < -1)).all() and v.std() > 0.1
+    b = mx.nd.normal(loc=5, scale=0.1, shape=(2, 500), ctx=mx.cpu())
+    assert b.shape == (2, 500) and b.dtype == np.float32
+    assert abs(b.asnumpy().mean() - 5) < 0.05 and 0.05 < b.asnumpy().std() < 0.2
+    mx.random.seed(3)
+    again = mx.nd.uniform(low=-2, high=-1, shape=(400,), dtype="float16")
+    np.testing.assert_array_equal(again.asnumpy(), v)  # the same generator as nd.random
+    with pytest.raises(mx.MXNetError, match="low must be less or equal to high"):
+        mx.nd.uniform(low=1, high=0, shape=(2,))
+    with pytest.raises(mx.MXNetError, match="scale parameter in gaussian has to be positive"):
+        mx.nd.normal(scale=-1, shape=(2,))
+
+
+def test_zeros_like_ones_like_accept_ctx(names):
+    x = mx.nd.ones((2, 2), dtype="float16")
+    z = mx.nd.zeros_like(x, ctx=mx.cpu(1))
+    o = mx.nd.ones_like(x, ctx="gpu(0)")
+    # MXNet keeps the output on the input's context whatever ctx says
+    assert str(z.context) == names["zeros_like_ctx"] and str(o.context) == names["ones_like_ctx"]
+    assert z.dtype == np.float16 and (z.asnumpy() == 0).all() and (o.asnumpy() == 1).all()
+    sym = mx.sym.zeros_like(mx.sym.var("x"), ctx=mx.cpu())
+    assert sym.tojson() == names["zeros_like_sym"]
+
+
+# ----------------------------------------------------------------- gluon subclasses
+RBM_LIKE = textwrap.dedent(
+    """
+    import mxmod as mx
+    from mxmod import gluon
+    from mxmod.gluon import nn, rnn, loss
+    from mxmod.gluon.data import Dataset
+
+    class BinaryRBMBlock(mx.gluon.HybridBlock):
+        def __init__(self, num_hidden, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.num_hidden = num_hidden
+
+        def hybrid_forward(self, F, data):
+            return F.Custom(data, op_type="BinaryRBM")
+
+    class Head(nn.Dense):
+        pass
+
+    class Cell(rnn.LSTMCell):
+        @property
+        def size(self):
+            return 3
+
+    class MyLoss(loss.Loss):
+        @staticmethod
+        def helper():
+            return 7
+
+    class Data(Dataset, dict):
+        pass
+
+    assert MyLoss.helper() == 7
+    assert issubclass(BinaryRBMBlock, gluon.HybridBlock)
+    assert gluon.HybridBlock is nn.HybridBlock and gluon.Block is nn.Block
+    """
+)
+
+
+def test_gluon_classes_can_be_subclassed_at_import(tmp_path):
+    script = tmp_path / "rbm_like.py"
+    script.write_text(RBM_LIKE + "print('defined')\n")
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "defined" in res.stdout
+
+
+def test_gluon_subclass_instances_raise_naming_the_class():
+    ns: dict = {}
+    exec(RBM_LIKE, ns)
+    with pytest.raises(
+        NotImplementedError,
+        match=r"BinaryRBMBlock\(\), a mx.gluon.HybridBlock subclass, is not available in mxmod",
+    ):
+        ns["BinaryRBMBlock"](10)
+    with pytest.raises(NotImplementedError, match=r"Head\(\), a mx.gluon.nn.Dense subclass"):
+        ns["Head"](4)
+    with pytest.raises(NotImplementedError, match=r"mx.gluon.rnn.LSTMCell\(\) is not available"):
+        mx.gluon.rnn.LSTMCell(4)
+    with pytest.raises(NotImplementedError, match=r"mx.gluon.Trainer\(\).*mx.mod.Module"):
+        mx.gluon.Trainer(None, "sgd")
+    with pytest.raises(NotImplementedError, match=r"mx.gluon.utils.split_and_load"):
+        mx.gluon.utils.split_and_load([], [])
+    with pytest.raises(AttributeError):
+        mx.gluon._private  # noqa: B018
+
+
+# ----------------------------------------------------------------- AMP conversions
+@pytest.fixture(scope="module")
+def amp_cases():
+    with gzip.open(os.path.join(FIX, "amp.json.gz"), "rt") as f:
+        return json.load(f)
+
+
+def _dtype_name(arr):
+    return np.dtype(arr.dtype).name
+
+
+@pytest.mark.parametrize("net", ["conv", "r18"])
+def test_amp_convert_symbol_matches_mxnet(amp_cases, net):
+    from mxmod.contrib import amp
+
+    sym = mx.sym.load_json(amp_cases["nets"][net])
+    for cop in (False, True):
+        for dt in ("float16", "bfloat16"):
+            for dn in (None, ["data"]):
+                got = amp.convert_symbol(
+                    sym, target_dtype=dt, data_names=dn, cast_optional_params=cop
+                )
+                want = amp_cases[f"{net}/sym/{dt}/{cop}/{dn is not None}"]
+                assert got.tojson(remove_amp_cast=False) == want[0], (dt, cop, dn)
+                assert got.tojson() == want[1], (dt, cop, dn)  # head casts stay: float32 out
+    assert sym.tojson() == amp_cases["nets"][net]  # the given symbol is untouched
+
+
+@pytest.mark.parametrize("net", ["conv", "r18"])
+def test_amp_convert_model_matches_mxnet(amp_cases, net):
+    from mxmod.contrib import amp
+
+    sym = mx.sym.load_json(amp_cases["nets"][net])
+    arg_shapes, _, aux_shapes = sym.infer_shape(**amp_cases["shapes"][net])
+    for cop in (False, True):
+        args = {n: mx.nd.zeros(s) for n, s in zip(sym.list_arguments(), arg_shapes)}
+        del args["data"]
+        aux = {n: mx.nd.zeros(s) for n, s in zip(sym.list_auxiliary_states(), aux_shapes)}
+        for dt in ("float16", "bfloat16"):  # the same dicts: float16 params stay float16
+            msym, margs, maux = amp.convert_model(
+                sym, args, aux, target_dtype=dt, cast_optional_params=cop
+            )
+            want = amp_cases[f"{net}/model/{dt}/{cop}"]
+            assert msym.tojson(remove_amp_cast=False) == want[0], (dt, cop)
+            assert msym.tojson() == want[1], (dt, cop)
+            assert {k: _dtype_name(v) for k, v in {**margs, **maux}.items()} == want[2]
+
+
+def test_amp_converted_net_returns_float32(amp_cases):
+    from mxmod.contrib import amp
+
+    sym = mx.sym.load_json(amp_cases["nets"]["conv"])
+    conv = amp.convert_symbol(sym, target_dtype="float16")
+    reloaded = mx.sym.load_json(conv.tojson())  # the saved graph keeps its output cast
+    _, out_types, _ = reloaded.infer_type(data="float32")
+    assert out_types == [np.float32]
