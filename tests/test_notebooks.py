@@ -86,7 +86,9 @@ def test_notebook_is_committed_clean_with_badge_and_install_cell(name):
     assert f"/blob/main/notebooks/{name})" in badge  # the badge opens this notebook
     setup = nb.cells[1].source
     assert nb.cells[1].cell_type == "code"
-    assert 'find_spec("mxmod") is None' in setup and '"pip", "install"' in setup
+    # installs when `import mxmod` lacks mxmod.sym: a clone in ./mxmod alone is found by name
+    # (a namespace package), see test_notebooks_colab.py
+    assert 'hasattr(mxmod, "sym")' in setup and '"pip", "install"' in setup
     git = setup.split('MXMOD_GIT = "')[1].split('"')[0]
     assert badge.split("/github/")[1].split("/blob/")[0] == git.split("github.com/")[1]
     assert _parameters_index(nb) == 2
