@@ -39,15 +39,10 @@ def test_encode_sentences_with_a_given_vocab():
     assert coded == [[1, 2, 1]] and out == vocab
     with pytest.raises(KeyError, match="Unknown token 'zz'.*unknown_token"):
         mx.rnn.encode_sentences([["a", "zz"]], vocab=vocab)
+    # MXNet 1.9.1: each unknown word re-numbers the unknown token from start_label, and the
+    # given vocab is updated in place (tests/test_issue23_surface.py has MXNet's goldens)
     coded, out = mx.rnn.encode_sentences([["a", "zz", "yy"]], vocab=vocab, unknown_token="<unk>")
-    assert coded == [[1, 3, 3]] and out["<unk>"] == 3 and vocab == {"\n": 0, "a": 1, "b": 2}
-    coded, _ = mx.rnn.encode_sentences([["q"]], vocab={"<unk>": 7, "a": 1}, unknown_token="<unk>")
-    assert coded == [[7]]
-    # a new vocabulary adds every token, then gives the unknown token an id for later data
-    coded, new = mx.rnn.encode_sentences([["a", "b"]], invalid_label=1, unknown_token="<unk>")
-    assert coded == [[0, 2]] and new == {"\n": 1, "a": 0, "b": 2, "<unk>": 3}
-    coded, _ = mx.rnn.encode_sentences([["b", "zz"]], vocab=new, unknown_token="<unk>")
-    assert coded == [[2, 3]]
+    assert coded == [[1, 0, 1]] and out is vocab and vocab["<unk>"] == 1
 
 
 @pytest.mark.parametrize("key", sorted(CONFIGS))

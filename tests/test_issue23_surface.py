@@ -201,3 +201,29 @@ def test_amp_converted_net_returns_float32(amp_cases):
     reloaded = mx.sym.load_json(conv.tojson())  # the saved graph keeps its output cast
     _, out_types, _ = reloaded.infer_type(data="float32")
     assert out_types == [np.float32]
+
+
+# ----------------------------------------------------------------- encode_sentences
+def test_encode_sentences_matches_mxnet(names):
+    for sentences, vocab, kwargs, coded, new, given_after in names["encode_sentences"]:
+        given = None if vocab is None else dict(vocab)
+        got, got_vocab = mx.rnn.encode_sentences(sentences, vocab=given, **kwargs)
+        assert (got, got_vocab) == (coded, new), (sentences, vocab, kwargs)
+        if given is not None:
+            assert given == given_after and got_vocab is given  # updated in place, as MXNet
+
+
+def test_encode_sentences_mxnet_unittest_case():
+    # MXNet's tests/python/unittest/test_rnn.py::test_encode_sentences
+    vocab = {"a": 1, "b": 2, "c": 3}
+    res, out = mx.rnn.encode_sentences(
+        [["a", "b", "c"], ["b", "c", "d"]], vocab, -1, "\n", 0, "UNK"
+    )
+    assert res == [[1, 2, 3], [2, 3, 0]] and out["UNK"] == 0
+
+
+def test_encode_sentences_unknown_word_without_unknown_token():
+    with pytest.raises(KeyError, match="Unknown token 'zz'.*unknown_token"):
+        mx.rnn.encode_sentences([["a", "zz"]], vocab={"a": 1})
+    with pytest.raises(AssertionError, match="Unknown token 'zz'"):  # MXNet asserts
+        mx.rnn.encode_sentences([["a", "zz"]], vocab={"a": 1})

@@ -14,6 +14,13 @@ from ..io import DataBatch, DataDesc, DataIter
 __all__ = ["encode_sentences", "BucketSentenceIter"]
 
 
+class UnknownTokenError(KeyError, AssertionError):
+    """A word missing from the vocabulary given to ``encode_sentences`` (MXNet asserts)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 def encode_sentences(
     sentences: list,
     vocab: Optional[dict] = None,
@@ -22,65 +29,53 @@ def encode_sentences(
     start_label: int = 0,
     unknown_token: Optional[str] = None,
 ) -> tuple[list, dict]:
-    """Map token lists to integer lists, building the vocabulary on the way, as MXNet's
-    ``mx.rnn.encode_sentences``.
+    """Map token lists to integer lists, building the vocabulary on the way, exactly as
+    MXNet 1.9.1's ``mx.rnn.encode_sentences``.
 
-    A new vocabulary starts as ``{invalid_key: invalid_label}`` and numbers new tokens from
-    ``start_label`` upwards, skipping ``invalid_label``. With a given ``vocab``, unknown
-    tokens map to ``unknown_token``. Differences from MXNet 1.9.1, whose unknown-token path
-    was broken: the unknown token gets one id (its existing one, or the next free id) where
-    MXNet gave it a fresh id for every unknown word, and with a new vocabulary the tokens are
-    added as usual and ``unknown_token`` is added last (MXNet mapped every token to it).
+    A new vocabulary starts as ``{invalid_key: invalid_label}``. Every word not in the
+    vocabulary takes the next id counted from ``start_label`` (skipping ``invalid_label``);
+    a given ``vocab`` is updated in place and returned. With ``unknown_token``, such a word
+    is recorded as ``unknown_token`` instead, re-numbered at each unknown word: ``UNK``
+    gets ``start_label`` for the first one, ``start_label + 1`` for the next..., and these
+    ids may coincide with ids the given vocabulary already uses (MXNet's own arithmetic).
 
     Args:
         sentences: list of lists of tokens.
-        vocab: an existing token -> id dict (not modified), or None to build one.
+        vocab: an existing token -> id dict (updated in place), or None to build one.
         invalid_label: id of ``invalid_key`` (end of sentence) and of padding.
         invalid_key: token of ``invalid_label`` in a new vocabulary.
-        start_label: the lowest id given to a new token.
-        unknown_token: token whose id unknown words take when ``vocab`` is given; with a new
-            vocabulary it is given an id, for encoding other data with this vocabulary.
+        start_label: the first id given to a word not in the vocabulary.
+        unknown_token: token recorded for words not in the vocabulary.
 
     Returns:
         ``(encoded, vocab)``.
 
     Raises:
-        KeyError: a token is not in the given ``vocab`` and no ``unknown_token`` was given.
+        UnknownTokenError: (a KeyError and, as MXNet's check, an AssertionError) a word is
+            not in the given ``vocab`` and no ``unknown_token`` was given.
     """
     idx = start_label
     new_vocab = vocab is None
-    vocab = {invalid_key: invalid_label} if new_vocab else dict(vocab)
-    unknown_id = None
-    if not new_vocab and unknown_token is not None:
-        if unknown_token in vocab:
-            unknown_id = vocab[unknown_token]
-        else:
-            used = set(vocab.values()) | {invalid_label}
-            unknown_id = max(max(used) + 1, start_label)
-            vocab[unknown_token] = unknown_id
+    if new_vocab:
+        vocab = {invalid_key: invalid_label}
     res = []
     for sent in sentences:
         coded = []
         for word in sent:
             if word not in vocab:
-                if not new_vocab:
-                    if unknown_id is None:
-                        raise KeyError(
-                            f"Unknown token {word!r}: it is not in the given vocab; "
-                            "pass unknown_token=... to map unknown words to it"
-                        )
-                    coded.append(unknown_id)
-                    continue
+                if not (new_vocab or unknown_token):
+                    raise UnknownTokenError(
+                        f"Unknown token {word!r}: it is not in the given vocab; pass "
+                        "unknown_token=... to map unknown words to it"
+                    )
                 if idx == invalid_label:
                     idx += 1
+                if unknown_token:
+                    word = unknown_token
                 vocab[word] = idx
                 idx += 1
             coded.append(vocab[word])
         res.append(coded)
-    if new_vocab and unknown_token is not None and unknown_token not in vocab:
-        if idx == invalid_label:
-            idx += 1
-        vocab[unknown_token] = idx
     return res, vocab
 
 
