@@ -19,6 +19,7 @@ import numpy as np
 
 from ..registry import Registry
 from . import _imperative, _optax, _settings, fused
+from ._arg_checks import check_base_args, check_number, check_param_names, check_setting
 from ._counts import UpdateCounts
 from ._mults import index_mults, sym_mults
 from .rules import LeafInfo, check_hyper, default_wd_mults
@@ -73,6 +74,7 @@ class Optimizer:
         multi_precision: bool = False,
         param_dict: dict | None = None,
     ):
+        check_base_args(type(self).__name__, locals())
         self._counts = UpdateCounts()
         self.rescale_grad = rescale_grad
         self.lr_scheduler = lr_scheduler
@@ -143,6 +145,7 @@ class Optimizer:
                 f"Cannot find optimizer {name}; registered optimizers are: "
                 f"{', '.join(_REGISTRY.names())}"
             )
+        check_param_names(klass, kwargs)
         return klass(**kwargs)
 
     # ------------------------------------------------------------------ learning rate
@@ -165,6 +168,7 @@ class Optimizer:
                 "set_learning_rate can mutate the value of the learning rate of the optimizer "
                 "only when the LRScheduler of the optimizer is undefined."
             )
+        check_number(type(self).__name__, "learning_rate", lr)
         self.lr = lr
 
     def set_lr_scale(self, args_lrscale: dict) -> None:
@@ -268,6 +272,8 @@ class Optimizer:
 
     # ------------------------------------------------------------------ settings version
     def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, (str, bytes)):  # a number as a string: MXNet fails later
+            check_setting(self, name, value)
         object.__setattr__(self, name, _settings.tracked(name, value))
         _settings.note_assignment(self, name)
 

@@ -19,8 +19,20 @@ def sym_mults(sym_info: tuple, attr: str) -> dict:
         attrs, arg_names = sym_info
         for name in arg_names:
             if name in attrs and attr in attrs[name]:
-                mult[name] = float(attrs[name][attr])
+                mult[name] = _mult_value(name, attr, attrs[name][attr])
     return mult
+
+
+def _mult_value(name: str, attr: str, text: Any) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        kw = attr.strip("_")
+        raise ValueError(
+            f"the symbol's variable {name!r} has {attr}={text!r}, which is not a number; set "
+            f"it to a number (mx.sym.Variable({name!r}, {kw}=2.0) writes {attr}='2.0') or "
+            f"remove the attribute (fix the -symbol.json file if it was loaded from one)"
+        ) from None
 
 
 def index_mults(opt: Any, indices: list, mults: dict, attr: str) -> list:

@@ -29,6 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 from optax import tree_utils as otu
 
+from ._arg_checks import check_number
+
 MP_DTYPES = (np.dtype(np.float16), np.dtype(jnp.bfloat16))  # multi_precision keeps float32
 UNIT = (0.0, 1.0)  # 0 <= x < 1
 NONNEG = (0.0, None)  # x >= 0
@@ -60,6 +62,8 @@ def check_hyper(owner: str, name: str, value: Any, bounds: tuple = NONNEG) -> No
         TypeError: ``value`` is not a number.
         ValueError: out of range (NaN included); the message names ``owner`` and ``name``.
     """
+    if isinstance(value, (str, bytes)):  # float('0.9') would pass; MXNet fails later
+        check_number(owner, name, value)
     try:
         x = float(value)
     except (TypeError, ValueError):
