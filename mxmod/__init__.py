@@ -92,6 +92,7 @@ _SUBMODULES = {
     "autograd": "autograd",
     "runtime": "runtime",
     "util": "util",
+    "onnx": "onnx",
 }
 
 

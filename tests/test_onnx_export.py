@@ -1,0 +1,183 @@
+"""mx.onnx.export_model: every translation run in onnxruntime against mxmod's own forward,
+the zoo families (small ones here, all of them under ``-m slow``), mx.rnn cell graphs,
+dynamic batch, opsets 12..17, and every error."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import mxmod as mx
+from mxmod.onnx.registry import _TRANSLATIONS, MAX_OPSET, MIN_OPSET
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fixtures"))
+import export_cases as ec  # noqa: E402
+
+CASES = ec.op_cases()
+TOL = 1e-5
+
+
+def graph_inputs(sym, shapes):
+    return [n for n in sym.list_inputs() if n in shapes]
+
+
+def export_and_run(tmp_path, sym, shapes, kind="normal", opset=None, seed=0, **kw):
+    """Export with random params, run in onnxruntime; returns (onnx outputs, mxmod's)."""
+    args, aux = ec.random_params(sym, shapes, seed)
+    rng = np.random.RandomState(seed + 1)
+    names = graph_inputs(sym, shapes)
+    inputs = {n: ec.make_input(shapes[n], kind, rng) for n in names}
+    path = str(tmp_path / "model.onnx")
+    mx.onnx.export_model(sym, [args, aux], [shapes[n] for n in names],
+                         onnx_file_path=path, opset_version=opset, **kw)  # fmt: skip
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    got = sess.run(None, inputs)
+    return got, ec.mxmod_forward(sym, inputs, args, aux)
+
+
+def assert_same(got, want, tol=TOL):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape, (g.shape, w.shape)
+        assert ec.rel_err(g, w) <= tol, ec.rel_err(g, w)
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c["id"] for c in CASES])
+def test_operator_matches_mxmod(tmp_path, c):
+    got, want = export_and_run(tmp_path, c["sym"], c["shapes"], c["kind"])
+    tol = 1e-3 if c["id"] == "Cast" else TOL  # float16 output
+    assert_same(got, want, tol)
+
+
+OPSET_CASES = [c for c in CASES if c["id"] in (
+    "softmax_axis1_temp", "log_softmax_axis0", "SliceChannel_squeeze", "squeeze", "expand_dims",
+    "sum", "mean_axes", "sum_all", "norm", "LayerNorm", "LayerNorm_axis1", "SoftmaxOutput",
+    "SoftmaxOutput_multi", "stack", "L2Normalization", "UpSampling")]  # fmt: skip
+
+
+@pytest.mark.parametrize("opset", [12, 17])
+@pytest.mark.parametrize("c", OPSET_CASES, ids=[c["id"] for c in OPSET_CASES])
+def test_operator_other_opsets(tmp_path, c, opset):
+    if c["id"] == "LayerNorm_axis1" and opset >= 17:
+        with pytest.raises(NotImplementedError, match="LayerNorm.*axis=1"):
+            export_and_run(tmp_path, c["sym"], c["shapes"], c["kind"], opset=opset)
+        return
+    got, want = export_and_run(tmp_path, c["sym"], c["shapes"], c["kind"], opset=opset)
+    assert_same(got, want)
+    model = onnx.load(str(tmp_path / "model.onnx"))
+    assert model.opset_import[0].version == opset
+
+
+def test_every_translation_has_a_case():
+    covered = set()
+    for c in CASES:
+        covered.update(n["op"] for n in __import__("json").loads(c["sym"].tojson())["nodes"])
+    assert sorted(set(_TRANSLATIONS) - covered) == []
+
+
+def test_get_operator_support():
+    ops = mx.onnx.get_operator_support()
+    assert ops == sorted(ops)
+    for name in ("Convolution", "BatchNorm", "Pooling", "SoftmaxOutput", "_plus", "split"):
+        assert name in ops  # aliases too
+    assert "RNN" not in ops and "Correlation" not in ops
+    assert mx.onnx.get_operator_support(12) == ops
+    with pytest.raises(NotImplementedError, match="opset_version=11"):
+        mx.onnx.get_operator_support(11)
+    assert (MIN_OPSET, MAX_OPSET) == (12, 17)
+
+
+def small_cnn():
+    data = mx.sym.Variable("data")
+    x = mx.sym.Convolution(data, kernel=(3, 3), num_filter=8, pad=(1, 1), name="c1")
+    x = mx.sym.BatchNorm(x, fix_gamma=False, name="bn1")
+    x = mx.sym.Activation(x, act_type="relu", name="r1")
+    x = mx.sym.Pooling(x, kernel=(3, 3), stride=(2, 2), pooling_convention="full", name="p1")
+    x = mx.sym.Dropout(x, name="drop")
+    x = mx.sym.FullyConnected(x, num_hidden=10, name="fc")
+    return mx.sym.SoftmaxOutput(x, name="softmax")
+
+
+def test_checkpoint_files_and_names(tmp_path):
+    """Paths of a saved checkpoint in, MXNet's naming out (inputs, initializers, outputs)."""
+    sym = small_cnn()
+    args, aux = ec.random_params(sym, {"data": (2, 3, 9, 9)})
+    prefix = str(tmp_path / "cnn")
+    mx.model.save_checkpoint(prefix, 3, sym, {k: mx.nd.array(v) for k, v in args.items()},
+                             {k: mx.nd.array(v) for k, v in aux.items()})  # fmt: skip
+    out = str(tmp_path / "cnn.onnx")
+    assert mx.onnx.export_model(prefix + "-symbol.json", prefix + "-0003.params",
+                                [(2, 3, 9, 9)], np.float32, out) == out  # fmt: skip
+    model = onnx.load(out)
+    onnx.checker.check_model(model)
+    assert [i.name for i in model.graph.input] == ["data"]  # the label is not an input
+    assert [o.name for o in model.graph.output] == ["softmax"]
+    assert {i.name for i in model.graph.initializer} == set(args) | set(aux)
+    x = np.random.RandomState(3).standard_normal((2, 3, 9, 9)).astype("float32")
+    got = ort.InferenceSession(out).run(None, {"data": x})
+    assert_same(got, ec.mxmod_forward(sym, {"data": x}, args, aux))
+    np.testing.assert_allclose(got[0].sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_dynamic_batch(tmp_path):
+    sym = small_cnn()
+    args, aux = ec.random_params(sym, {"data": (2, 3, 9, 9)})
+    out = str(tmp_path / "dyn.onnx")
+    mx.onnx.export_model(sym, {**args, **aux}, [(2, 3, 9, 9)], onnx_file_path=out, dynamic=True,
+                         run_shape_inference=True)  # fmt: skip
+    dims = onnx.load(out).graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "batch" and [d.dim_value for d in dims[1:]] == [3, 9, 9]
+    sess = ort.InferenceSession(out)
+    for batch in (1, 4):
+        x = np.random.RandomState(batch).standard_normal((batch, 3, 9, 9)).astype("float32")
+        assert_same(sess.run(None, {"data": x}), ec.mxmod_forward(sym, {"data": x}, args, aux))
+
+
+def test_dynamic_input_shapes(tmp_path):
+    sym = mx.sym.Pooling(mx.sym.Variable("data"), kernel=(1, 1), global_pool=True)
+    out = str(tmp_path / "d.onnx")
+    mx.onnx.export_model(sym, {}, [(2, 3, 8, 8)], onnx_file_path=out, dynamic=True,
+                         dynamic_input_shapes=[(None, 3, None, None)])  # fmt: skip
+    dims = onnx.load(out).graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in dims] == ["batch", 3, "data_dim2", "data_dim3"]
+    x = np.ones((1, 3, 5, 7), "float32")
+    assert ort.InferenceSession(out).run(None, {"data": x})[0].shape == (1, 3, 1, 1)
+
+
+@pytest.mark.parametrize("name", ["mobilenet0.25", "mobilenetv2_0.25"])
+def test_zoo_small_representatives(tmp_path, name):
+    """MobileNet v1/v2 from MXNet's zoo (grouped convs, BatchNorm, relu6 clip, residual
+    adds, global pooling) at 32x32, batch 1 and 3 through one dynamic-batch export."""
+    sym = ec.load_zoo_symbol(name)
+    args, aux = ec.random_params(sym, {"data": (1, 3, 32, 32)})
+    out = str(tmp_path / "zoo.onnx")
+    mx.onnx.export_model(sym, [args, aux], [(1, 3, 32, 32)], onnx_file_path=out, dynamic=True)
+    sess = ort.InferenceSession(out)
+    for batch in (1, 3):
+        x = np.random.RandomState(batch).standard_normal((batch, 3, 32, 32)).astype("float32")
+        want = ec.mxmod_forward(sym, {"data": x}, args, aux, jit=True)
+        assert_same(sess.run(None, {"data": x}), want)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ec.ZOO)
+def test_zoo_family(tmp_path, name):
+    """Every zoo family at its real input size: batch 1 and 4 through a dynamic export."""
+    sym = ec.load_zoo_symbol(name)
+    args, aux = ec.random_params(sym, {"data": ec.zoo_input_shape(name, 1)})
+    out = str(tmp_path / "zoo.onnx")
+    mx.onnx.export_model(sym, [args, aux], [ec.zoo_input_shape(name, 1)], onnx_file_path=out,
+                         dynamic=True)  # fmt: skip
+    sess = ort.InferenceSession(out)
+    mod = mx.mod.Module(sym, label_names=None)
+    for batch in (1, 4):
+        shape = ec.zoo_input_shape(name, batch)
+        x = np.random.RandomState(batch).standard_normal(shape).astype("float32")
+        mod.bind(data_shapes=[("data", shape)], for_training=False, force_rebind=True)
+        mod.set_params(args, aux)
+        mod.forward(mx.io.DataBatch([mx.nd.array(x)]), is_train=False)
+        assert_same(sess.run(None, {"data": x}), [mod.get_outputs()[0].asnumpy()])
