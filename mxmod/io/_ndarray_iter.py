@@ -489,13 +489,25 @@ class NDArrayIter(DataIter):
             return -self.cursor
         return 0
 
+    def _stop(self) -> StopIteration:
+        """The end of the epoch; when the data is smaller than one batch the message says why
+        no batch ever comes (MXNet's bare StopIteration reaches ``fit`` unexplained)."""
+        n, bs = self.num_data, self.batch_size
+        if n >= bs:
+            return StopIteration()
+        return StopIteration(
+            f"NDArrayIter has {n} samples, fewer than batch_size={bs}, and last_batch_handle="
+            f"{self.last_batch_handle!r} drops an incomplete batch, so it yields no batch; use "
+            f"batch_size <= {n}, or last_batch_handle='pad' (repeats samples to fill the batch)"
+        )
+
     def next(self):
         """Return the next full ``DataBatch``; a partial last batch (discard/roll_over) is
         kept for roll-over and ends the epoch."""
         if not self.iter_next():
             raise StopIteration
         if self.last_batch_handle == "discard" and self.cursor + self.batch_size > self.num_data:
-            raise StopIteration
+            raise self._stop()
         every = tuple(range(self.num_source))
         if self._from_device():
             arrays = self._placed_batch(every)
@@ -505,7 +517,7 @@ class NDArrayIter(DataIter):
             label = self._batch_host(self._label, self._cache_label)
             if data[0].shape[self._axis] != self.batch_size:
                 self._cache_data, self._cache_label = data, label
-                raise StopIteration
+                raise self._stop()
             if rolled:
                 self._cache_data = self._cache_label = None
             arrays = self._to_batch(data + label, every)

@@ -453,5 +453,6 @@ def _first_batch(train_data, data_iter):
         train_data.reset()
     try:
         return next(iter(train_data))
-    except StopIteration:
-        raise MXNetError("fit(): train_data yields no batches even after reset()") from None
+    except StopIteration as e:
+        why = f": {e}" if str(e) else ""  # an iterator may say why (NDArrayIter does)
+        raise MXNetError(f"fit(): train_data yields no batches even after reset(){why}") from None

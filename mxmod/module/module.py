@@ -31,6 +31,7 @@ from ..io import DataDesc
 from ..base import names_list
 from .base_module import BaseModule, _check_input_names_strict, _parse_data_desc_list
 from .input_checks import _iterator_name_fix
+from .call_checks import check_data_batch, check_symbol
 from .ctx_groups import prepare_group2ctxs
 from .executor_group import DataParallelExecutorGroup
 from .stages import require
@@ -98,6 +99,7 @@ class Module(BaseModule):
         self._group2ctxs = group2ctxs
         prepare_group2ctxs(group2ctxs, len(self._context))  # its mistakes surface here
         self._compression_params = compression_params
+        check_symbol(symbol)
         self._symbol = symbol
         self._data_names = names_list(data_names)
         self._label_names = names_list(label_names)
@@ -466,6 +468,7 @@ class Module(BaseModule):
     # ------------------------------------------------------------ computation
     def forward(self, data_batch, is_train=None):
         require(self, "forward", "binded", "params_initialized")
+        check_data_batch(data_batch)
         if isinstance(data_batch, list):  # pre-sliced; a namedtuple batch is one batch
             data_batch = self._exec_group.merge_presliced(data_batch)
         cur = [tuple(d.shape) for d in self._data_shapes]
