@@ -23,7 +23,10 @@ def make_python_without_mxmod(root):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     links = os.path.join(root, "system-packages")
     os.makedirs(links)
-    for folder in site.getsitepackages():
+    folders = site.getsitepackages()
+    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+        folders.append(site.getusersitepackages())  # pip's fallback for a read-only system
+    for folder in folders:
         for entry in os.listdir(folder):
             target = os.path.join(links, entry)
             if not _is_mxmod(entry) and not os.path.lexists(target):
