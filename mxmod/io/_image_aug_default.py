@@ -202,17 +202,31 @@ class DefaultAugmenter:
             return self._resize(
                 np.ascontiguousarray(img[y : y + size, x : x + size]), self.w, self.h, method
             )
-        if rows < self.h or cols < self.w:
-            raise MXNetError(
-                f"input image size {cols}x{rows} (after resize/pad) is smaller "
-                f"than data_shape {self.w}x{self.h}: set resize= or pad="
-            )
+        img = self._enlarge_to_shape(img, rng)
+        rows, cols = img.shape[:2]
         y, x = rows - self.h, cols - self.w
         if p["rand_crop"]:
             y, x = int(rng.integers(0, y + 1)), int(rng.integers(0, x + 1))
         else:
             y, x = y // 2, x // 2
         return img[y : y + self.h, x : x + self.w]
+
+    def _enlarge_to_shape(self, img, rng):
+        """An image smaller than ``data_shape`` is scaled up, keeping its aspect ratio, first
+        to ``data_shape``'s height, then (if still needed) to its width, with MXNet's float32
+        arithmetic for the other side; the centre (or random) crop then takes the rest.
+        ``inter_method=9`` compares the new (height, width) with the old (width, height)
+        there, as MXNet does."""
+        f32, inter = np.float32, self.p["inter_method"]
+        rows, cols = img.shape[:2]
+        if rows < self.h:
+            new_w = int(f32(self.h) / f32(rows) * f32(cols))
+            img = self._resize(img, new_w, self.h, _inter(inter, cols, rows, self.h, new_w, rng))
+            rows, cols = img.shape[:2]
+        if cols < self.w:
+            new_h = int(f32(self.w) / f32(cols) * f32(rows))
+            img = self._resize(img, self.w, new_h, _inter(inter, cols, rows, new_h, self.w, rng))
+        return img
 
     def _random_resized_crop(self, img, rng):
         p = self.p
