@@ -18,7 +18,7 @@ import mxmod as mx
 
 FIX = Path(__file__).parent / "fixtures"
 CKPT = FIX / "checkpoint"
-MXNET_PY = "/opt/mxnet-venv/bin/python"
+MXNET_PY = os.environ.get("MXNET_PYTHON", "/opt/mxnet-venv/bin/python")
 CHECKER = FIX / "check_mxmod_checkpoint_in_mxnet.py"
 sys.path.insert(0, str(FIX))
 import checkpoint_nets as nets  # noqa: E402
@@ -141,7 +141,9 @@ def test_mxmod_checkpoints_load_into_real_mxnet(tmp_path):
             assert sym.tojson() == (tmp_path / f"{e['prefix']}-symbol.json").read_text()
     if not os.path.exists(MXNET_PY):
         msg = (
-            f"real MXNet not installed at {MXNET_PY}: cannot load mxmod's checkpoints into "
+            f"real MXNet not installed at {MXNET_PY} "
+            "(set MXNET_PYTHON to a Python with mxnet==1.9.1; see tests/fixtures/README.md)"
+            f": cannot load mxmod's checkpoints into "
             f"MXNet (the JSON bytes are still checked against MXNet's own fixtures)"
         )
         print(msg)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-MXNET_PY = "/opt/mxnet-venv/bin/python"
+MXNET_PY = os.environ.get("MXNET_PYTHON", "/opt/mxnet-venv/bin/python")
 GEN = ROOT / "tests" / "fixtures" / "gen_model_zoo.py"
 MODELS = ["squeezenet1.1", "mobilenet0.25", "resnet18_v1"]
 
@@ -33,7 +33,10 @@ def zoo_check():
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     if not os.path.exists(MXNET_PY):
-        msg = f"real MXNet not installed at {MXNET_PY}; cannot export the model zoo"
+        msg = (
+            f"real MXNet not installed at {MXNET_PY}; cannot export the model zoo (set "
+            "MXNET_PYTHON to a Python with mxnet==1.9.1; see tests/fixtures/README.md)"
+        )
         print(msg)
         pytest.skip(msg)
     out = tmp_path_factory.mktemp("zoo")

@@ -20,7 +20,7 @@ from mxmod.ndarray import io
 ND = Path(__file__).parent / "fixtures" / "nd"
 MANIFEST = json.loads((ND / "manifest.json").read_text())
 EXPECTED = np.load(ND / "expected.npz")
-MXNET_PY = "/opt/mxnet-venv/bin/python"
+MXNET_PY = os.environ.get("MXNET_PYTHON", "/opt/mxnet-venv/bin/python")
 CHECKER = Path(__file__).parent / "fixtures" / "check_mxmod_files_in_mxnet.py"
 GOOD = sorted(f for f, e in MANIFEST.items() if e["kind"] != "error")
 BF16 = np.dtype(jnp.bfloat16)
@@ -333,7 +333,9 @@ def test_crash_during_save_keeps_previous_file(tmp_path, monkeypatch):
 def test_mxmod_files_load_in_real_mxnet(tmp_path, x64):
     if not os.path.exists(MXNET_PY):
         pytest.skip(
-            f"real MXNet not installed at {MXNET_PY}; byte equality with its files "
+            f"real MXNet not installed at {MXNET_PY} "
+            "(set MXNET_PYTHON to a Python with mxnet==1.9.1; see tests/fixtures/README.md)"
+            f"; byte equality with its files "
             f"is still checked against tests/fixtures/nd"
         )
     manifest, expected = {}, {}

@@ -17,7 +17,8 @@ from mxmod.base import MXNetError
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "data", "recordio")
 CHECKER = os.path.join(os.path.dirname(__file__), "fixtures", "check_mxmod_rec_in_mxnet.py")
-MXNET_PY = "/opt/mxnet-venv/bin/python"  # the MXNet venv of tests/fixtures/README.md
+# the MXNet venv of tests/fixtures/README.md
+MXNET_PY = os.environ.get("MXNET_PYTHON", "/opt/mxnet-venv/bin/python")
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +211,9 @@ def test_mxnet_reads_mxmod_files(tmp_path, expect):
         )
     if not os.path.exists(MXNET_PY):
         pytest.skip(
-            f"real MXNet not installed at {MXNET_PY}: the byte-identity tests above "
+            f"real MXNet not installed at {MXNET_PY} "
+            "(set MXNET_PYTHON to a Python with mxnet==1.9.1; see tests/fixtures/README.md)"
+            f": the byte-identity tests above "
             "still compare mxmod's files with MXNet's own"
         )
     res = subprocess.run(

@@ -95,7 +95,11 @@ def test_plot_network_without_graphviz(monkeypatch):
         mx.viz.plot_network(surface_nets.mlp(mx))
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot program is not installed")
+@pytest.mark.skipif(
+    shutil.which("dot") is None,
+    reason="Graphviz's dot program is not on PATH (apt-get install graphviz, "
+    "brew install graphviz or conda install graphviz)",
+)
 def test_plot_network_renders_png(tmp_path):
     pytest.importorskip("graphviz")
     dot = mx.viz.plot_network(surface_nets.mlp(mx), shape={"data": (1, 20)}, save_format="png")
