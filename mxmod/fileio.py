@@ -9,32 +9,30 @@ one unit: :func:`write_checkpoint` renames the ``.params`` file last, so a crash
 moment leaves the previous complete checkpoint and never a params file whose states are
 missing or from another run.
 
-Temp files are named ``.tmp-<pid>-<host tag>-<random>-<target name>``; every write first
-removes the temp files in its folder that a crashed writer left behind (its process is
-gone on this host, or the file is over a day old). Files get the permissions an ordinary
-``open(fname, 'wb')`` would give: those of the file being replaced, else ``0o666`` less
-the umask (``tempfile.mkstemp`` alone would give ``0o600``).
+On Linux the data is written to an unnamed file (``O_TMPFILE``) that gets a name only for
+the instant of its rename, so a killed writer leaves nothing. Elsewhere, and in that instant,
+temp files are named ``.tmp-<pid>-<host tag>-<random>-<target name>``; every write, and
+every checkpoint load, first removes the temp files in its folder that a crashed writer
+left behind (its process is gone on this host, or the file is over a day old). Files get
+the permissions an ordinary ``open(fname, 'wb')`` would give: those of the file being
+replaced, else ``0o666`` less the umask (``tempfile.mkstemp`` alone would give ``0o600``).
 
-Reading: :func:`read_npz` and :func:`check_pickle_stream` check every size a container
-claims against the bytes present before anything is allocated, and raise
-``MXNetFileError`` naming the file and the place for any malformed input.
+Reading: :func:`read_npz` and :func:`check_pickle_stream` (defined in ``fileread``) check
+every size a container claims against the bytes present before anything is allocated.
 """
 
 from __future__ import annotations
 
-import io
-import math
+import errno
 import os
 import re
 import secrets
 import socket
 import threading
 import time
-import zipfile
 import zlib
-from struct import error as struct_error
 
-from .base import MXNetFileError
+from .fileread import check_pickle_stream, read_npz
 
 __all__ = [
     "atomic_write",
@@ -136,25 +134,119 @@ def _fsync_dir(folder: str) -> None:
         os.close(dfd)
 
 
-def _write_temp(fname: str, data: bytes) -> str:
-    """Write ``data`` to a fresh temp file beside ``fname`` (fsynced); returns its path."""
+def _temp_name(fname: str) -> str:
     folder = os.path.dirname(os.path.abspath(fname))
-    tmp = os.path.join(
+    return os.path.join(
         folder, f".tmp-{os.getpid()}-{_HOST_TAG}-{secrets.token_hex(4)}-{os.path.basename(fname)}"
     )
-    with _lock:
-        _active.add(tmp)
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            os.chmod(tmp, _mode_for(fname))
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        _discard(tmp)
-        raise
-    return tmp
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
+_unnamed_ok = [True]  # False once naming an O_TMPFILE failed in this process
+
+
+class _Pending:
+    """A written, fsynced file awaiting its rename onto ``fname``.
+
+    Where the OS allows (Linux ``O_TMPFILE``), the data sits in an unnamed file until
+    :meth:`commit`, which names it and renames it at once: a process killed while writing
+    leaves nothing behind. Elsewhere it is a named temp file from the start (removed by the
+    next write or load in the folder if the writer is killed).
+    """
+
+    def __init__(self, fname: str, data: bytes) -> None:
+        self.fname, self.fd, self.tmp, self.data = fname, None, None, None
+        folder = os.path.dirname(os.path.abspath(fname))
+        mode = _mode_for(fname)
+        flag = getattr(os, "O_TMPFILE", 0)
+        if flag and _unnamed_ok[0] and os.path.isdir("/proc/self/fd"):
+            try:
+                self.fd = os.open(folder, flag | os.O_WRONLY, 0o600)
+            except OSError:  # a file system without unnamed files: a named temp file
+                self.fd = None
+        try:
+            if self.fd is not None:
+                os.fchmod(self.fd, mode)
+                _write_all(self.fd, data)
+                self.data = data  # to write a named file if naming this one fails
+            else:
+                self._write_named(data, mode)
+        except BaseException:
+            self.discard()
+            raise
+
+    def _write_named(self, data: bytes, mode: int) -> None:
+        self._name()
+        fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fd, mode)
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+
+    def _name(self) -> None:
+        self.tmp = _temp_name(self.fname)
+        with _lock:
+            _active.add(self.tmp)
+
+    def commit(self) -> None:
+        """Rename the data onto ``fname`` (atomic: readers see the old file or the new)."""
+        if self.fd is not None:
+            self._name()
+            folder_fd = os.open(os.path.dirname(self.tmp), os.O_RDONLY)
+            try:  # a dir fd makes CPython call linkat, which follows the /proc link
+                os.link(
+                    f"/proc/self/fd/{self.fd}",
+                    os.path.basename(self.tmp),
+                    dst_dir_fd=folder_fd,
+                    follow_symlinks=True,
+                )
+                linked = True
+            except OSError:  # e.g. a sandbox that cannot link /proc fds: named files from now
+                linked = _unnamed_ok[0] = False
+            finally:
+                os.close(folder_fd)
+            mode = os.fstat(self.fd).st_mode & 0o7777
+            os.close(self.fd)
+            self.fd = None
+            if not linked:
+                _discard(self.tmp)
+                self._write_named(self.data, mode)
+            self.data = None
+        os.replace(self.tmp, self.fname)
+        with _lock:
+            _active.discard(self.tmp)
+        self.tmp = None
+
+    def discard(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.tmp is not None:
+            _discard(self.tmp)
+            self.tmp = None
+
+
+def _check_folder(fname: str, what: str) -> str:
+    """The folder of ``fname``; FileNotFoundError naming it when it does not exist (the
+    temp file's name in ``open``'s own error would hide what is missing)."""
+    folder = os.path.dirname(os.path.abspath(fname))
+    if not os.path.isdir(folder):
+        missing = folder
+        while not os.path.isdir(os.path.dirname(missing)) and os.path.dirname(missing) != missing:
+            missing = os.path.dirname(missing)
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"cannot write {what} {fname!r}: the folder {missing!r} does not exist; create "
+            f"it first (os.makedirs({folder!r}, exist_ok=True))",
+        )
+    return folder
 
 
 def _discard(tmp: str) -> None:
@@ -183,16 +275,13 @@ def atomic_write(fname: str, data: bytes) -> None:
         OSError: the folder is missing or not writable.
     """
     data = _check_bytes(data, "atomic_write data")
-    folder = os.path.dirname(os.path.abspath(fname))
+    folder = _check_folder(fname, "file")
     remove_stale_temps(folder)
-    tmp = _write_temp(fname, data)
+    pending = _Pending(fname, data)
     try:
-        os.replace(tmp, fname)
-    except BaseException:
-        _discard(tmp)
-        raise
-    with _lock:
-        _active.discard(tmp)
+        pending.commit()
+    finally:
+        pending.discard()
     _fsync_dir(folder)
 
 
@@ -242,25 +331,23 @@ def write_checkpoint(
         payloads["symbol"] = _check_bytes(symbol_json, "checkpoint symbol_json")
     if states is not None:
         payloads["states"] = _check_bytes(states, "checkpoint states")
-    folder = os.path.dirname(os.path.abspath(paths["params"]))
+    folder = _check_folder(paths["params"], "checkpoint")
     remove_stale_temps(folder)
-    temps: dict[str, str] = {}
+    pending: dict[str, _Pending] = {}
     try:
         for kind, data in payloads.items():
-            temps[kind] = _write_temp(paths[kind], data)
+            pending[kind] = _Pending(paths[kind], data)
         if os.path.exists(paths["params"]):  # un-commit this epoch before changing its files
             os.unlink(paths["params"])
             _fsync_dir(folder)
         for kind in ("states", "symbol", "params"):
             if kind == "params":
                 _fsync_dir(folder)  # states and symbol are durable before the commit
-            if kind in temps:
-                os.replace(temps[kind], paths[kind])
-                with _lock:
-                    _active.discard(temps.pop(kind))
+            if kind in pending:
+                pending[kind].commit()
     finally:
-        for tmp in temps.values():
-            _discard(tmp)
+        for p in pending.values():
+            p.discard()
     _fsync_dir(folder)
     return {k: paths[k] for k in payloads}
 
@@ -278,170 +365,3 @@ def latest_checkpoint(prefix: str) -> int | None:
         return None
     epochs = [int(m.group(1)) for n in names if (m := pattern.match(n))]
     return max(epochs) if epochs else None
-
-
-# ----------------------------------------------------------------------------- reading
-_NPZ_MAX_MEMBERS = 100_000
-_NPZ_MAX_RATIO = 1024  # a deflated member may expand this much (zip bombs beyond)
-
-
-def _npz_fail(source: str, where: str, problem: str, expected: str) -> Exception:
-    return MXNetFileError(
-        f"{source}: {where}: {problem} (expected {expected}); the file is truncated or corrupted",
-        source,
-        where,
-        expected,
-    )
-
-
-def read_npz(data: bytes, source: str) -> dict:
-    """Members of an ``.npz`` blob as numpy arrays, every size checked before allocating.
-
-    mxmod addition for readers of NPZ-based files (optimizer states). Unlike ``np.load``
-    it never allocates what a header merely claims: each member's ``.npy`` header must
-    describe exactly the bytes the member holds, which the zip directory bounds by the
-    blob's size. Object dtypes (pickles) are refused.
-
-    Args:
-        data: the blob.
-        source: how messages name it (e.g. ``"optimizer states 'm.states'"``).
-
-    Returns:
-        ``{member name without '.npy': array}``.
-
-    Raises:
-        MXNetFileError: for any malformed blob, naming ``source``, the member and field.
-    """
-    import numpy as np
-    from numpy.lib import format as npy
-
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(bytes(data)))
-        infos = archive.infolist()
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        ValueError,
-        OSError,
-        EOFError,
-        NotImplementedError,
-        RuntimeError,
-    ) as e:
-        raise _npz_fail(
-            source,
-            "zip directory",
-            f"not a readable zip archive ({e})",
-            "an NPZ archive (numpy.savez)",
-        ) from None
-    if len(infos) > _NPZ_MAX_MEMBERS:
-        raise _npz_fail(
-            source, "zip directory", f"{len(infos)} members", f"at most {_NPZ_MAX_MEMBERS}"
-        )
-    out = {}
-    for info in infos:
-        where = f"member {info.filename!r}"
-        if not info.filename.endswith(".npy"):
-            raise _npz_fail(source, where, "not an .npy member", "only '<name>.npy' members")
-        limit = len(data) * (1 if info.compress_type == zipfile.ZIP_STORED else _NPZ_MAX_RATIO)
-        if info.file_size > limit:
-            raise _npz_fail(
-                source,
-                where,
-                f"claims {info.file_size} bytes",
-                f"at most {limit} for a {len(data)}-byte file",
-            )
-        try:
-            raw = archive.read(info)
-            member = io.BytesIO(raw)
-            version = npy.read_magic(member)
-            reader = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}.get(
-                version
-            )
-            if reader is None:
-                raise ValueError(f"npy format version {version}")
-            shape, fortran, dtype = reader(member)
-        except (
-            zipfile.BadZipFile,
-            ValueError,
-            OSError,
-            EOFError,
-            NotImplementedError,
-            RuntimeError,
-            zlib.error,
-            TypeError,
-            SyntaxError,
-        ) as e:
-            raise _npz_fail(
-                source,
-                where,
-                f"unreadable ({type(e).__name__}: {e})",
-                "an .npy array (format 1.0 or 2.0)",
-            ) from None
-        if dtype.hasobject or dtype.itemsize == 0:
-            raise _npz_fail(source, where, f"dtype {dtype}", "a numeric dtype (no pickles)")
-        if len(shape) > 32 or any(not isinstance(d, int) or d < 0 for d in shape):
-            raise _npz_fail(source, f"{where} header", f"shape {shape}", "up to 32 sizes >= 0")
-        body = len(raw) - member.tell()
-        need = math.prod(shape) * dtype.itemsize
-        if need != body:
-            raise _npz_fail(
-                source,
-                f"{where} header",
-                f"shape {shape} of {dtype} needs {need} bytes but the member holds {body}",
-                "matching sizes",
-            )
-        flat = np.frombuffer(raw, dtype, count=math.prod(shape), offset=member.tell())
-        arr = flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
-        out[info.filename[:-4]] = arr.copy()
-    return out
-
-
-_MEMO_OPS = {"PUT", "BINPUT", "LONG_BINPUT"}
-
-
-def check_pickle_stream(data: bytes, source: str) -> int:
-    """Walk a pickle's opcodes without running them; returns the number of opcodes.
-
-    mxmod addition, run before a (restricted) unpickler sees untrusted bytes. Refuses
-    truncated or garbled streams, ``FRAME`` lengths beyond the data, and memo indices
-    beyond the number of opcodes (the C unpickler sizes its memo by the largest index, so
-    ``LONG_BINPUT 0xffffffff`` alone would allocate 32 GiB). It does not judge what the
-    opcodes build: the unpickler's allowed globals do that.
-
-    Raises:
-        MXNetFileError: naming ``source``, the byte offset and opcode.
-    """
-    import pickletools
-
-    n_ops = 0
-    pos, name = 0, "start"
-    try:
-        for op, arg, pos in pickletools.genops(io.BytesIO(bytes(data))):
-            name = op.name
-            n_ops += 1
-            if name == "FRAME" and arg > len(data) - pos:
-                raise _npz_fail(
-                    source,
-                    f"offset {pos} (FRAME)",
-                    f"frame of {arg} bytes",
-                    f"at most the {len(data) - pos} bytes left",
-                )
-            if name in _MEMO_OPS and (not isinstance(arg, int) or not 0 <= arg <= n_ops):
-                raise _npz_fail(
-                    source,
-                    f"offset {pos} ({name})",
-                    f"memo index {arg}",
-                    f"an index up to the opcode count {n_ops}",
-                )
-            if name == "STOP":
-                break
-        else:
-            raise _npz_fail(source, f"offset {pos} ({name})", "no STOP opcode", "a complete pickle")
-    except (ValueError, struct_error, EOFError, OverflowError, UnicodeDecodeError) as e:
-        raise _npz_fail(
-            source,
-            f"offset {pos} (after {name})",
-            f"unreadable ({type(e).__name__}: {e})",
-            "a complete pickle",
-        ) from None
-    return n_ops

@@ -16,7 +16,7 @@ from collections import namedtuple
 
 from ..base import MXNetFileError
 from ..context import cpu
-from ..fileio import write_checkpoint
+from ..fileio import remove_stale_temps, write_checkpoint
 from ..ndarray import NDArray
 from ..ndarray.io import load as nd_load
 from ..ndarray.io import to_bytes
@@ -163,6 +163,7 @@ def load_params(prefix, epoch):
         ValueError: a key has no ``tag:`` prefix (e.g. a Gluon ``save_parameters`` file).
     """
     fname = _params_file(prefix, epoch)
+    remove_stale_temps(os.path.dirname(os.path.abspath(fname)))  # of writers killed mid-save
     if not os.path.isfile(fname):
         raise MXNetFileError(_missing_params_message(fname, prefix), repr(fname), "path")
     save_dict = nd_load(fname)

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
+from ..fileio import remove_stale_temps
 from ..optimizer.state_files import held_counts
 from . import opt_states as fmt
 from .stages import require
@@ -26,6 +28,7 @@ def states_bytes_of(mod) -> bytes:
 def load_states_into(mod, fname, allow_pickle=False) -> None:
     """``mod.load_optimizer_states(fname, allow_pickle)``."""
     require(mod, "load_optimizer_states", "optimizer_initialized")
+    remove_stale_temps(os.path.dirname(os.path.abspath(fname)))  # of writers killed mid-save
     group = mod._exec_group
     group.flush()
     box = group.state.opt
