@@ -151,16 +151,15 @@ def test_dynamic_input_shapes(tmp_path):
 @pytest.mark.parametrize("name", ["mobilenet0.25", "mobilenetv2_0.25"])
 def test_zoo_small_representatives(tmp_path, name):
     """MobileNet v1/v2 from MXNet's zoo (grouped convs, BatchNorm, relu6 clip, residual
-    adds, global pooling) at 32x32, batch 1 and 3 through one dynamic-batch export."""
+    adds, global pooling) at 32x32: exported at batch 1 with a dynamic batch, run at 3."""
     sym = ec.load_zoo_symbol(name)
     args, aux = ec.random_params(sym, {"data": (1, 3, 32, 32)})
     out = str(tmp_path / "zoo.onnx")
     mx.onnx.export_model(sym, [args, aux], [(1, 3, 32, 32)], onnx_file_path=out, dynamic=True)
     sess = ort.InferenceSession(out)
-    for batch in (1, 3):
-        x = np.random.RandomState(batch).standard_normal((batch, 3, 32, 32)).astype("float32")
-        want = ec.mxmod_forward(sym, {"data": x}, args, aux, jit=True)
-        assert_same(sess.run(None, {"data": x}), want)
+    x = np.random.RandomState(3).standard_normal((3, 3, 32, 32)).astype("float32")
+    want = ec.mxmod_forward(sym, {"data": x}, args, aux, jit=True)
+    assert_same(sess.run(None, {"data": x}), want)
 
 
 @pytest.mark.slow
@@ -181,3 +180,117 @@ def test_zoo_family(tmp_path, name):
         mod.set_params(args, aux)
         mod.forward(mx.io.DataBatch([mx.nd.array(x)]), is_train=False)
         assert_same(sess.run(None, {"data": x}), [mod.get_outputs()[0].asnumpy()])
+
+
+def rnn_cell(kind):
+    if kind == "rnn":
+        return mx.rnn.RNNCell(6, prefix="r_")
+    if kind == "lstm":
+        return mx.rnn.LSTMCell(6, prefix="l_")
+    if kind == "gru":
+        return mx.rnn.GRUCell(6, prefix="g_")
+    if kind == "stack_residual":
+        cell = mx.rnn.SequentialRNNCell()
+        cell.add(mx.rnn.LSTMCell(6, prefix="s0_"))
+        cell.add(mx.rnn.ResidualCell(mx.rnn.GRUCell(6, prefix="s1_")))
+        cell.add(mx.rnn.DropoutCell(0.3, prefix="s2_"))
+        return cell
+    return mx.rnn.BidirectionalCell(mx.rnn.LSTMCell(3, prefix="bl_"),
+                                    mx.rnn.GRUCell(3, prefix="br_"))  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", ["NTC", "TNC"])
+@pytest.mark.parametrize("kind", ["rnn", "lstm", "gru", "stack_residual", "bidirectional"])
+def test_rnn_cells_unrolled(tmp_path, kind, layout):
+    """mx.rnn cells unrolled over 4 steps (zero begin states that follow the dynamic batch),
+    merged outputs and the final states, at batch 1 and 3 of one export."""
+    cell = rnn_cell(kind)
+    outputs, states = cell.unroll(4, mx.sym.Variable("data"), layout=layout, merge_outputs=True)
+    flat = [s for group in states for s in (group if isinstance(group, list) else [group])]
+    sym = mx.sym.Group([outputs] + flat)
+    shape, dyn = ((2, 4, 6), (None, 4, 6)) if layout == "NTC" else ((4, 2, 6), (4, None, 6))
+    args, aux = ec.random_params(sym, {"data": shape})
+    out = str(tmp_path / "rnn.onnx")
+    mx.onnx.export_model(sym, args, [shape], onnx_file_path=out, dynamic=True,
+                         dynamic_input_shapes=[dyn])  # fmt: skip
+    sess = ort.InferenceSession(out)
+    for batch in (1, 3):
+        s = (batch, 4, 6) if layout == "NTC" else (4, batch, 6)
+        x = np.random.RandomState(batch).standard_normal(s).astype("float32")
+        assert_same(sess.run(None, {"data": x}), ec.mxmod_forward(sym, {"data": x}, args, aux))
+
+
+# -- errors ------------------------------------------------------------------------------
+def test_unsupported_operator_names_it_and_writes_nothing(tmp_path):
+    data = mx.sym.Variable("data")
+    x = mx.sym.FullyConnected(data, num_hidden=4, name="fc")
+    x = mx.sym.SequenceReverse(x, name="rev")
+    x = mx.sym.smooth_l1(x, scalar=1.0, name="sl1")
+    out = tmp_path / "never.onnx"
+    with pytest.raises(NotImplementedError) as err:
+        mx.onnx.export_model(x, {}, [(2, 3)], onnx_file_path=str(out))
+    msg = str(err.value)
+    assert "SequenceReverse (node 'rev')" in msg and "smooth_l1 (node 'sl1')" in msg
+    assert "get_operator_support" in msg
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "sym, node, what",
+    [
+        (mx.sym.Pooling(mx.sym.Variable("data"), kernel=(2, 2), pooling_convention="same",
+                        name="pool"), "pool", "pooling_convention='same'"),
+        (mx.sym.Dropout(mx.sym.Variable("data"), mode="always", name="drop"), "drop",
+         "mode='always'"),
+        (mx.sym.BatchNorm(mx.sym.Variable("data"), output_mean_var=True, name="bn"), "bn",
+         "output_mean_var=True"),
+    ],
+)  # fmt: skip
+def test_unsupported_option_names_it_and_writes_nothing(tmp_path, sym, node, what):
+    out = tmp_path / "never.onnx"
+    args, aux = ec.random_params(sym, {"data": (2, 3, 4, 4)})
+    with pytest.raises(NotImplementedError, match=f"node '{node}': {what}"):
+        mx.onnx.export_model(sym, [args, aux], [(2, 3, 4, 4)], onnx_file_path=str(out))
+    assert not out.exists()
+
+
+def test_without_onnx_names_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(ImportError, match=r"pip install 'mxmod\[onnx\]'"):
+        mx.onnx.export_model(small_cnn(), {}, [(1, 3, 9, 9)], str(tmp_path / "m.onnx"))
+    assert "Convolution" in mx.onnx.get_operator_support()  # needs no onnx
+
+
+def test_input_errors(tmp_path):
+    sym = small_cnn()
+    args, aux = ec.random_params(sym, {"data": (2, 3, 9, 9)})
+    out = str(tmp_path / "m.onnx")
+    with pytest.raises(ValueError, match=r"in_shapes is required.*\['data'\]"):
+        mx.onnx.export_model(sym, [args, aux], onnx_file_path=out)
+    with pytest.raises(ValueError, match=r"2 shape\(s\) but the graph has 1 input"):
+        mx.onnx.export_model(sym, [args, aux], [(2, 3, 9, 9), (2,)], onnx_file_path=out)
+    with pytest.raises(ValueError, match=r"bn1_moving_mean"):  # aux params forgotten
+        mx.onnx.export_model(sym, args, [(2, 3, 9, 9)], onnx_file_path=out)
+    with pytest.raises(ValueError, match="in_types has 2 type"):
+        mx.onnx.export_model(sym, [args, aux], [(2, 3, 9, 9)], [np.float32] * 2, out)
+    with pytest.raises(ValueError, match="dynamic_input_shapes needs dynamic=True"):
+        mx.onnx.export_model(sym, [args, aux], [(2, 3, 9, 9)], onnx_file_path=out,
+                             dynamic_input_shapes=[(None, 3, 9, 9)])  # fmt: skip
+    with pytest.raises(ValueError, match=r"dynamic_input_shapes\[0\] \(None, 3\) has 2 dims"):
+        mx.onnx.export_model(sym, [args, aux], [(2, 3, 9, 9)], onnx_file_path=out,
+                             dynamic=True, dynamic_input_shapes=[(None, 3)])  # fmt: skip
+    with pytest.raises(ValueError, match="params must be"):
+        mx.onnx.export_model(sym, 3, [(2, 3, 9, 9)], onnx_file_path=out)
+    with pytest.raises(ValueError, match="sym must be a Symbol"):
+        mx.onnx.export_model(42, {}, [(2, 3, 9, 9)], onnx_file_path=out)
+    with pytest.raises(NotImplementedError, match="opset_version=18"):
+        mx.onnx.export_model(sym, [args, aux], [(2, 3, 9, 9)], onnx_file_path=out,
+                             opset_version=18)  # fmt: skip
+    with pytest.raises(NotImplementedError, match="model_specific_logics"):
+        mx.onnx.export_model(sym, [args, aux], [(2, 3, 9, 9)], onnx_file_path=out,
+                             model_specific_logics="gpt2")  # fmt: skip
+    assert not os.path.exists(out)
+    # MXNet's old keyword names still work
+    mx.onnx.export_model(sym, [args, aux], input_shape=[(2, 3, 9, 9)], input_type=np.float32,
+                         onnx_file_path=out)  # fmt: skip
+    assert os.path.exists(out)

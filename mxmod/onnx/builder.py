@@ -33,8 +33,9 @@ class GraphBuilder:
         self.nodes: list = []
         self.initializers: list = []
         self.taken: set[str] = set()
-        self.batch_source: Optional[str] = None  # first graph input, for dynamic batch dims
-        self._batch_dim: Optional[str] = None
+        # (input name, axis, size at export) of every dynamic input dim
+        self.dynamic_dims: list[tuple[str, int, int]] = []
+        self._dims: dict = {}
         self._count = 0
 
     # -- names and constants ------------------------------------------------------------
@@ -108,22 +109,27 @@ class GraphBuilder:
     def reshape(self, x: str, shape: list, out: Any = None) -> str:
         return self.op("Reshape", [x, self.const(shape)], out)
 
-    def batch_dim(self) -> str:
-        """A 1-element int64 tensor holding the first graph input's (dynamic) batch size."""
-        if self._batch_dim is None:
-            shape = self.op("Shape", [self.batch_source], base="batch_shape")
-            self._batch_dim = self.op(
-                "Slice", [shape, self.const([0]), self.const([1])], base="batch_dim"
-            )
-        return self._batch_dim
+    def dynamic_dim(self, size: int) -> Optional[str]:
+        """A 1-element int64 tensor: the first dynamic input dim that had ``size`` at export
+        (None if there is none)."""
+        for name, axis, static in self.dynamic_dims:
+            if static == size:
+                key = (name, axis)
+                if key not in self._dims:
+                    shape = self.op("Shape", [name], base=f"{name}_shape")
+                    self._dims[key] = self.op(
+                        "Slice", [shape, self.const([axis]), self.const([axis + 1])],
+                        base=f"{name}_dim{axis}")  # fmt: skip
+                return self._dims[key]
+        return None
 
-    def static_or_batch_shape(self, shape: tuple, batch_axes: set) -> str:
-        """An int64 shape tensor: ``shape`` with the dims in ``batch_axes`` taken from the
-        dynamic batch size."""
-        if not batch_axes:
+    def shape_tensor(self, shape: tuple, follow: set) -> str:
+        """An int64 shape tensor: ``shape`` with the dims in ``follow`` taken at run time from
+        the dynamic input dim of the same export size (static where there is none)."""
+        parts = [self.dynamic_dim(d) if i in follow else None for i, d in enumerate(shape)]
+        if all(p is None for p in parts):
             return self.const(list(shape))
-        parts = [self.batch_dim() if i in batch_axes else self.const([d])
-                 for i, d in enumerate(shape)]  # fmt: skip
+        parts = [p if p is not None else self.const([d]) for p, d in zip(parts, shape)]
         return self.op("Concat", parts, axis=0, base="shape")
 
 

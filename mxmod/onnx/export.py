@@ -92,7 +92,8 @@ def build_graph(onnx: Any, sym, params: dict, io: GraphIO, inferred: Inferred, o
     inputs = []
     for name, dtype, dims in zip(io.names, io.dtypes, io.declared):
         inputs.append(_value_info(b, name, dtype, dims))
-    b.batch_source = io.names[0] if io.names else None
+    b.dynamic_dims = [(name, k, s[k]) for name, s, dims in zip(io.names, io.shapes, io.declared)
+                      for k, d in enumerate(dims) if isinstance(d, str)]  # fmt: skip
     input_set = set(io.names)
     for index, node in enumerate(inferred.order):
         if node.is_var:

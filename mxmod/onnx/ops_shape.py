@@ -118,19 +118,16 @@ def reverse(b: GraphBuilder, n: NodeCtx) -> None:
 
 
 def _fill(b: GraphBuilder, n: NodeCtx, value: float) -> None:
-    """``_zeros``/``_ones``/``_full``: shape dims declared 0 (filled in by inference from a
-    consumer, as mx.rnn's begin states) follow the dynamic batch when it is dynamic."""
+    """``_zeros``/``_ones``/``_full``. Dims declared 0 (filled in by inference from a
+    consumer, as mx.rnn's begin states) follow the dynamic input dim of the same size."""
     shape = tuple(n.out_shapes[0])
     declared = tuple(n.a.shape)
-    batch_axes = set()
-    if n.dynamic_batch and len(declared) == len(shape):
-        batch_axes = {i for i, d in enumerate(declared) if d == 0}
+    follow = set()
+    if len(declared) == len(shape):
+        follow = {i for i, d in enumerate(declared) if d == 0}
     dtype = np.dtype(n.out_dtypes[0])
-    if not batch_axes:
-        b.op("Identity", [b.const(np.full(shape, value), dtype, base=n.name)], n.out)
-        return
     fill = b.helper.make_tensor("value", b.onnx_type(dtype), [1], [dtype.type(value)])
-    b.op("ConstantOfShape", [b.static_or_batch_shape(shape, batch_axes)], n.out, value=fill)
+    b.op("ConstantOfShape", [b.shape_tensor(shape, follow)], n.out, value=fill)
 
 
 @register("_zeros")
