@@ -84,9 +84,15 @@ def _pairs(labels: Any, preds: Any) -> tuple[list, list]:
     """Wrap single arrays and check the two lists have the same length."""
     labels, preds = _wrap_arrays(labels), _wrap_arrays(preds)
     if len(labels) != len(preds):
+        fix = "pass one label per prediction (or select outputs with output_names=[...])"
+        if not labels:  # fit/score on an iterator without labels (issue 26)
+            fix = (
+                "there are no labels: give the data iterator its labels, e.g. "
+                "mx.io.NDArrayIter(data, label, batch_size=...) (mod.predict needs none)"
+            )
         raise ValueError(
             f"Shape of labels {len(labels)} does not match shape of predictions {len(preds)}: "
-            "pass one label per prediction (or select outputs with output_names=[...])"
+            + fix
         )
     return labels, preds
 

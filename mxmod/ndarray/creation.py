@@ -77,9 +77,32 @@ def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> N
     except (ValueError, TypeError):
         raise TypeError(
             f"source_array must be array like object: could not convert {type(source_array)} "
-            f"(ragged nested lists?) to a numeric array"
+            f"to a numeric array{ragged_hint(source_array)}"
         ) from None
     return NDArray(jax.device_put(host, ctx.jax_device), ctx)
+
+
+def ragged_hint(obj: Any) -> str:
+    """Where nested lists stop being rectangular, and the fix ('' if they are)."""
+    todo = [(obj, "")]
+    while todo:
+        seq, where = todo.pop(0)
+        if not isinstance(seq, (list, tuple)):
+            continue
+        nested = [isinstance(x, (list, tuple)) for x in seq]
+        lengths = [len(x) if n else None for x, n in zip(seq, nested)]
+        if any(nested) and len(set(lengths)) > 1:
+            i = next(k for k, n in enumerate(lengths) if n != lengths[0])
+            first, this = (
+                "a number" if n is None else f"{n} item{'' if n == 1 else 's'}"
+                for n in (lengths[0], lengths[i])
+            )
+            return (
+                f": it is ragged, {where}[0] has {first} but {where}[{i}] has {this}; pad the "
+                "rows to one length (e.g. with 0) or make one array per row"
+            )
+        todo += [(x, f"{where}[{k}]") for k, x in enumerate(seq)]
+    return " (only numbers, in rows of equal length, convert)"
 
 
 def _filled(shape: Any, val: Any, ctx: Any, dtype: Any) -> NDArray:
