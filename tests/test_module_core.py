@@ -9,6 +9,11 @@ import mxmod as mx
 from mxmod.base import MXNetError
 
 
+@pytest.fixture(autouse=True)
+def _fresh_compile_cache():
+    mx.executor.forget_compiled()  # the compile counts asserted here are the test's own
+
+
 def mlp(hidden=16, classes=4):
     x = mx.sym.Variable("data")
     net = mx.sym.FullyConnected(x, num_hidden=hidden, name="fc1")

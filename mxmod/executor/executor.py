@@ -73,6 +73,12 @@ def compiled_for(sym) -> Compiled:
     return sym._compiled
 
 
+def forget_compiled() -> None:
+    """Drop the structural cache of compiled graphs (symbols already bound keep theirs):
+    symbols bound afterwards compile afresh."""
+    _BY_STRUCTURE.clear()
+
+
 def _to_jax(value: Any, like: Any, what: str):
     arr = value._data if isinstance(value, NDArray) else jnp.asarray(np.asarray(value))
     if tuple(arr.shape) != tuple(like.shape):
