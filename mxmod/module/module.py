@@ -605,6 +605,13 @@ class Module(BaseModule):
                 )
             )
 
+    def export(self, path, format="stablehlo", dynamic_batch=False, **kwargs):
+        """mxmod's addition: the inference forward and parameters of this bound module, for
+        serving, as StableHLO (``jax.export`` bytes) or ONNX; see mxmod/module/export.py."""
+        from .export import export_module  # jax.export and the ONNX tables: on first use
+
+        return export_module(self, path, format, dynamic_batch, **kwargs)
+
 
 # what fit's one-step loop (multi_step) stands in for: a subclass overriding one of these
 # runs fit through its own calls
