@@ -149,10 +149,12 @@ def heads_from_json(text: str, source: str = "JSON string") -> list:
     what ``mx.sym.load_json`` wraps in a Symbol.
 
     Refuses what MXNet's reader refuses (``json_schema``) and, beyond MXNet, graphs that
-    would only fail later: cycles, variables with inputs, operators with more inputs than
-    they take, output indices the node does not have, auxiliary states that are not
-    variables. ``control_deps`` and ``backward_source_id`` are accepted and have no effect
-    (mxmod runs the graph in data-flow order, which control dependencies cannot change).
+    would only fail later: no heads, cycles, variables with inputs, operators with more
+    inputs than they take, output indices the node does not have, auxiliary states that
+    are not variables, variables whose ``__dtype__`` is not a number. Nodes out of
+    topological order load, as in MXNet (which sorts them). ``control_deps`` and
+    ``backward_source_id`` are accepted and have no effect (mxmod runs the graph in
+    data-flow order, which control dependencies cannot change).
 
     Raises:
         TypeError: ``text`` is not a str.
@@ -178,6 +180,10 @@ def heads_from_json(text: str, source: str = "JSON string") -> list:
     for i, (raw, node) in enumerate(zip(raws, nodes)):
         _link(node, raw, nodes, version, source, f"nodes[{i}]")
     heads = [(nodes[h[0]], h[1]) for h in data["heads"]]
+    if not heads:
+        raise json_schema.fail(
+            source, "heads", "empty (the graph has no outputs)", "at least one [node, output, 0]"
+        )
     _check_acyclic(heads, nodes, source)
     index = {id(n): i for i, n in enumerate(nodes)}
     for node in topo_order(heads):
@@ -207,6 +213,7 @@ def _node(raw: dict, version: int, source: str, i: int) -> Node:
                 f"{attrs['__storage_type__']} (row_sparse/csr): sparse storage is not supported "
                 f"by mxmod; remove the attribute to use dense arrays"
             )
+        _check_dtype_flag(attrs, source, i)
         return Node(None, raw["name"], attrs)
     try:
         op = get_op(raw["op"])
@@ -233,6 +240,23 @@ def _node(raw: dict, version: int, source: str, i: int) -> Node:
             f"{source}: nodes[{i}] ({op.name} {raw['name']!r}): {e}"
         ) from None
     return node
+
+
+def _check_dtype_flag(attrs: dict, source: str, i: int) -> None:
+    """A variable's ``__dtype__`` is an integer type flag (MXNet loads any text and fails
+    at bind with ``invalid literal for int()``)."""
+    flag = attrs.get("__dtype__")
+    if flag is None:
+        return
+    try:
+        int(flag)
+    except (TypeError, ValueError):
+        raise json_schema.fail(
+            source,
+            f"nodes[{i}].attrs.__dtype__",
+            f"{flag!r} is not a dtype flag",
+            "an integer type flag such as '0' (float32) or '2' (float16)",
+        ) from None
 
 
 def _link(node: Node, raw: dict, nodes: list, version: int, source: str, where: str) -> None:
