@@ -15,6 +15,7 @@ Entry = tuple[int, int]
 
 
 def _var_shape(node: Node) -> Optional[tuple]:
+    """A variable's declared ``__shape__``; its 0 dims are unknown (MXNet's legacy shapes)."""
     text = node.attrs.get("__shape__")
     if text is None:
         return None
@@ -22,7 +23,12 @@ def _var_shape(node: Node) -> Optional[tuple]:
         shape = p_shape(text)
     except AttrError:
         return None
-    return shape if shape and all(d > 0 for d in shape) else None
+    return tuple(shape) if shape and any(d > 0 for d in shape) else None
+
+
+def complete(shape: Optional[tuple]) -> bool:
+    """Whether ``shape`` is known in every dim (a 0 dim is unknown, as in MXNet 1.x)."""
+    return shape is not None and all(d > 0 for d in shape)
 
 
 # Ops whose data input shares its batch (first) dim with output 0: a known output completes
@@ -49,11 +55,11 @@ def _partial_shape(node: Node) -> Optional[tuple]:
 def _batch_from_output(node: Node, shapes: dict) -> bool:
     """Fill a data input of unknown batch size from the node's known output; True if filled."""
     out = shapes.get((id(node), 0))
-    if out is None or node.op.name not in _BATCH_FROM_OUTPUT or not node.inputs:
+    if not complete(out) or node.op.name not in _BATCH_FROM_OUTPUT or not node.inputs:
         return False
     child, k = node.inputs[0]
     part = _partial_shape(child) if k == 0 else None
-    if part is None or (id(child), 0) in shapes:
+    if part is None or complete(shapes.get((id(child), 0))):
         return False
     shapes[(id(child), 0)] = (out[0],) + part[1:]
     return True
@@ -69,11 +75,98 @@ def _shape_from_output(node: Node, shapes: dict) -> bool:
         return False
     filled = False
     for i, (child, k) in enumerate(node.inputs):
-        out = shapes.get((id(node), i))
-        if out is not None and (id(child), k) not in shapes:
-            shapes[(id(child), k)] = out
+        out, old = shapes.get((id(node), i)), shapes.get((id(child), k))
+        new = out if old is None else _merge(old, out) if out is not None else None
+        if new is not None and new != old:
+            shapes[(id(child), k)] = new
             filled = True
     return filled
+
+
+# ------------------------------------------------------------------ partial shapes
+#: Two unrelated sizes stand for a partial shape's unknown dims (``_probe``).
+_PROBES = (10007, 20011)
+
+
+def _merge(old: tuple, new: tuple) -> Optional[tuple]:
+    """``old`` with its unknown dims taken from ``new`` (None if the ranks differ)."""
+    if len(old) != len(new):
+        return None
+    return tuple(o if o > 0 else n for o, n in zip(old, new))
+
+
+def _probe(node: Node, shapes: list) -> tuple[list, list]:
+    """An operator's inference over partial input shapes (MXNet's 0 = unknown dims).
+
+    The unknown dims are given two unrelated sizes in turn and the operator's own
+    inference runs on each: a dim both runs agree on is decided, the others stay 0 (a
+    Convolution over data (1, 0, 0, 0) gets weight (64, 0, 7, 7)). Sizes that do not fit
+    the operator tell nothing, so three ways of choosing them are tried: one size per
+    unknown dim; one size per axis position (a Convolution's data and weight channels
+    must agree); the inputs of one rank filling each other's unknown dims first (the
+    elementwise rule: (0, 3) + (5, 0) is (5, 3))."""
+    a = node.parsed()
+    for way in ("each", "axis", "across"):
+        filled = _fill_across(shapes) if way == "across" else shapes
+        runs = []
+        for base in _PROBES:
+            sizes = iter(range(base, base + 10000, 2))
+            probe = [
+                None
+                if s is None
+                else tuple(
+                    d if d > 0 else next(sizes) if way == "each" else base + 2 * j
+                    for j, d in enumerate(s)
+                )
+                for s in filled
+            ]
+            try:
+                runs.append(node.op.run_infer_shape(a, node.name, probe))
+            except Exception:  # sizes that do not fit the operator tell nothing
+                break
+        if len(runs) == 2:
+            (in1, out1), (in2, out2) = runs
+            new_in = [_agree(x, y) for x, y in zip(in1, in2)]
+            return new_in, [_agree(x, y) for x, y in zip(out1, out2)]
+    # no sizes fit: what the operator infers with the partial inputs unknown
+    return node.op.run_infer_shape(a, node.name, [s if complete(s) else None for s in shapes])
+
+
+def _fill_across(shapes: list) -> list:
+    by_rank: dict = {}
+    for s in shapes:
+        if s is not None:
+            by_rank[len(s)] = _merge(by_rank.get(len(s), s), s)
+    return [None if s is None else _merge(s, by_rank[len(s)]) for s in shapes]
+
+
+def _agree(x: Optional[tuple], y: Optional[tuple]) -> Optional[tuple]:
+    if x is None or y is None or len(x) != len(y):
+        return None
+    return tuple(int(p) if p == q else 0 for p, q in zip(x, y))
+
+
+def _fill_shapes(node: Node, new_in: list, outs: list, shapes: dict) -> bool:
+    """Record what an operator inferred, refining partial shapes; True if any changed."""
+    changed = False
+    entries = [((id(c), i), v, False) for (c, i), v in zip(node.inputs, new_in)]
+    entries += [((id(node), i), v, True) for i, v in enumerate(outs)]
+    for key, v, is_out in entries:
+        old = shapes.get(key)
+        if v is None or old == v:
+            continue
+        if old is None:
+            shapes[key] = v
+            changed = True
+        elif complete(old):
+            if is_out and complete(v):
+                _check_output_shape(node, key[1], v, old)
+        else:
+            new = _merge(old, v)
+            if new is not None and new != old:
+                shapes[key] = new
+                changed = True
+    return changed
 
 
 def _named_inputs(sym, args: tuple, kwargs: dict, what: str) -> dict:
@@ -149,15 +242,29 @@ def _propagate(sym, variable, infer) -> tuple[list[Node], dict]:
 
 
 def propagate_shapes(sym, given: dict[str, tuple]) -> tuple[list[Node], dict[Entry, tuple]]:
-    """Infer every entry's shape it can; raises ShapeError for shapes that cannot fit."""
+    """Infer every entry's shape it can; raises ShapeError for shapes that cannot fit.
+    Only complete shapes are returned (``partial_shapes`` keeps the partial ones)."""
+    order, shapes = partial_shapes(sym, given)
+    return order, {k: v for k, v in shapes.items() if complete(v)}
+
+
+def partial_shapes(sym, given: dict[str, tuple]) -> tuple[list[Node], dict[Entry, tuple]]:
+    """Every entry's shape inference finds, partial ones (0 = unknown dim) included."""
 
     def variable(node: Node) -> Optional[tuple]:
         s = given.get(node.name)
-        return tuple(int(d) for d in s) if s is not None else _var_shape(node)
+        if s is None:
+            return _var_shape(node)
+        s = tuple(int(d) for d in s)
+        return s if any(d > 0 for d in s) else None
 
     def infer(node: Node, shapes: dict) -> bool:
-        new_in, outs = node.op.run_infer_shape(node.parsed(), node.name, _values_in(node, shapes))
-        changed = _fill(node, new_in, outs, shapes, _check_output_shape)
+        ins = _values_in(node, shapes)
+        if all(s is None or complete(s) for s in ins):
+            new_in, outs = node.op.run_infer_shape(node.parsed(), node.name, ins)
+        else:
+            new_in, outs = _probe(node, ins)
+        changed = _fill_shapes(node, new_in, outs, shapes)
         changed = _batch_from_output(node, shapes) or changed
         return _shape_from_output(node, shapes) or changed
 
@@ -167,7 +274,7 @@ def propagate_shapes(sym, given: dict[str, tuple]) -> tuple[list[Node], dict[Ent
 def infer_shape(sym, args: tuple, kwargs: dict, partial: bool):
     """``Symbol.infer_shape``: (arg_shapes, out_shapes, aux_shapes) in list order."""
     given = _named_inputs(sym, args, kwargs, "infer_shape")
-    order, shapes = propagate_shapes(sym, given)
+    order, shapes = partial_shapes(sym, given)
     aux = aux_var_ids(order)
     arg_nodes = [n for n in order if n.is_var and id(n) not in aux]
     aux_nodes = [n for n in order if n.is_var and id(n) in aux]
@@ -177,8 +284,10 @@ def infer_shape(sym, args: tuple, kwargs: dict, partial: bool):
     if partial:
         fill = lambda lst: [s if s is not None else () for s in lst]  # noqa: E731
         return fill(arg_shapes), fill(out_shapes), fill(aux_shapes)
-    unknown = [n.name for n, s in zip(arg_nodes + aux_nodes, arg_shapes + aux_shapes) if s is None]
-    if unknown or any(s is None for s in out_shapes):
+    unknown = [
+        n.name for n, s in zip(arg_nodes + aux_nodes, arg_shapes + aux_shapes) if not complete(s)
+    ]
+    if unknown or not all(complete(s) for s in out_shapes):
         warnings.warn(
             f"infer_shape: cannot decide the shapes of {unknown or 'some outputs'}; "
             "give their shapes (or more input shapes) to infer_shape",
