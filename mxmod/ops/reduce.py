@@ -161,13 +161,27 @@ for _name, _fn in (("argmax", jnp.argmax), ("argmin", jnp.argmin)):
         )
     )
 
+
+def _channel_shape(a, s):
+    """MXNet's legacy ``argmax_channel`` is ``argmax(axis=1)``: (N, C, ...) -> (N, ...)."""
+    if len(s) < 2:
+        fail(
+            f"argmax_channel reduces axis 1 but the data has shape {tuple(s)}; give at least "
+            "2-D (batch, channel, ...) data or use argmax(axis=0)"
+        )
+    return s[:1] + s[2:]
+
+
+def _channel_argmax(a, x):
+    _channel_shape(a, x.shape)  # the imperative path skips shape inference
+    return jnp.argmax(x, axis=1).astype(x.dtype)
+
+
 register(
     OpDef(
         name="argmax_channel",
-        infer_shape=_unary(lambda a, s: s[:-1] or (1,)),
-        lower=_lower1(
-            lambda a, x: jnp.argmax(x, axis=-1).astype(x.dtype).reshape(x.shape[:-1] or (1,))
-        ),
+        infer_shape=_unary(_channel_shape),
+        lower=_lower1(_channel_argmax),
     )
 )
 
