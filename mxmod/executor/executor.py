@@ -16,6 +16,10 @@ import numpy as np
 from .. import random as mxrandom
 from ..base import MXNetError
 from ..ndarray import NDArray
+from ..symbol.cse import eliminate_common_expr
+from ..symbol.cse import enabled as cse_enabled
+from ..symbol.graph import copy_graph
+from ..symbol.symbol import Symbol
 from .arrays import reshaped_arrays
 from .head_grads import missing_head_grads_error, outputs_needing_head_grads
 from .lower import GraphFn
@@ -124,6 +128,7 @@ class Executor:
         self._monitor = None
         self.outputs: list = self._allocate_outputs(out_specs)
         self._shares_outputs_of: Optional[Executor] = None  # set by reshape()
+        self._fold_common = cse_enabled()  # read at bind, as MXNet
 
     # ----------------------------------------------------------- dict views
     @property
@@ -306,6 +311,15 @@ class Executor:
         )  # fmt: skip
         new._shares_outputs_of = self  # MXNet's reshaped executor writes into the base's memory
         return new
+
+    def get_optimized_symbol(self):
+        """The graph as MXNet 1.9.1 binds it: common sub-expressions folded unless
+        ``MXNET_ELIMINATE_COMMON_EXPR=0`` was set at bind (``symbol/cse.py``). mxmod runs
+        the bound graph either way (XLA folds them too): only the returned symbol differs.
+        MXNet's backend fusions (MKLDNN subgraphs) are not shown."""
+        if self._fold_common:
+            return Symbol(eliminate_common_expr(self._symbol._outputs))
+        return Symbol(copy_graph(self._symbol._outputs, {}))
 
     def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
         self._monitor = callback
