@@ -257,3 +257,36 @@ def test_image_record_iter_scales_up_small_images_as_mxnet(case):
     # bicubic rounding may differ by one level between OpenCV builds
     tol = 1 if RECORD_CASES[case].get("inter_method") in (2, 9) else 0
     np.testing.assert_allclose(got, want, atol=tol, rtol=0)
+
+
+# ----------------------------------------------------------------- example/dsd: SGD subclasses
+def test_sgd_subclass_update_is_not_called_by_module_fit_as_mxnet():
+    want = np.load(os.path.join(FIX, "sgd_subclass.npz"))
+    calls = []
+
+    class Pruning(mx.optimizer.SGD):  # example/dsd's SparseSGD overrides update() only
+        def update(self, index, weight, grad, state):
+            calls.append(index)
+            assert isinstance(weight, mx.nd.NDArray)  # dsd's check (lists would fail it)
+            weight[:] = 0
+
+    got = {}
+    for tag, opt in (("param", Pruning), ("plain", mx.optimizer.SGD)):
+        net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=3, name="fc")
+        net = mx.sym.SoftmaxOutput(net, name="sm")
+        mod = mx.mod.Module(net, context=[mx.cpu(0), mx.cpu(1)], label_names=["sm_label"])
+        it = mx.io.NDArrayIter(want["x"], want["y"], batch_size=5, label_name="sm_label")
+        mod.fit(
+            it,
+            num_epoch=2,
+            arg_params={"fc_weight": mx.nd.array(want["w0"]), "fc_bias": mx.nd.zeros(3)},
+            optimizer=opt(learning_rate=0.1, momentum=0.9, wd=0.004),
+        )
+        for k, v in mod.get_params()[0].items():
+            got[f"{tag}:{k}"] = v.asnumpy()
+            np.testing.assert_allclose(got[f"{tag}:{k}"], want[f"{tag}:{k}"], rtol=1e-4, atol=1e-5)
+    assert bool(want["called"]) is False and not calls  # SGD's own rule ran, as in MXNet
+    # the subclass's update() is still what a direct call runs
+    w = mx.nd.ones((2,))
+    Pruning().update(0, w, mx.nd.ones((2,)), None)
+    assert calls == [0] and (w.asnumpy() == 0).all()

@@ -28,6 +28,9 @@ __all__ = ["Optimizer", "register", "create"]
 
 _REGISTRY = Registry("optimizer", case_sensitive=False)
 _HAS_RULE = weakref.WeakKeyDictionary()  # class -> whether its update is its _rule
+# MXNet 1.9.1's SGD, NAG, LARS and LAMB define update_multi_precision as their own rule: the
+# Updater (so Module) never calls a subclass's overridden update() (MXNet's example/dsd).
+_MP_RULE_CLASSES = ("SGD", "NAG", "LARS", "LAMB")
 _CACHES = ("_sig_cache", "_static_cache", "_custom_probe", "_fused_shapes")  # not pickled
 
 
@@ -226,6 +229,9 @@ class Optimizer:
         if known is None:
             imperative = ("update", "update_multi_precision", "create_state",
                           "create_state_multi_precision")  # fmt: skip
+            if any(k.__name__ in _MP_RULE_CLASSES and k.__module__.startswith(__package__)
+                   for k in cls.__mro__):  # fmt: skip
+                imperative = imperative[1:]
             rule_owner = _owner(cls, "_rule")
             known = rule_owner is not Optimizer and all(
                 issubclass(rule_owner, _owner(cls, a)) for a in imperative

@@ -28,8 +28,9 @@ def net(hidden=16):
     return mx.sym.SoftmaxOutput(h, name="softmax")
 
 
-class HostSGD(mx.optimizer.SGD):
-    """An optimizer whose update reads a host value (no compiled form)."""
+class HostSGD(mx.optimizer.Optimizer):
+    """An optimizer whose update reads a host value (no compiled form). Not an SGD subclass:
+    MXNet's Updater never calls an SGD subclass's update() (SGD's rule runs)."""
 
     def update(self, index, weight, grad, state):
         lr = self.learning_rate * float(grad.asnumpy().size > 0)
