@@ -26,6 +26,9 @@ if _logging.getLogger("jax").level == _logging.NOTSET:
 del _logging
 
 from .base import MXNetError  # noqa: E402
+from . import compile_cache  # noqa: E402
+
+compile_cache.enable_by_default()  # MXMOD_CACHE_DIR= turns it off (mxmod/compile_cache.py)
 
 # A worker started by a launcher (DMLC_* or JAX_* variables) joins its job now, before JAX's
 # first computation (see mxmod/kvstore/dist.py).

@@ -6,6 +6,9 @@ os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 ).strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# compile counts are asserted: no persistent cache unless a test turns one on itself
+# (tests/test_persistent_cache.py runs fresh processes against a temporary one)
+os.environ["MXMOD_CACHE_DIR"] = ""
 
 import jax  # noqa: E402
 
