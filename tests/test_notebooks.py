@@ -41,6 +41,13 @@ def _check_checkpoint(curve):
     assert curve["after"]["0-4"] > 0.9  # old ones kept
 
 
+def _check_export(curve):
+    assert curve["x"] == ["mxmod", "onnx", "stablehlo"]
+    assert len(set(curve["accuracy"])) == 1 and curve["accuracy"][0] > 0.9  # digits 0-4
+    assert max(curve["max_rel_diff"].values()) <= 1e-5
+    assert min(curve["agree"].values()) == 1.0
+
+
 # notebook: (small parameters, curve file stem, check of the curve data)
 CASES = {
     "01_module_quickstart.ipynb": (
@@ -59,6 +66,7 @@ CASES = {
         _check_bucketing,
     ),
     "04_mxnet_checkpoint.ipynb": ("NUM_EPOCH = 4", "checkpoint_curve", _check_checkpoint),
+    "05_export.ipynb": ("N_SAMPLES = 200", "export_curve", _check_export),
 }
 
 
