@@ -294,3 +294,11 @@ def test_input_errors(tmp_path):
     mx.onnx.export_model(sym, [args, aux], input_shape=[(2, 3, 9, 9)], input_type=np.float32,
                          onnx_file_path=out)  # fmt: skip
     assert os.path.exists(out)
+
+
+def test_fix_gamma_leaves_gamma_out(tmp_path):
+    sym = mx.sym.BatchNorm(mx.sym.Variable("data"), fix_gamma=True, name="bn")
+    got, want = export_and_run(tmp_path, sym, {"data": (2, 3, 4, 4)})
+    assert_same(got, want)
+    inits = {i.name for i in onnx.load(str(tmp_path / "model.onnx")).graph.initializer}
+    assert "bn_gamma" not in inits and {"bn_beta", "bn_moving_var"} <= inits

@@ -120,7 +120,10 @@ def build_graph(onnx: Any, sym, params: dict, io: GraphIO, inferred: Inferred, o
         )
         translation(node.op.name, opset)(b, n)
     outputs = _graph_outputs(b, names, sym, inferred, dynamic)
-    graph = b.helper.make_graph(b.nodes, "mxmod_exported_model", inputs, outputs, b.initializers)
+    # parameters no translation reads (a fix_gamma BatchNorm's gamma) stay out of the file
+    read = {i for node in b.nodes for i in node.input} | {o.name for o in outputs}
+    kept = [t for t in b.initializers if t.name in read]
+    graph = b.helper.make_graph(b.nodes, "mxmod_exported_model", inputs, outputs, kept)
     model = b.helper.make_model(
         graph,
         producer_name="mxmod",
