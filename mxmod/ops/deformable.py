@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._attrs import Param, choice, optional, p_bool, p_float, p_int, p_shape
 from ._def import OpDef, fail, register
-from .roi import cround
+from .roi import cround, fdiv, group_index, rounded
 
 sg = jax.lax.stop_gradient
 
@@ -167,19 +168,27 @@ def _dps_shape(a, s):
     return s, [out, out]
 
 
+def _part_index(n_bins: int, part: int) -> np.ndarray:
+    """MXNet's part cell of each bin: ``floor(float(p) / n_bins * part)`` in float32."""
+    p = np.arange(n_bins, dtype=np.float32)
+    return np.floor(p / np.float32(n_bins) * np.float32(part)).astype(np.int32)
+
+
 def _dps_lower(a, ins, aux, ctx):
     data, rois = ins[0], sg(ins[1])
     b, c, h, w = data.shape
     n, k, gs, sp = rois.shape[0], a.pooled_size, a.group_size, a.sample_per_part
     part = a.part_size or k
     sc = a.spatial_scale
-    x1, y1 = cround(rois[:, 1]) * sc - 0.5, cround(rois[:, 2]) * sc - 0.5
-    x2, y2 = (cround(rois[:, 3]) + 1.0) * sc - 0.5, (cround(rois[:, 4]) + 1.0) * sc - 0.5
+    # MXNet's float32 arithmetic, each product rounded before the sum that uses it
+    x1, y1 = rounded(cround(rois[:, 1]) * sc) - 0.5, rounded(cround(rois[:, 2]) * sc) - 0.5
+    x2 = rounded((cround(rois[:, 3]) + 1.0) * sc) - 0.5
+    y2 = rounded((cround(rois[:, 4]) + 1.0) * sc) - 0.5
     rw, rh = jnp.maximum(x2 - x1, 0.1), jnp.maximum(y2 - y1, 0.1)
-    bw, bh = rw / k, rh / k
-    p = jnp.arange(k)
-    part_i = jnp.floor(p / k * part).astype(jnp.int32)
-    grp = jnp.clip(jnp.floor(p * gs / k).astype(jnp.int32), 0, gs - 1)
+    bw, bh = fdiv(rw, k), fdiv(rh, k)
+    p = jnp.arange(k, dtype=data.dtype)
+    part_i = jnp.asarray(_part_index(k, part))
+    grp = jnp.asarray(group_index(k, gs))
     ctop = jnp.arange(a.output_dim)
     if a.no_trans:
         tx = ty = jnp.zeros((n, a.output_dim, k, k), data.dtype)
@@ -190,18 +199,19 @@ def _dps_lower(a, ins, aux, ctx):
         tr = trans.reshape(n, n_cls, 2, part, part)[:, cls][:, :, :, part_i][:, :, :, :, part_i]
         tx, ty = tr[:, :, 0] * a.trans_std, tr[:, :, 1] * a.trans_std  # (N, Co, K, K)
     ws = (
-        p[None, None, None, :] * bw[:, None, None, None]
+        rounded(p[None, None, None, :] * bw[:, None, None, None])
         + x1[:, None, None, None]
-        + tx * rw[:, None, None, None]
+        + rounded(tx * rw[:, None, None, None])
     )
     hs = (
-        p[None, None, :, None] * bh[:, None, None, None]
+        rounded(p[None, None, :, None] * bh[:, None, None, None])
         + y1[:, None, None, None]
-        + ty * rh[:, None, None, None]
+        + rounded(ty * rh[:, None, None, None])
     )
     i = jnp.arange(sp, dtype=data.dtype)
-    xs = ws[..., None, None] + i[None, :] * (bw / sp)[:, None, None, None, None, None]
-    ys = hs[..., None, None] + i[:, None] * (bh / sp)[:, None, None, None, None, None]
+    sub_w, sub_h = fdiv(bw, sp), fdiv(bh, sp)
+    xs = ws[..., None, None] + rounded(i[None, :] * sub_w[:, None, None, None, None, None])
+    ys = hs[..., None, None] + rounded(i[:, None] * sub_h[:, None, None, None, None, None])
     xs, ys = jnp.broadcast_arrays(xs, ys)  # (N, Co, K, K, S, S)
     ok = ~((xs < -0.5) | (xs > w - 0.5) | (ys < -0.5) | (ys > h - 0.5))
     # clamp to the map; MXNet's trans gradient ignores the clamp (straight-through)

@@ -21,6 +21,7 @@ from ..base import MXNetError
 from ._attrs import Param, p_bool, p_float, p_float_tuple, p_int
 from ._def import OpDef, fail, register
 from .detection import compact, greedy_nms
+from .roi import fdiv, rounded
 
 sg = jax.lax.stop_gradient
 f32 = np.float32
@@ -98,7 +99,7 @@ def _one(a, prob, deltas, info, batch_index):
         bw = boxes[:, 2] - boxes[:, 0] + 1
         bh = boxes[:, 3] - boxes[:, 1] + 1
         cx, cy = boxes[:, 0] + 0.5 * (bw - 1), boxes[:, 1] + 0.5 * (bh - 1)
-        px, py = d[:, 0] * bw + cx, d[:, 1] * bh + cy
+        px, py = rounded(d[:, 0] * bw) + cx, rounded(d[:, 1] * bh) + cy
         pw, ph = jnp.exp(d[:, 2]) * bw, jnp.exp(d[:, 3]) * bh
         pred = jnp.stack(
             [px - 0.5 * (pw - 1), py - 0.5 * (ph - 1), px + 0.5 * (pw - 1), py + 0.5 * (ph - 1)], -1
@@ -106,8 +107,8 @@ def _one(a, prob, deltas, info, batch_index):
     hi = jnp.stack([im_w - 1, im_h - 1, im_w - 1, im_h - 1])
     pred = jnp.maximum(jnp.minimum(pred, hi), 0.0)
     # cells past the real image (padding) score -1
-    real_h = jnp.floor(im_h / stride).astype(jnp.int32)
-    real_w = jnp.floor(im_w / stride).astype(jnp.int32)
+    real_h = jnp.floor(fdiv(im_h, stride)).astype(jnp.int32)  # a true float division, as MXNet's
+    real_w = jnp.floor(fdiv(im_w, stride)).astype(jnp.int32)
     cell_h = jnp.repeat(jnp.arange(hh), ww * n_a)
     cell_w = jnp.tile(jnp.repeat(jnp.arange(ww), n_a), hh)
     score = jnp.where((cell_h >= real_h) | (cell_w >= real_w), -1.0, score)
@@ -126,7 +127,7 @@ def _one(a, prob, deltas, info, batch_index):
     def overlap(b, bs):
         w = jnp.maximum(0.0, jnp.minimum(b[2], bs[:, 2]) - jnp.maximum(b[0], bs[:, 0]) + 1)
         h = jnp.maximum(0.0, jnp.minimum(b[3], bs[:, 3]) - jnp.maximum(b[1], bs[:, 1]) + 1)
-        inter = w * h
+        inter = rounded(w * h)  # no fused multiply-add into the union below
         ib = (b[2] - b[0] + 1) * (b[3] - b[1] + 1)
         return inter / (ib + area - inter)
 

@@ -20,11 +20,31 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._attrs import Param, p_bool, p_float, p_int, p_shape
 from ._def import OpDef, fail, register
 
 sg = jax.lax.stop_gradient
+# full float32 sums as MXNet's kernels (GPUs would otherwise round matmul inputs to TF32)
+EXACT = jax.lax.Precision.HIGHEST
+
+
+def fdiv(num, den):
+    """``num / den`` rounded as one IEEE float division, as MXNet's C++ kernels compute it.
+    XLA rewrites a division by a constant or a broadcast into a multiplication by the
+    reciprocal (``ceil(3 * (1 / 7) * 7)`` is 4, not 3), which moves integer bin boundaries;
+    a full-shape divisor behind an optimisation barrier keeps the true division."""
+    num, den = jnp.broadcast_arrays(num, jnp.asarray(den, jnp.result_type(num)))
+    return num / jax.lax.optimization_barrier(den)
+
+
+def rounded(x):
+    """``x`` kept as its own rounded result: XLA contracts a product and the sum that uses it
+    into one fused multiply-add (one rounding where MXNet's C++ has two), which moves
+    boundaries that land on integers. A select between the two (an identity: NaN stays NaN)
+    is something neither XLA nor LLVM contracts through."""
+    return jnp.where(x != x, jnp.asarray(jnp.nan, x.dtype), x)
 
 
 def cround(x):
@@ -64,8 +84,8 @@ def apply_separable(data, sel, ay, ax, ps_groups):
     gh, gw, (ngh, ngw) = ps_groups
     b, c, h, w = data.shape
     x = data.reshape(b, c // (ngh * ngw), ngh, ngw, h, w)[:, :, gh][:, :, :, gw]  # B,C,PH,PW,H,W
-    t = jnp.einsum("nph,nb,bcpqhw->npcqw", ay, sel, x)
-    return jnp.einsum("npcqw,nqw->ncpq", t, ax)
+    t = jnp.einsum("nph,nb,bcpqhw->npcqw", ay, sel, x, precision=EXACT)
+    return jnp.einsum("npcqw,nqw->ncpq", t, ax, precision=EXACT)
 
 
 # ------------------------------------------------------------------ ROIAlign
@@ -87,20 +107,23 @@ def _align_shape(a, s):
     return s, [(rois[0], c, ph, pw)]
 
 
-def _align_taps(start, size, n_bins: int, n_in: int, grid, g_max: int):
+def _align_taps(start, size, n_bins: int, n_in: int, grid, g_max: int, windowed=False):
     """Sparse interpolation along one axis: (index, weight) pairs (N, bins, 2 * g_max) giving
     MXNet's bilinear weights of each sampling point, averaged over the ``grid`` (N,) points
-    of a bin (unused points weigh 0)."""
-    binsz = size / n_bins
-    i = jnp.arange(g_max, dtype=start.dtype)
+    of a bin (unused points weigh 0). ``windowed``: the ``g_max`` points evaluated start
+    just before the first one inside the map (points outside weigh 0 anyway), so a bin of
+    any size is exact when ``g_max`` covers the map."""
+    binsz = fdiv(size, n_bins)
     p = jnp.arange(n_bins, dtype=start.dtype)
     g = grid.astype(start.dtype)[:, None, None]
-    y = (
-        start[:, None, None]
-        + p[None, :, None] * binsz[:, None, None]
-        + ((i[None, None, :] + 0.5) * binsz[:, None, None] / g)
-    )
-    used = (i[None, None, :] < g) & ~((y < -1.0) | (y > n_in))
+    base = start[:, None, None] + rounded(p[None, :, None] * binsz[:, None, None])
+    i = jnp.arange(g_max, dtype=start.dtype)[None, None, :]
+    if windowed:  # first point at or past -1, estimated, less a margin for rounding
+        step = binsz[:, None, None] / g
+        first = jnp.ceil((-1.0 - base) / step - 0.5) - 2.0
+        i = i + jnp.clip(first, 0.0, jnp.maximum(g - g_max, 0.0))
+    y = base + fdiv((i + 0.5) * binsz[:, None, None], g)
+    used = (i < g) & ~((y < -1.0) | (y > n_in))
     y = jnp.maximum(y, 0.0)
     low = jnp.floor(y).astype(jnp.int32)
     edge = low >= n_in - 1
@@ -108,7 +131,7 @@ def _align_taps(start, size, n_bins: int, n_in: int, grid, g_max: int):
     high = jnp.where(edge, n_in - 1, low + 1)
     y = jnp.where(edge, low.astype(y.dtype), y)
     ly = y - low
-    scale = used / g
+    scale = fdiv(used.astype(start.dtype), g)
     return (jnp.concatenate([low, high], -1), jnp.concatenate([(1 - ly) * scale, ly * scale], -1))
 
 
@@ -129,8 +152,8 @@ def _align_rows(data, bidx, yi, yw, ax):
     yw = jnp.where(ok[:, None, None], yw, 0).astype(data.dtype)
 
     def block(r, wt, a_x):
-        t = jnp.einsum("npk,npkx->npx", wt, img[r]).reshape(r.shape[0], ph, c, w)
-        return jnp.einsum("npcw,nqw->npcq", t, a_x)
+        t = jnp.einsum("npk,npkx->npx", wt, img[r], precision=EXACT)
+        return jnp.einsum("npcw,nqw->npcq", t.reshape(r.shape[0], ph, c, w), a_x, precision=EXACT)
 
     chunk = max(1, (1 << 20) // (ph * k * c * w))
     if n <= chunk:
@@ -150,25 +173,39 @@ def _align_lower(a, ins, aux, ctx):
     ph, pw = _pooled(a)
     b, _, h, w = data.shape
     off = 0.5 if a.aligned else 0.0
-    x1, y1, x2, y2 = (rois[:, i] * a.spatial_scale - off for i in range(1, 5))
+    x1, y1, x2, y2 = (rounded(rois[:, i] * a.spatial_scale) - off for i in range(1, 5))
     rw, rh = x2 - x1, y2 - y1
     if not a.aligned:
         rw, rh = jnp.maximum(rw, 1.0), jnp.maximum(rh, 1.0)
+    groups = (jnp.arange(ph), jnp.arange(pw), (ph, pw))
     if a.sample_ratio > 0:
         gy = gx = jnp.full(rois.shape[:1], a.sample_ratio)
         gmy = gmx = a.sample_ratio
     else:
-        gy, gx = jnp.ceil(rh / ph), jnp.ceil(rw / pw)
+        gy, gx = jnp.ceil(fdiv(rh, ph)), jnp.ceil(fdiv(rw, pw))
         gmy, gmx = max(1, math.ceil((h + 2) / ph)), max(1, math.ceil((w + 2) / pw))
-        gy, gx = jnp.clip(gy, 1, gmy), jnp.clip(gx, 1, gmx)
-    yi, yw = _align_taps(y1, rh, ph, h, gy, gmy)
-    ax = _dense(*_align_taps(x1, rw, pw, w, gx, gmx), w).astype(data.dtype)
-    if not a.position_sensitive:
-        return [_align_rows(data, rois[:, 0].astype(jnp.int32), yi, yw, ax)]
-    groups = (jnp.arange(ph), jnp.arange(pw), (ph, pw))
-    return [
-        apply_separable(data, roi_batch(rois, b), _dense(yi, yw, h).astype(data.dtype), ax, groups)
-    ]
+
+    def capped(data):
+        yi, yw = _align_taps(y1, rh, ph, h, jnp.clip(gy, 1, gmy), gmy)
+        ax = _dense(*_align_taps(x1, rw, pw, w, jnp.clip(gx, 1, gmx), gmx), w).astype(data.dtype)
+        if not a.position_sensitive:
+            return _align_rows(data, rois[:, 0].astype(jnp.int32), yi, yw, ax)
+        ay = _dense(yi, yw, h).astype(data.dtype)
+        return apply_separable(data, roi_batch(rois, b), ay, ax, groups)
+
+    def dense(data):
+        """Regions larger than the map by over two cells: their bins hold more points than
+        the capped grid; a window of (map + 5) points per bin covers every point inside."""
+        ay = _dense(*_align_taps(y1, rh, ph, h, gy, h + 5, True), h).astype(data.dtype)
+        ax = _dense(*_align_taps(x1, rw, pw, w, gx, w + 5, True), w).astype(data.dtype)
+        if a.position_sensitive:
+            return apply_separable(data, roi_batch(rois, b), ay, ax, groups)
+        sel = roi_batch(rois, b)
+        return jnp.einsum("nph,nb,bchw,nqw->ncpq", ay, sel, data, ax, precision=EXACT)
+
+    if a.sample_ratio > 0:
+        return [capped(data)]
+    return [jax.lax.cond(jnp.all((gy <= gmy) & (gx <= gmx)), capped, dense, data)]
 
 
 register(
@@ -202,7 +239,7 @@ def _pool_shape(a, s):
 
 def _bins(start, size, n_bins: int, n_in: int):
     """ROIPooling's integer bin bounds (N, bins) along one axis, clipped to [0, n_in]."""
-    binsz = size.astype(jnp.float32) / n_bins
+    binsz = fdiv(size.astype(jnp.float32), n_bins)
     p = jnp.arange(n_bins, dtype=jnp.float32)
     lo = jnp.floor(p[None] * binsz[:, None]).astype(jnp.int32) + start[:, None]
     hi = jnp.ceil((p[None] + 1) * binsz[:, None]).astype(jnp.int32) + start[:, None]
@@ -213,7 +250,9 @@ def _pool_lower(a, ins, aux, ctx):
     data, rois = ins[0], sg(ins[1])
     ph, pw = _pooled(a)
     _, _, h, w = data.shape
-    x1, y1, x2, y2 = (cround(rois[:, i] * a.spatial_scale).astype(jnp.int32) for i in range(1, 5))
+    x1, y1, x2, y2 = (
+        cround(rounded(rois[:, i] * a.spatial_scale)).astype(jnp.int32) for i in range(1, 5)
+    )
     hs, he = _bins(y1, jnp.maximum(y2 - y1 + 1, 1), ph, h)
     ws, we = _bins(x1, jnp.maximum(x2 - x1 + 1, 1), pw, w)
     rows = (jnp.arange(h)[None, None] >= hs[..., None]) & (
@@ -265,17 +304,24 @@ def _ps_shape(a, s):
     return s, [(rois[0], a.output_dim, a.pooled_size, a.pooled_size)]
 
 
-def avg_axis(start, end, n_bins: int, n_in: int, dtype):
-    """PSROIPooling's averaging matrix (N, bins, n_in) along one axis."""
-    size = jnp.maximum(end - start, 0.1)
-    binsz = size / n_bins
+def avg_axis(start, size, n_bins: int, n_in: int, dtype):
+    """PSROIPooling's averaging matrix (N, bins, n_in) along one axis of a region from
+    ``start`` of ``size`` (at least 0.1) cells."""
+    binsz = fdiv(size, n_bins)
     p = jnp.arange(n_bins, dtype=start.dtype)
-    lo = jnp.clip(jnp.floor(p[None] * binsz[:, None] + start[:, None]), 0, n_in)
-    hi = jnp.clip(jnp.ceil((p[None] + 1) * binsz[:, None] + start[:, None]), 0, n_in)
+    lo = jnp.clip(jnp.floor(rounded(p[None] * binsz[:, None]) + start[:, None]), 0, n_in)
+    hi = jnp.clip(jnp.ceil(rounded((p[None] + 1) * binsz[:, None]) + start[:, None]), 0, n_in)
     i = jnp.arange(n_in, dtype=start.dtype)
     inside = (i[None, None] >= lo[..., None]) & (i[None, None] < hi[..., None])
     count = jnp.maximum(hi - lo, 1.0)[..., None]
     return (inside / count).astype(dtype)
+
+
+def group_index(n_bins: int, groups: int) -> np.ndarray:
+    """``floor(float(p) * groups / n_bins)`` in float32 as MXNet computes it, clipped."""
+    p = np.arange(n_bins, dtype=np.float32)
+    g = np.floor(p * np.float32(groups) / np.float32(n_bins)).astype(np.int32)
+    return np.clip(g, 0, groups - 1)
 
 
 def _ps_lower(a, ins, aux, ctx):
@@ -283,11 +329,11 @@ def _ps_lower(a, ins, aux, ctx):
     b, _, h, w = data.shape
     k, g = a.pooled_size, _group(a)
     sc = a.spatial_scale
-    x1, y1 = cround(rois[:, 1]) * sc, cround(rois[:, 2]) * sc
-    x2, y2 = (cround(rois[:, 3]) + 1.0) * sc, (cround(rois[:, 4]) + 1.0) * sc
-    ay = avg_axis(y1, y1 + jnp.maximum(y2 - y1, 0.1), k, h, data.dtype)
-    ax = avg_axis(x1, x1 + jnp.maximum(x2 - x1, 0.1), k, w, data.dtype)
-    gidx = jnp.clip(jnp.floor(jnp.arange(k) * g / k).astype(jnp.int32), 0, g - 1)
+    x1, y1 = rounded(cround(rois[:, 1]) * sc), rounded(cround(rois[:, 2]) * sc)
+    x2, y2 = rounded((cround(rois[:, 3]) + 1.0) * sc), rounded((cround(rois[:, 4]) + 1.0) * sc)
+    ay = avg_axis(y1, jnp.maximum(y2 - y1, 0.1), k, h, data.dtype)
+    ax = avg_axis(x1, jnp.maximum(x2 - x1, 0.1), k, w, data.dtype)
+    gidx = jnp.asarray(group_index(k, g))
     return [apply_separable(data, roi_batch(rois, b), ay, ax, (gidx, gidx, (g, g)))]
 
 

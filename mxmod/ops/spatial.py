@@ -30,17 +30,26 @@ def _need_4d(what: str, shape) -> None:
 
 
 # ------------------------------------------------------------------ BilinearResize2D
+def _scaled(size: int, scale: float) -> int:
+    """``int(float32(scale) * size)``: MXNet scales shapes in float32 (``0.7 * 90`` is 63)."""
+    return int(np.float32(scale) * np.float32(size))
+
+
 def _resize_dim(a, size: int, which: str) -> int:
     """MXNet's output height/width of BilinearResize2D for one input dimension."""
     target = a.height if which == "height" else a.width
     scale = a.scale_height if which == "height" else a.scale_width
     mode = a.mode
     if mode == "size":
-        return int(size * scale) if scale is not None else target
+        if a.scale_height is None:  # MXNet then uses height/width, even with scale_width
+            return target
+        if scale is None:
+            _bad("scale_height without scale_width: pass both (MXNet fails on this too)")
+        return _scaled(size, scale)
     if mode == "odd_scale":
         if scale is None:
             _bad(f"mode='odd_scale' needs scale_{which}; pass scale_height= and scale_width=")
-        return int((size - 1) * scale + 1) if size % 2 else int(size * scale)
+        return _scaled(size - 1, scale) + 1 if size % 2 else _scaled(size, scale)
     if mode == "to_even_down":
         return size - size % 2
     if mode == "to_even_up":
