@@ -139,8 +139,37 @@ def _beside(value, like):
     return jax.device_put(value, like.sharding if len(like.sharding.device_set) == 1 else None)
 
 
-def _read_only(value):
-    raise MXNetError("outputs are read-only: they are recomputed by forward()")
+def _written(g, p) -> dict:
+    """Outputs of batch ``p`` the user wrote into, by index. MXNet's outputs are plain
+    arrays: a write stays until the next ``forward`` (``backward`` and ``update`` leave it),
+    as MXNet's stochastic-depth example relies on (``outputs[i] += ...``)."""
+    w = g.__dict__.get("_written_outs")
+    return w[1] if w is not None and w[0] is p else {}
+
+
+def _write_output(g, p, i, k, value) -> None:
+    """Write ``value`` into output ``i`` of the current batch ``p`` (device ``k``'s slice,
+    or all of it when ``k`` is None: one device's merged outputs are its own)."""
+    if p is None:
+        raise MXNetError("outputs: no batch yet; call forward(data_batch) before writing them")
+    cur = _written(g, p).get(i)
+    if cur is None:
+        g.ensure_outputs()
+        cur = g._outs[i]
+    value = jnp.asarray(value, cur.dtype)
+    axis, s = g.output_layouts[i], g._slice(k)
+    if s is not None and axis >= 0 and len(g.contexts) > 1:
+        idx = [slice(None)] * cur.ndim
+        idx[axis] = s
+        value = cur.at[tuple(idx)].set(_beside(value, cur))
+    if value.shape != cur.shape:
+        raise MXNetError(
+            f"output {g.output_names[i]!r}: cannot write an array of shape {value.shape} "
+            f"into one of shape {cur.shape}"
+        )
+    if g.__dict__.get("_written_outs", (None,))[0] is not p:
+        g._written_outs = (p, {})
+    g._written_outs[1][i] = jax.device_put(value, cur.sharding)
 
 
 def _state_view(g, kind: str, name: str, k):
@@ -240,16 +269,29 @@ def output_view(g, i, k):
                 shape[axis] = g.batch_size if s is None else s.stop - s.start
             return _zeros(g, tuple(shape), np.float32, None, k)
         g.ensure_outputs()
-        return slice_of(g._progs.placement.local(g._outs[i], axis), axis, g._slice(k))
+        out = _written(g, g._pending).get(i)
+        out = g._outs[i] if out is None else out
+        return slice_of(g._progs.placement.local(out, axis), axis, g._slice(k))
 
-    return StateView(read, _read_only, g._ctx(k))
+    def write(value):
+        _write_output(g, g._pending, i, k, value)
+
+    return StateView(read, write, g._ctx(k))
 
 
 def kept_output_view(g, p, i):
-    """Output ``i`` of batch ``p`` as handed out merged (kept when a later batch came)."""
+    """Output ``i`` of batch ``p`` as handed out merged (kept when a later batch came).
+
+    As MXNet's merged outputs of several devices, it is a new array: writing into it
+    changes this array only, not what ``get_outputs`` returns next."""
+    mine: dict = {}
 
     def read():
-        if p.saved_outs is not None:
+        if "value" in mine:
+            return mine["value"]
+        if i in _written(g, p):  # a device's part written (get_outputs(False))
+            outs = _written(g, p)
+        elif p.saved_outs is not None:
             outs = p.saved_outs
         elif p is g._pending:
             g.ensure_outputs()
@@ -261,7 +303,17 @@ def kept_output_view(g, p, i):
             )
         return g._progs.placement.local(outs[i], g.output_layouts[i])
 
-    return StateView(read, _read_only, g._ctx(None))
+    def write(value):
+        cur = read()
+        value = jnp.asarray(value, cur.dtype)
+        if value.shape != cur.shape:
+            raise MXNetError(
+                f"output {g.output_names[i]!r}: cannot write an array of shape "
+                f"{value.shape} into one of shape {cur.shape}"
+            )
+        mine["value"] = jax.device_put(value, cur.sharding)
+
+    return StateView(read, write, g._ctx(None))
 
 
 def input_grad_view(g, name, k):
