@@ -244,6 +244,9 @@ def test_unsupported_operator_names_it_and_writes_nothing(tmp_path):
          "mode='always'"),
         (mx.sym.BatchNorm(mx.sym.Variable("data"), output_mean_var=True, name="bn"), "bn",
          "output_mean_var=True"),
+        (mx.sym.Pooling(mx.sym.Variable("data"), kernel=(3, 3), stride=(3, 3), pad=(2, 2),
+                        pooling_convention="full", name="pf"), "pf",
+         "pooling_convention='full' whose last window starts in the padding"),
     ],
 )  # fmt: skip
 def test_unsupported_option_names_it_and_writes_nothing(tmp_path, sym, node, what):

@@ -80,6 +80,13 @@ def pooling(b: GraphBuilder, n: NodeCtx) -> None:
     pad = _spatial(n, a.pad, 0, k)
     attrs = dict(kernel_shape=list(a.kernel), strides=_spatial(n, a.stride, 1, k), pads=pad + pad)
     full = a.pooling_convention == "full"
+    if full:
+        for x, o, s, p in zip(n.in_shapes[0][2:], n.out_shapes[0][2:], attrs["strides"], pad):
+            if (o - 1) * s >= x + p:  # ONNX drops a last window that starts in the padding
+                raise n.unsupported(
+                    "pooling_convention='full' whose last window starts in the padding "
+                    f"(input {x}, stride {s}, pad {p})"
+                )
     if kind == "lp":
         if full:
             raise n.unsupported("pool_type='lp' with pooling_convention='full'")
