@@ -196,33 +196,38 @@ class _Pending:
             _active.add(self.tmp)
 
     def commit(self) -> None:
-        """Rename the data onto ``fname`` (atomic: readers see the old file or the new)."""
-        if self.fd is not None:
-            self._name()
-            folder_fd = os.open(os.path.dirname(self.tmp), os.O_RDONLY)
-            try:  # a dir fd makes CPython call linkat, which follows the /proc link
-                os.link(
-                    f"/proc/self/fd/{self.fd}",
-                    os.path.basename(self.tmp),
-                    dst_dir_fd=folder_fd,
-                    follow_symlinks=True,
-                )
-                linked = True
-            except OSError:  # e.g. a sandbox that cannot link /proc fds: named files from now
-                linked = _unnamed_ok[0] = False
-            finally:
-                os.close(folder_fd)
+        """Put the data at ``fname`` atomically (readers see the old file or the new). An
+        unnamed file is linked to a temp name renamed over ``fname`` at once (the only
+        moment a kill can leave a temp file; the next write or load removes it)."""
+        if self.fd is not None and not self._link_unnamed():
             mode = os.fstat(self.fd).st_mode & 0o7777
-            os.close(self.fd)
-            self.fd = None
-            if not linked:
+            self.discard()
+            self._write_named(self.data, mode)
+        self.data = None
+        if self.tmp is not None:
+            os.replace(self.tmp, self.fname)
+            with _lock:
+                _active.discard(self.tmp)
+            self.tmp = None
+        self.discard()
+
+    def _link_unnamed(self) -> bool:
+        """Link the unnamed file to a temp name; False when this system cannot link
+        ``/proc`` fds (named temp files from then on)."""
+        folder_fd = os.open(os.path.dirname(os.path.abspath(self.fname)), os.O_RDONLY)
+        src = f"/proc/self/fd/{self.fd}"
+        self._name()
+        try:  # a dir fd makes CPython call linkat, which follows the /proc link
+            os.link(src, os.path.basename(self.tmp), dst_dir_fd=folder_fd)
+            return True
+        except OSError:
+            _unnamed_ok[0] = False
+            if self.tmp is not None:
                 _discard(self.tmp)
-                self._write_named(self.data, mode)
-            self.data = None
-        os.replace(self.tmp, self.fname)
-        with _lock:
-            _active.discard(self.tmp)
-        self.tmp = None
+                self.tmp = None
+            return False
+        finally:
+            os.close(folder_fd)
 
     def discard(self) -> None:
         if self.fd is not None:
