@@ -2,9 +2,9 @@
 
 MXNet 1.9.1 binds a graph with this pass unless ``MXNET_ELIMINATE_COMMON_EXPR=0``: two
 nodes with the same operator, the same attribute strings and the same inputs become one
-(the first in graph order stays), repeatedly, so whole repeated sub-expressions fold. A
-graph output that folding made a duplicate of an earlier output gets a ``_copy`` node
-(``<node>_<k>_copy``) so the outputs stay distinct arrays. Nodes that never fold, as in
+(the first in graph order stays), repeatedly, so whole repeated sub-expressions fold.
+After each round of folding, a graph output that repeats an earlier one gets a ``_copy``
+node (``<node>_<k>_copy``) so the outputs stay distinct arrays. Nodes that never fold, as in
 MXNet: variables, nodes without inputs, random operators, operators writing their aux
 states, and stateful operators (MXNet's legacy ``OperatorProperty`` ops such as
 ``SliceChannel``, ``MakeLoss``, ``Dropout``, ``Custom``).
@@ -66,27 +66,26 @@ def _fold_once(order: list[Node]) -> dict[int, Node]:
 
 
 def eliminate_common_expr(heads: list[tuple[Node, int]]) -> list[tuple[Node, int]]:
-    """The heads of a copy of the graph under ``heads`` with common sub-expressions folded."""
+    """The heads of a copy of the graph under ``heads`` with common sub-expressions folded.
+
+    As MXNet, each round folds what it finds, then gives every output that repeats an
+    earlier one a ``_copy`` node; copies fold too in later rounds (three equal outputs
+    end as ``x``, ``x_0_copy``, ``x_0_copy_0_copy``)."""
     heads = copy_graph(heads, {})  # fresh operator nodes: folding rewires their inputs
-    moved = [False] * len(heads)
+    copy_op = get_op("_copy")
     while True:
         order = topo_order(heads)
         replaced = _fold_once(order)
         if not replaced:
-            break
+            return heads
         for node in order:
             node.inputs = [(replaced.get(id(c), c), k) for c, k in node.inputs]
+        heads = [(replaced.get(id(n), n), k) for n, k in heads]
+        copies: dict[tuple, int] = {}
         for i, (node, k) in enumerate(heads):
-            if id(node) in replaced:
-                heads[i] = (replaced[id(node)], k)
-                moved[i] = True
-    copies: dict[tuple, int] = {}
-    copy_op = get_op("_copy")
-    for i, (node, k) in enumerate(heads):
-        key = (id(node), k)
-        if key not in copies:
-            copies[key] = 0
-        elif moved[i]:  # a duplicate made by folding: MXNet isolates it with a copy
+            key = (id(node), k)
+            if key not in copies:
+                copies[key] = 0
+                continue
             heads[i] = (Node(copy_op, f"{node.name}_{copies[key]}_copy", {}, [(node, k)]), 0)
             copies[key] += 1
-    return heads
