@@ -31,8 +31,10 @@ def outputs_needing_head_grads(
     """Names of ``graph``'s outputs whose head gradient the gradients w.r.t.
     ``diff_names`` read (empty when no output needs one). Cached per graph, differentiated
     set, mode and argument shapes; only abstract values are traced, nothing runs."""
-    if all(graph.is_loss):
-        return []
+    heads = graph.symbol._outputs
+    blocked = [n.op is not None and n.op.name == "BlockGrad" for n, _ in heads]
+    if all(loss or b for loss, b in zip(graph.is_loss, blocked)):
+        return []  # loss heads and BlockGrad never read theirs: nothing to trace
     args = {n: args[n] for n in graph.arg_names if n in args}
     aux = {n: aux[n] for n in graph.aux_names if n in aux}
     diff = tuple(n for n in diff_names if n in args)
