@@ -25,6 +25,7 @@ from .head_grads import missing_head_grads_error, outputs_needing_head_grads
 from .lower import GraphFn
 from .monitor_taps import backward_taps
 from .programs import vjp_step
+from .step import zero_key
 
 
 class Compiled:
@@ -164,7 +165,7 @@ class Executor:
             ]
         elif out_specs is None or any(s is None or s[0] is None or s[1] is None for s in out_specs):
             forward = functools.partial(self._compiled.forward, is_train=False)
-            outs, _ = jax.eval_shape(forward, self._args(), self._aux(), _zero_key())
+            outs, _ = jax.eval_shape(forward, self._args(), self._aux(), zero_key())
             out_specs = [(o.shape, o.dtype) for o in outs]
         device = self._ctx.jax_device
         return [
@@ -181,7 +182,7 @@ class Executor:
         return {n: _on(a._data, dev) for n, a in zip(self._aux_names, self.aux_arrays)}
 
     def _key(self):
-        return mxrandom.next_key() if self._compiled.graph.has_random else _zero_key()
+        return mxrandom.next_key() if self._compiled.graph.has_random else zero_key()
 
     def forward(self, is_train: bool = False, **kwargs: Any) -> list:
         """Run the graph; ``kwargs`` are copied into the named argument arrays first."""
@@ -351,13 +352,3 @@ def _on(arr, device):
     if device is None or here is None or here == device:
         return arr
     return jax.device_put(arr, device)
-
-
-_ZERO_KEY = []
-
-
-def _zero_key():
-    """A fixed key for graphs without random operators (made once: key creation syncs)."""
-    if not _ZERO_KEY:
-        _ZERO_KEY.append(jax.random.PRNGKey(0))
-    return _ZERO_KEY[0]

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 @jax.tree_util.register_dataclass
@@ -63,6 +64,17 @@ class StepResult:
     stats: Any  # per-device metric statistics (``()`` without a metric)
     grads: dict  # the reduced gradients, when kept
     input_grads: dict  # gradients of the inputs, when kept
+
+
+_ZERO_KEY: list = []
+
+
+def zero_key():
+    """The key of graphs without random operators: ``PRNGKey(0)``, copied to the default
+    device once (built on the host: nothing to compile)."""
+    if not _ZERO_KEY:
+        _ZERO_KEY.append(jax.device_put(np.zeros(2, np.uint32)))
+    return _ZERO_KEY[0]
 
 
 # ------------------------------------------------------------------ per-device weights

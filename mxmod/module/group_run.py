@@ -26,19 +26,10 @@ from ..io import DataBatch
 from .. import random as mxrandom
 from ..kvstore.dist import flush_across_workers
 from ..executor.head_grads import missing_head_grads_error, outputs_needing_head_grads
-from ..executor.step import PER_DEVICE, STACKED_SUM, SUM, Batch
+from ..executor.step import PER_DEVICE, STACKED_SUM, SUM, Batch, zero_key
 from ..metric import note_host_update
 from ..ndarray import NDArray
 from .train_state import PendingStep
-
-_ZERO_KEY = []
-
-
-def _zero_key():
-    """A fixed key for graphs without random operators (made once: key creation syncs)."""
-    if not _ZERO_KEY:
-        _ZERO_KEY.append(jax.random.PRNGKey(0))
-    return _ZERO_KEY[0]
 
 
 def _take(arr, axis, s, n_dev):
@@ -167,7 +158,7 @@ def forward(self, data_batch, is_train=None) -> None:
     if self._graph.has_random:
         key = mxrandom.next_key()
     else:
-        key = _zero_key()
+        key = zero_key()
     self._pending = PendingStep(
         self._load(data_batch, is_train), getattr(data_batch, "label", None), is_train, key
     )

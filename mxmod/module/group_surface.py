@@ -116,13 +116,17 @@ def _write_per_device(self, name, by_dev: dict) -> None:
 def _write_whole(self, kind, name, value) -> None:
     store = self.state.params if kind == "param" else self.state.aux
     cur = store[name]
-    arr = value if isinstance(value, jax.Array) else jnp.asarray(np.asarray(value))
+    if isinstance(value, jax.Array):
+        arr = value if value.dtype == cur.dtype else value.astype(cur.dtype)
+    else:
+        arr = np.asarray(value, dtype=cur.dtype)  # host values: no program to compile
     if tuple(arr.shape) != tuple(cur.shape):
         raise MXNetError(f"{name!r}: cannot write shape {tuple(arr.shape)} into {tuple(cur.shape)}")
-    # a private copy: the compiled step donates (deletes) the buffers it replaces
-    arr = jnp.array(arr, dtype=cur.dtype, copy=True)
     place = getattr(self._progs.placement, "place_replicated", None)  # dist_sync
-    arr = place(arr) if place else jax.device_put(arr, self._progs.replicated())
+    if place:
+        arr = place(jnp.array(arr, copy=True))
+    else:  # a private copy: the compiled step donates (deletes) the buffers it replaces
+        arr = jax.device_put(arr, self._progs.replicated(), may_alias=False)
     if kind == "param":
         self.state.params = {**self.state.params, name: arr}
         self.state.version += 1

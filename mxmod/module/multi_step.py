@@ -36,17 +36,16 @@ from __future__ import annotations
 import sys
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import random as mxrandom
 from ..base import names_list
 from ..executor.loss_scale import scaled_step_parts
 from ..executor.replicas import ReplicaPrograms
-from ..executor.step import Batch
+from ..executor.step import Batch, zero_key
 from ..io import DataBatch
 from .checkpoint import BatchEndParam
-from .group_run import _zero_key, serial_on_cpu
+from .group_run import serial_on_cpu
 from .train_state import PendingStep
 
 
@@ -156,7 +155,7 @@ class _OneStep:
         self.sig = self.fn = self.last = self.progs = self.descs = self.bound = None
         self.reduction = self.holder = None
         self.first = None if self.box.state else []
-        self.zero_key = None if group._graph.has_random else _zero_key()
+        self.zero_key = None if group._graph.has_random else zero_key()
 
     def __call__(self, batch):
         """Run ``batch``'s step and return its metric statistics, or None (nothing run)
@@ -343,18 +342,18 @@ def _run_block(module, block, metric):
     names = tuple(last_inputs)
     n = len(block)
     if n == 1:  # the very program the Module's own calls compile
-        key = mxrandom.next_key() if group._graph.has_random else _zero_key()
+        key = mxrandom.next_key() if group._graph.has_random else zero_key()
         fn = group._progs.train_step(names, rule, metric, (), reduction, feed)
         state, res = fn(state, Batch(last_inputs, key), box.optimizer.fused_hyper(first))
         outs, stats = res.outs, res.stats
     else:
         if group._graph.has_random:
-            key = jnp.stack([mxrandom.next_key() for _ in block])
-            keys, key = key, key[-1]
+            keys = np.stack([mxrandom.next_key() for _ in block])  # host keys: no program
+            key = keys[-1]
         else:  # the fixed key of graphs without random operators, stacked once per size
             if n not in _ZERO_KEYS:
-                _ZERO_KEYS[n] = jnp.stack([_zero_key()] * n)
-            keys, key = _ZERO_KEYS[n], _zero_key()
+                _ZERO_KEYS[n] = jax.device_put(np.zeros((n, 2), np.uint32))
+            keys, key = _ZERO_KEYS[n], zero_key()
         hypers = [box.optimizer.fused_hyper(first) for _ in block]
         hypers = jax.tree_util.tree_map(lambda *xs: np.array(xs), *hypers)  # stacked per leaf
         fn = group._progs.train_steps(n, names, rule, metric, feed, reduction)

@@ -1,8 +1,9 @@
 """Random state and samplers behind ``mx.random`` and ``mx.nd.random``.
 
-MXNet keeps one generator per device; mxmod keeps one global ``jax.random``
-key (plus one per context seeded with ``seed(s, ctx=...)``) and splits it for
-every draw. As in MXNet, an unseeded program is deterministic (default seed 0)
+MXNet keeps one generator per device; mxmod keeps one global host generator
+(plus one per context seeded with ``seed(s, ctx=...)``) that hands out a fresh
+``jax.random`` key (raw uint32[2]) for every draw: no device work and no
+compile per key. As in MXNet, an unseeded program is deterministic (default seed 0)
 and ``seed(s)`` makes later draws reproducible; the values differ from MXNet's.
 
 Other modules (initializers, dropout, iterators) take keys with
@@ -44,13 +45,17 @@ def seed(seed_state: int, ctx: Any = "all") -> None:
     """
     if not isinstance(seed_state, integer_types) or isinstance(seed_state, bool):
         raise ValueError(f"seed_state must be int, got {type(seed_state).__name__}")
-    key = jax.random.PRNGKey(int(seed_state) & 0xFFFFFFFF)
+    stream = _stream(int(seed_state))
     with _LOCK:
         if ctx == "all":
             _STATE.clear()
-            _STATE["all"] = key
+            _STATE["all"] = stream
         else:
-            _STATE[Context(ctx)] = key
+            _STATE[Context(ctx)] = stream
+
+
+def _stream(seed_state: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(seed_state & 0xFFFFFFFF))
 
 
 def next_key(ctx: Context | None = None) -> jax.Array:
@@ -60,15 +65,13 @@ def next_key(ctx: Context | None = None) -> jax.Array:
         ctx: the context a draw is for; only matters after ``seed(s, ctx=ctx)``.
 
     Returns:
-        A raw uint32 key (``jax.random.PRNGKey`` format).
+        A raw uint32 key (``jax.random.PRNGKey`` format), as a host array.
     """
     with _LOCK:
         slot = ctx if ctx is not None and ctx in _STATE else "all"
         if slot not in _STATE:
-            _STATE["all"] = jax.random.PRNGKey(0)
-        new, sub = jax.random.split(_STATE[slot])
-        _STATE[slot] = new
-    return sub
+            _STATE["all"] = _stream(0)
+        return _STATE[slot].integers(0, 2**32, size=2, dtype=np.uint32)
 
 
 def draw_size(n: int) -> int:

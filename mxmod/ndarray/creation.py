@@ -8,6 +8,7 @@ MXNet (a numpy int64 or float64 array becomes float32 unless ``dtype`` is given)
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
@@ -105,11 +106,20 @@ def ragged_hint(obj: Any) -> str:
     return " (only numbers, in rows of equal length, convert)"
 
 
+HOST_FILL_BYTES = 1 << 20  # filled on the host and copied up to this size (any device)
+
+
 def _filled(shape: Any, val: Any, ctx: Any, dtype: Any) -> NDArray:
+    """A constant array. Made on the host and copied when small or on a CPU (no program to
+    compile per shape); filled on the accelerator when large."""
     ctx = _ctx(ctx)
     dt = _dtype(dtype)
     fill = np.asarray(val).astype(dt)
-    return NDArray(jnp.full(_shape(shape), fill, dtype=dt, device=ctx.jax_device), ctx)
+    shape = _shape(shape)
+    dev = ctx.jax_device
+    if dev.platform == "cpu" or math.prod(shape) * fill.itemsize <= HOST_FILL_BYTES:
+        return NDArray(jax.device_put(np.full(shape, fill, dtype=dt), dev), ctx)
+    return NDArray(jnp.full(shape, fill, dtype=dt, device=dev), ctx)
 
 
 def _filled_out(shape: Any, val: Any, ctx: Any, dtype: Any, out: NDArray | None) -> NDArray:
