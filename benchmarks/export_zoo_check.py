@@ -87,11 +87,13 @@ def check(prefix: str) -> list:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("models", nargs="*", default=DEFAULT)
-    ap.add_argument("--keep", default=None, help="folder for MXNet's exports (kept)")
+    ap.add_argument("--keep", default=None, help="folder for MXNet's exports (kept, reused)")
     args = ap.parse_args()
     out = args.keep or tempfile.mkdtemp(prefix="export_zoo_")
-    res = subprocess.run([MXNET_PY, GEN, out, *args.models], capture_output=True, text=True)
-    if res.returncode != 0:
+    todo = [m for m in args.models if not os.path.exists(os.path.join(out, m + "-io.npz"))]
+    res = subprocess.run([MXNET_PY, GEN, out, *todo], capture_output=True, text=True) if todo \
+        else None  # fmt: skip
+    if res is not None and res.returncode != 0:
         print(res.stdout + res.stderr)
         return 1
     print(XLA_NOTE)
