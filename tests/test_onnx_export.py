@@ -84,7 +84,7 @@ def test_get_operator_support():
     assert ops == sorted(ops)
     for name in ("Convolution", "BatchNorm", "Pooling", "SoftmaxOutput", "_plus", "split"):
         assert name in ops  # aliases too
-    assert "RNN" not in ops and "Correlation" not in ops
+    assert "RNN" in ops and "SequenceMask" not in ops and "ROIPooling" not in ops
     assert mx.onnx.get_operator_support(12) == ops
     with pytest.raises(NotImplementedError, match="opset_version=11"):
         mx.onnx.get_operator_support(11)
@@ -195,12 +195,16 @@ def rnn_cell(kind):
         cell.add(mx.rnn.ResidualCell(mx.rnn.GRUCell(6, prefix="s1_")))
         cell.add(mx.rnn.DropoutCell(0.3, prefix="s2_"))
         return cell
+    if kind == "fused_lstm":  # the RNN operator
+        return mx.rnn.FusedRNNCell(4, num_layers=2, mode="lstm", bidirectional=True, prefix="f_")
     return mx.rnn.BidirectionalCell(mx.rnn.LSTMCell(3, prefix="bl_"),
                                     mx.rnn.GRUCell(3, prefix="br_"))  # fmt: skip
 
 
 @pytest.mark.parametrize("layout", ["NTC", "TNC"])
-@pytest.mark.parametrize("kind", ["rnn", "lstm", "gru", "stack_residual", "bidirectional"])
+@pytest.mark.parametrize(
+    "kind", ["rnn", "lstm", "gru", "stack_residual", "bidirectional", "fused_lstm"]
+)
 def test_rnn_cells_unrolled(tmp_path, kind, layout):
     """mx.rnn cells unrolled over 4 steps (zero begin states that follow the dynamic batch),
     merged outputs and the final states, at batch 1 and 3 of one export."""
