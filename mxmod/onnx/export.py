@@ -13,7 +13,8 @@ from .registry import check_opset, translation
 from .shapes import GraphIO, Inferred, graph_inputs, infer, load_params, load_symbol
 
 # the translation families register themselves on import
-from . import ops_activation, ops_elemwise, ops_nn, ops_reduce, ops_rnn, ops_shape  # noqa: F401
+from . import ops_activation, ops_elemwise, ops_index, ops_nn, ops_reduce, ops_rnn  # noqa: F401
+from . import ops_shape  # noqa: F401
 
 _LOG = logging.getLogger(__name__)
 _INSTALL = "pip install 'mxmod[onnx]'"

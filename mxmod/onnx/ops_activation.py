@@ -75,10 +75,10 @@ def _softmax_on(b: GraphBuilder, n: NodeCtx, x: str, axis: int, out: str, log=Fa
     return b.op("Transpose", [y], out, perm=perm)
 
 
-def _softmax(b: GraphBuilder, n: NodeCtx, log: bool) -> None:
+def _softmax(b: GraphBuilder, n: NodeCtx, log: bool, negate: bool = False) -> None:
     if n.a.use_length:
         raise n.unsupported("use_length=True")
-    x = n.x
+    x = b.op("Neg", [n.x]) if negate else n.x
     if n.a.temperature is not None and float(n.a.temperature) != 1.0:
         x = b.op("Div", [x, b.const(n.a.temperature, n.in_dtypes[0])])
     if n.out_dtypes[0] != n.in_dtypes[0]:
@@ -89,6 +89,11 @@ def _softmax(b: GraphBuilder, n: NodeCtx, log: bool) -> None:
 @register("softmax")
 def softmax(b: GraphBuilder, n: NodeCtx) -> None:
     _softmax(b, n, log=False)
+
+
+@register("softmin")
+def softmin(b: GraphBuilder, n: NodeCtx) -> None:
+    _softmax(b, n, log=False, negate=True)
 
 
 @register("log_softmax")

@@ -129,3 +129,19 @@ def add_n(b: GraphBuilder, n: NodeCtx) -> None:
 @register("Cast")
 def cast(b: GraphBuilder, n: NodeCtx) -> None:
     b.op("Cast", [n.x], n.out, to=b.onnx_type(n.out_dtypes[0]))
+
+
+@register("smooth_l1")
+def smooth_l1(b: GraphBuilder, n: NodeCtx) -> None:
+    """0.5 (s x)^2 where |x| < 1/s^2, else |x| - 0.5/s^2."""
+    dt, s2 = n.in_dtypes[0], float(n.a.scalar) ** 2
+    ax = b.op("Abs", [n.x])
+    quad = b.op("Mul", [b.op("Mul", [n.x, n.x]), b.const(0.5 * s2, dt)])
+    lin = b.op("Sub", [ax, b.const(0.5 / s2, dt)])
+    b.op("Where", [b.op("Less", [ax, b.const(1.0 / s2, dt)]), quad, lin], n.out)
+
+
+@register("cbrt")
+def cbrt(b: GraphBuilder, n: NodeCtx) -> None:
+    mag = b.op("Pow", [b.op("Abs", [n.x]), b.const(1.0 / 3.0, n.in_dtypes[0])])
+    b.op("Mul", [b.op("Sign", [n.x]), mag], n.out)
