@@ -207,13 +207,14 @@ def _node(raw: dict, version: int, source: str, i: int) -> Node:
     if version < MXNET_VERSION:
         attrs = {(f"__{k}__" if k in HIDDEN_KEYS else k): v for k, v in attrs.items()}
     if raw["op"] == "null":
+        _check_int_flag(attrs, "__storage_type__", source, i, "'0' (default), '1' (row_sparse)")
         if attrs.get("__storage_type__", "0") not in ("0", "-1"):
             raise NotImplementedError(
                 f"{source}: nodes[{i}] ({raw['name']!r}) has __storage_type__="
                 f"{attrs['__storage_type__']} (row_sparse/csr): sparse storage is not supported "
                 f"by mxmod; remove the attribute to use dense arrays"
             )
-        _check_dtype_flag(attrs, source, i)
+        _check_int_flag(attrs, "__dtype__", source, i, "'0' (float32), '2' (float16)")
         return Node(None, raw["name"], attrs)
     try:
         op = get_op(raw["op"])
@@ -242,10 +243,10 @@ def _node(raw: dict, version: int, source: str, i: int) -> Node:
     return node
 
 
-def _check_dtype_flag(attrs: dict, source: str, i: int) -> None:
-    """A variable's ``__dtype__`` is an integer type flag (MXNet loads any text and fails
-    at bind with ``invalid literal for int()``)."""
-    flag = attrs.get("__dtype__")
+def _check_int_flag(attrs: dict, key: str, source: str, i: int, examples: str) -> None:
+    """A variable's ``__dtype__``/``__storage_type__`` is an integer flag (MXNet loads any
+    text and fails at bind, e.g. ``invalid literal for int()``)."""
+    flag = attrs.get(key)
     if flag is None:
         return
     try:
@@ -253,9 +254,9 @@ def _check_dtype_flag(attrs: dict, source: str, i: int) -> None:
     except (TypeError, ValueError):
         raise json_schema.fail(
             source,
-            f"nodes[{i}].attrs.__dtype__",
-            f"{flag!r} is not a dtype flag",
-            "an integer type flag such as '0' (float32) or '2' (float16)",
+            f"nodes[{i}].attrs.{key}",
+            f"{flag!r} is not a {key.strip('_').replace('_', ' ')} flag",
+            f"an integer flag such as {examples}",
         ) from None
 
 
