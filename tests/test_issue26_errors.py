@@ -9,6 +9,7 @@ import io
 import json
 import os
 import pickle
+import sys
 import zipfile
 from pathlib import Path
 
@@ -319,3 +320,45 @@ def test_no_temp_file_after_a_killed_write_and_load_cleans_stale_ones(tmp_path):
     mx.model.load_checkpoint(prefix, 1)  # a load removes what a killed writer left
     assert not stale.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []
+
+
+# ----------------------------------------------------------------------------- MXNet verdicts
+FIXTURES = Path(__file__).parent / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+# operator attributes (the operator table, mxmod/ops, owns their parsing): bounds MXNet
+# checks at load and mxmod at shape inference (Convolution num_filter=0, LeakyReLU
+# slope=1e400), and Python 2 longs in tuples ('(2L, 3L)'), which MXNet reads and mxmod refuses
+LONG_SUFFIX = "_" + str(__import__("targeted_mutations").ATTR_VALUES.index("(2L, 3L)"))
+OPS_BOUNDS = {
+    ("checkpoint/bn_net-symbol.json", "attr_18_slope_4"),
+    ("checkpoint/lenet-symbol.json", "attr_3_num_filter_6"),
+    ("checkpoint/lenet-symbol.json", "attr_8_num_filter_6"),
+}
+
+
+@pytest.mark.parametrize(
+    "every", [4, pytest.param(1, marks=pytest.mark.slow)], ids=["quarter", "all"]
+)
+def test_targeted_symbol_mutants_refused_as_mxnet_refuses(every):
+    import file_mutations as fm
+    import targeted_mutations as tm
+
+    verdicts = json.loads((FIXTURES / "issue26" / "symbol_verdicts.json").read_text())["bases"]
+    loaded_but_refused_by_mxnet, refused_but_mxnet_binds = set(), []
+    for rel, v in verdicts.items():
+        cases = tm.symbol_mutants(fm.read_base(rel).decode())
+        assert len(cases) == v["n"]
+        for k, (case, text) in list(enumerate(cases))[::every]:
+            try:
+                mx.sym.load_json(text, source="t.json")
+                loaded = True
+            except (MXNetFileError, NotImplementedError) as e:
+                assert "t.json" in str(e)
+                loaded = False
+            if loaded and v["load"][k] != "A":
+                loaded_but_refused_by_mxnet.add((rel, case))
+            unsupported = "__storage_type__" in case  # sparse storage (NotImplementedError)
+            if not loaded and v["bind"][k] == "B" and not unsupported:
+                refused_but_mxnet_binds.append((rel, case))
+    assert loaded_but_refused_by_mxnet <= OPS_BOUNDS
+    assert all(c.endswith(LONG_SUFFIX) for _, c in refused_but_mxnet_binds)
