@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
+import inspect
 import io
 import json
 import os
@@ -70,13 +71,14 @@ def _bind(sym, shapes, full: bool):
 class Targeted:
     def __init__(self, limit: int | None = None, full_bind: bool = False):
         self.limit, self.full_bind = limit, full_bind
+        self.n_examples = 6
         self.counts = collections.defaultdict(collections.Counter)
         self.examples = collections.defaultdict(list)
 
     def record(self, reader, outcome, detail, case):
         self.counts[reader][outcome] += 1
         if outcome not in ("ok", "clean", "clean_at_first_weight") and (
-            len(self.examples[(reader, outcome)]) < 6
+            len(self.examples[(reader, outcome)]) < self.n_examples
         ):
             self.examples[(reader, outcome)].append(f"{case}: {detail}")
 
@@ -136,20 +138,23 @@ class Targeted:
 
     def updater(self):
         shapes, bases = self._bases()
+        named, names = {"source": "optimizer states 't.states'"}, ["t.states"]
+        if "source" not in inspect.signature(mx.optimizer.Updater.set_states).parameters:
+            named, names = {}, ["optimizer states"]  # mxmod before issue 26
         for kind, blob in bases:
             for case, mutant in list(self._mutants(blob))[: self.limit]:
                 upd = mx.optimizer.get_updater(mx.optimizer.create(kind.lower()))
                 loaded = []
 
                 def fn(mutant=mutant, upd=upd, loaded=loaded):
-                    upd.set_states(mutant, source="optimizer states 't.states'")
+                    upd.set_states(mutant, **named)
                     loaded.append(True)
                     for i, s in enumerate(shapes):
                         w = mx.nd.ones(s)
                         upd(i, mx.nd.ones(s), w)
                         w.asnumpy()
 
-                outcome, detail = fr._classify(fn, ["t.states"], 64 * 2**20)
+                outcome, detail = fr._classify(fn, names, 64 * 2**20)
                 if loaded and outcome == "clean":  # refused when a weight arrived
                     outcome = "clean_at_first_weight"
                 elif loaded and outcome != "ok":
@@ -188,11 +193,13 @@ def main():
     ap.add_argument("--readers", default="symbol,updater,module")
     ap.add_argument("--limit", type=int, default=None, help="mutants per base (default all)")
     ap.add_argument("--full-bind", action="store_true", help="also simple_bind + forward (slow)")
+    ap.add_argument("--examples", type=int, default=6, help="examples shown per outcome")
     args = ap.parse_args()
     import warnings
 
     warnings.simplefilter("ignore")
     t = Targeted(args.limit, args.full_bind)
+    t.n_examples = args.examples
     for reader in args.readers.split(","):
         getattr(t, reader)()
     bad = 0
