@@ -12,12 +12,17 @@ hidden outputs MXNet keeps (the grids) are returned too, so JSON graphs index th
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
 from ._attrs import Param, choice, optional, p_bool, p_float, p_int, p_shape
 from ._def import OpDef, register
+
+# interpolation and pooling weights applied in full float32, as MXNet's kernels (GPUs would
+# otherwise round the matmul inputs to TF32)
+EXACT = jax.lax.Precision.HIGHEST
 
 
 def _bad(msg: str) -> None:
@@ -101,7 +106,8 @@ def _resize_matrix(n_in: int, n_out: int, align_corners: bool) -> np.ndarray:
 
 
 def _separable(x, mh: np.ndarray, mw: np.ndarray):
-    out = jnp.einsum("nchw,oh,pw->ncop", x, jnp.asarray(mh, x.dtype), jnp.asarray(mw, x.dtype))
+    mh, mw = jnp.asarray(mh, x.dtype), jnp.asarray(mw, x.dtype)
+    out = jnp.einsum("nchw,oh,pw->ncop", x, mh, mw, precision=EXACT)
     return out.astype(x.dtype)
 
 
@@ -224,7 +230,7 @@ def _dst_grid(h: int, w: int, dtype) -> np.ndarray:
 
 def _affine_grid(theta, h: int, w: int):
     dst = jnp.asarray(_dst_grid(h, w, np.float32), theta.dtype)
-    grid = jnp.einsum("nij,jk->nik", theta.reshape(-1, 2, 3), dst)
+    grid = jnp.einsum("nij,jk->nik", theta.reshape(-1, 2, 3), dst, precision=EXACT)
     return grid.reshape(-1, 2, h, w), dst
 
 
