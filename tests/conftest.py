@@ -13,3 +13,14 @@ os.environ["MXMOD_CACHE_DIR"] = ""
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", False)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_compile_cache():
+    """Each test compiles its own programs: compile counts and program caches that tests
+    inspect (or patch) never leak between tests through the structural cache."""
+    from mxmod import executor  # imported by the first test that runs, not at collection
+
+    executor.forget_compiled()

@@ -12,11 +12,6 @@ import mxmod as mx
 from mxmod.base import MXNetError
 
 
-@pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    mx.executor.forget_compiled()  # the compile counts asserted here are the test's own
-
-
 VOCAB, HIDDEN, BUCKETS, BATCH = 12, 8, [3, 5], 4
 
 

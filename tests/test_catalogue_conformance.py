@@ -18,6 +18,7 @@ import pytest
 import mxmod as mx
 from mxmod.metric import _base as metric_base
 
+
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "catalogue")
 
 

@@ -1,14 +1,8 @@
 """Issue 24: one compile per (graph structure, shapes) across Symbols, Modules and buckets."""
 
 import numpy as np
-import pytest
 
 import mxmod as mx
-
-
-@pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    mx.executor.forget_compiled()  # the compile counts asserted here are the test's own
 
 
 def mlp():

@@ -12,11 +12,6 @@ from mxmod.base import MXNetError
 from mxmod.test_utils import assert_almost_equal, check_numeric_gradient
 
 
-@pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    mx.executor.forget_compiled()  # the compile counts asserted here are the test's own
-
-
 OUTPUTS_GOLD = json.loads(
     (pathlib.Path(__file__).parent / "fixtures" / "symbol_executor" / "goldens.json").read_text()
 )["executor_outputs"]

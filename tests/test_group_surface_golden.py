@@ -18,11 +18,6 @@ import pytest
 import mxmod as mx
 
 
-@pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    mx.executor.forget_compiled()  # the programs asserted here are the test's own
-
-
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "group_surface")
 with open(os.path.join(HERE, "surface.json")) as _f:
     GOLD = json.load(_f)

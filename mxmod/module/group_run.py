@@ -246,7 +246,8 @@ def request_update(self) -> None:
         self._current_grads()
         self._apply_update()
         return
-    if p.update_done:  # a second update on the same gradients
+    if p.update_done or p.update:  # a second update on the same gradients, as MXNet
+        self._keep_grads = True  # the first update must leave them
         self.flush()
         self._apply_update()
         return

@@ -48,6 +48,13 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=4096)
+def _program(fn, static: tuple):
+    """``fn`` with keyword arguments ``static`` as one jitted program (one compile per
+    operator, arguments and input shapes, instead of one per JAX primitive inside)."""
+    return jax.jit(functools.partial(fn, **dict(static)))
+
+
 def _check(x: Any, op: str, arg: str = "data") -> NDArray:
     if not isinstance(x, NDArray):
         raise TypeError(
@@ -79,10 +86,14 @@ def _axes(axis: Any, ndim: int, exclude: bool = False) -> tuple:
 def _reduce(fn, op: str, data: NDArray, axis: Any, keepdims: bool, exclude: bool) -> NDArray:
     _check(data, op)
     axes = _axes(axis, data.ndim, exclude)
-    out = fn(data._data, axis=axes, keepdims=keepdims)
-    if out.ndim == 0:
-        out = out.reshape(1)
-    return _like(out, data)
+    static = (("fn", fn), ("axis", axes), ("keepdims", keepdims), ("dtype", data._data.dtype))
+    return NDArray(_program(_reduced, static)(data._data), data._ctx)
+
+
+def _reduced(x, fn, axis, keepdims, dtype, **more):
+    """``fn`` over ``axis``, in ``dtype``, a full reduction as shape ``(1,)`` (MXNet's)."""
+    out = fn(x, axis=axis, keepdims=keepdims, **more).astype(dtype)
+    return out.reshape(1) if out.ndim == 0 else out
 
 
 def sum(data: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
@@ -116,7 +127,8 @@ def _arg(fn, op: str, data: NDArray, axis: Any, keepdims: bool) -> NDArray:
         out = fn(data._data.reshape(-1)).reshape(1)
         return _like(out.reshape((1,) * data.ndim) if keepdims else out, data)
     ax = _axes(axis, data.ndim)[0]
-    return _like(fn(data._data, axis=ax, keepdims=keepdims), data)
+    static = (("fn", fn), ("axis", ax), ("keepdims", keepdims), ("dtype", data._data.dtype))
+    return NDArray(_program(_reduced, static)(data._data), data._ctx)
 
 
 def argmax(data: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
@@ -141,15 +153,16 @@ def norm(
     if ord not in (1, 2):
         raise MXNetError(f"norm only supports ord=1 and ord=2, got ord={ord}")
     axes = _axes(axis, data.ndim)
-    x = data._data.astype(jnp.float32) if data._data.dtype == jnp.float16 else data._data
+    dtype = data._data.dtype if out_dtype is None else jax_dtype(out_dtype)
+    static = (("fn", _norm), ("axis", axes), ("keepdims", keepdims), ("dtype", dtype))
+    return NDArray(_program(_reduced, static + (("ord", ord),))(data._data), data._ctx)
+
+
+def _norm(x, axis, keepdims, ord):
+    x = x.astype(jnp.float32) if x.dtype == jnp.float16 else x
     if ord == 1:
-        out = jnp.sum(jnp.abs(x), axis=axes, keepdims=keepdims)
-    else:
-        out = jnp.sqrt(jnp.sum(jnp.square(x), axis=axes, keepdims=keepdims))
-    if out.ndim == 0:
-        out = out.reshape(1)
-    res = _like(out, data)
-    return res.astype(out_dtype) if out_dtype is not None else res
+        return jnp.sum(jnp.abs(x), axis=axis, keepdims=keepdims)
+    return jnp.sqrt(jnp.sum(jnp.square(x), axis=axis, keepdims=keepdims))
 
 
 def pick(
@@ -218,7 +231,7 @@ def _softmax_op(fn, name: str, doc: str):
         length: Any = None,
     ) -> NDArray:
         x = _softmax_args(data, name, temperature, use_length, length)
-        out = NDArray(fn(x, axis=axis), data._ctx)
+        out = NDArray(_program(fn, (("axis", axis),))(x), data._ctx)
         return out.astype(dtype) if dtype is not None else out
 
     return named(op, name, doc)
@@ -330,7 +343,7 @@ def minimum(lhs: Any, rhs: Any) -> NDArray:
 
 def _unary(fn, op: str):
     def f(data: NDArray) -> NDArray:
-        return _like(fn(_check(data, op)._data), data)
+        return _like(_program(fn, ())(_check(data, op)._data), data)
 
     return named(f, op, f"Element-wise ``{op}`` (``mx.nd.{op}``); keeps the input dtype.")
 
