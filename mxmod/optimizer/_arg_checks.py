@@ -11,9 +11,10 @@ from __future__ import annotations
 import difflib
 import inspect
 import numbers
+import re
 from typing import Any
 
-__all__ = ["check_number", "check_base_args", "check_lr_scheduler", "check_param_names"]
+__all__ = ["check_number", "check_base_args", "check_lr_scheduler", "unknown_param_error"]
 
 # the numeric settings of mx.lr_scheduler classes (those a scheduler has are checked)
 _SCHEDULER_NUMBERS = ("base_lr", "warmup_steps", "warmup_begin_lr", "step", "factor",
@@ -49,8 +50,8 @@ def check_number(owner: str, name: str, value: Any, allow_none: bool = False) ->
 
 
 def check_lr_scheduler(owner: str, scheduler: Any) -> None:
-    """``lr_scheduler`` must be None or a schedule: callable with ``num_update`` and holding
-    ``base_lr`` (an ``mx.lr_scheduler.LRScheduler``); its numeric settings must be numbers."""
+    """``lr_scheduler`` must be None or a schedule: callable with ``num_update`` (an
+    ``mx.lr_scheduler.LRScheduler``); its numeric settings must be numbers."""
     if scheduler is None:
         return
     if isinstance(scheduler, (numbers.Real, str)):
@@ -60,10 +61,10 @@ def check_lr_scheduler(owner: str, scheduler: Any) -> None:
             f"learning_rate={scheduler!r} instead, for a schedule e.g. "
             "lr_scheduler=mx.lr_scheduler.FactorScheduler(step=1000, factor=0.9)"
         )
-    if not callable(scheduler) or not hasattr(scheduler, "base_lr"):
+    if not callable(scheduler):
         raise TypeError(
             f"{owner}: lr_scheduler must be an mx.lr_scheduler.LRScheduler (callable with "
-            f"num_update, with a base_lr), got {type(scheduler).__name__}; e.g. "
+            f"num_update), got {type(scheduler).__name__}; e.g. "
             "lr_scheduler=mx.lr_scheduler.FactorScheduler(step=1000, factor=0.9)"
         )
     kind = type(scheduler).__name__
@@ -140,18 +141,19 @@ def _init_params(klass: type) -> tuple[list, bool]:
     return names, True
 
 
-def check_param_names(klass: type, kwargs: dict) -> None:
-    """Refuse a keyword ``klass`` does not take (``optimizer_params={'momentun': 0.9}``)
-    with its valid parameters and the closest one; Python's own error names neither."""
-    valid, open_ended = _init_params(klass)
-    if open_ended:
-        return
-    for key in kwargs:
-        if key not in valid:
-            close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise TypeError(
-                f"optimizer {klass.__name__} has no parameter {key!r} (from optimizer_params or "
-                f"the optimizer's keyword arguments); {hint}{klass.__name__} takes: "
-                f"{', '.join(sorted(valid))}"
-            )
+def unknown_param_error(klass: type, error: TypeError, kwargs: dict) -> TypeError | None:
+    """For Python's ``unexpected keyword argument 'momentun'`` raised by ``klass(**kwargs)``:
+    an error listing ``klass``'s parameters and the closest to the misspelt one (None when
+    ``error`` is another TypeError)."""
+    m = re.search(r"unexpected keyword argument '(\w+)'", str(error))
+    if m is None or m.group(1) not in kwargs:
+        return None
+    key = m.group(1)
+    valid, _ = _init_params(klass)
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return TypeError(
+        f"optimizer {klass.__name__} has no parameter {key!r} (from optimizer_params or "
+        f"the optimizer's keyword arguments); {hint}{klass.__name__} takes: "
+        f"{', '.join(sorted(valid))}"
+    )

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..registry import Registry
 from . import _imperative, _optax, _settings, fused
-from ._arg_checks import check_base_args, check_number, check_param_names, check_setting
+from ._arg_checks import check_base_args, check_number, check_setting, unknown_param_error
 from ._counts import UpdateCounts
 from ._mults import index_mults, sym_mults
 from .rules import LeafInfo, check_hyper, default_wd_mults
@@ -148,8 +148,13 @@ class Optimizer:
                 f"Cannot find optimizer {name}; registered optimizers are: "
                 f"{', '.join(_REGISTRY.names())}"
             )
-        check_param_names(klass, kwargs)
-        return klass(**kwargs)
+        try:
+            return klass(**kwargs)
+        except TypeError as e:  # a misspelt optimizer_params key: list the right ones
+            better = unknown_param_error(klass, e, kwargs)
+            if better is None:
+                raise
+            raise better from None
 
     # ------------------------------------------------------------------ learning rate
     @property
