@@ -211,6 +211,10 @@ def print_work(results):
             if "error" not in r[kind] and "error" not in r["mxnet"]:
                 agree = agrees(r["mxnet"], r[kind], WORK_FIELDS[job])
                 print(f"  {job:8s} mxmod {kind} agrees with MXNet (rtol 1e-3): {agree}")
+    print("\nWhere mxmod's cold compile seconds go (JAX function name: programs, seconds; top 12)")
+    for job, r in results.items():
+        for name, count, secs in r["cold"].get("compiles_by_name", [])[:12]:
+            print(f"  {job:8s} {secs:7.2f} s  {count:3d}  {name}")
     for job, r in results.items():
         for kind in ("mxnet", "cold", "warm"):
             if "error" in r[kind]:

@@ -52,17 +52,22 @@ def parse_args():
     return ap.parse_args()
 
 
-COMPILE_STATS = {"events": {}, "durations": {}}
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+COMPILE_STATS = {"events": {}, "durations": {}, "by_name": {}}
 
 
 def watch_compiles():
     """Count JAX's compile events (mxmod only); registered before mxmod is imported."""
     from jax._src import monitoring
 
-    def on_duration(event, duration, **_):
+    def on_duration(event, duration, fun_name=None, **_):
         entry = COMPILE_STATS["durations"].setdefault(event, [0, 0.0])
         entry[0] += 1
         entry[1] += duration
+        if event == BACKEND_COMPILE:
+            entry = COMPILE_STATS["by_name"].setdefault(str(fun_name), [0, 0.0])
+            entry[0] += 1
+            entry[1] += duration
 
     def on_event(event, **_):
         COMPILE_STATS["events"][event] = COMPILE_STATS["events"].get(event, 0) + 1
@@ -214,8 +219,12 @@ def make_train_iter(mx, updates):
         def __init__(self):
             super().__init__(BATCH)
             rng = np.random.RandomState(0)
-            # the largest bucket first (BucketingModule binds it), then shuffled, as toolkits do
-            order = [SRC_BUCKETS[-1]] + list(rng.choice(SRC_BUCKETS, size=updates - 1))
+            # the largest bucket first (BucketingModule binds it), then every bucket at least
+            # once, shuffled as toolkits do
+            rest = list(SRC_BUCKETS[:-1])
+            rest += [int(b) for b in rng.choice(SRC_BUCKETS, size=updates - len(SRC_BUCKETS))]
+            rng.shuffle(rest)
+            order = [SRC_BUCKETS[-1]] + rest
             prev = {s: (SRC_BUCKETS[i - 1] if i else 0) for i, s in enumerate(SRC_BUCKETS)}
             self.batches = [reverse_batch(rng, s, min(prev[s], s - 2)) for s in order]
             self.default_bucket_key = (SRC_BUCKETS[-1], SRC_BUCKETS[-1] + 1)
@@ -463,8 +472,10 @@ def main():
     result["in_process_s"] = round(time.perf_counter() - START, 3)
     if args.framework == "mxmod":
         durations = COMPILE_STATS["durations"]
-        compiles = durations.get("/jax/core/compile/backend_compile_duration", [0, 0.0])
+        compiles = durations.get(BACKEND_COMPILE, [0, 0.0])
         result["compiles"], result["compile_s"] = compiles[0], round(compiles[1], 3)
+        by_name = sorted(COMPILE_STATS["by_name"].items(), key=lambda kv: -kv[1][1])
+        result["compiles_by_name"] = [[name, n, round(t, 3)] for name, (n, t) in by_name]
         result["jax_durations"] = {k: [n, round(s, 3)] for k, (n, s) in durations.items()}
         result["jax_events"] = COMPILE_STATS["events"]
     sys.stdout.flush()
