@@ -17,6 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 from .placement import AXIS, spec
 from .step import SUM, Keyed, compose_step, make_update, scan_steps, split_per_device
+from .tiers import program_jit
 
 
 def vjp_step(
@@ -151,7 +152,7 @@ class Programs:
                 return outs, new_aux, self._stats(metric, inputs, outs)
 
             in_specs = (P(), P(), self._in_specs(input_names), P())
-            return jax.jit(pl.wrap(per_device, in_specs, (self._out_specs(), P(), P(AXIS))))
+            return program_jit(pl.wrap(per_device, in_specs, (self._out_specs(), P(), P(AXIS))))
 
         return self.cached(("fwd", is_train, input_names, metric_key(metric)), build, metric)
 
@@ -164,7 +165,7 @@ class Programs:
                 return self._stats(metric, inputs, outs)
 
             in_specs = (self._in_specs(input_names), self._out_specs())
-            return jax.jit(pl.wrap(per_device, in_specs, P(AXIS)))
+            return program_jit(pl.wrap(per_device, in_specs, P(AXIS)))
 
         return self.cached(("metric", input_names, metric_key(metric)), build, metric)
 
@@ -215,7 +216,9 @@ class Programs:
         (what MXNet's per-device ``grad_arrays`` show) instead of their sum."""
         key = ("fb", input_names, with_head_grads, metric_key(metric), stacked)
         return self.cached(
-            key, lambda: jax.jit(self._fb(input_names, with_head_grads, metric, stacked)), metric
+            key,
+            lambda: program_jit(self._fb(input_names, with_head_grads, metric, stacked)),
+            metric,
         )
 
     def update(self, rule: Keyed, reduction=SUM, stacked: bool = False):
@@ -232,7 +235,7 @@ class Programs:
                     grads = {n: g[None] for n, g in grads.items()}
                 return update(state, grads, hyper)
 
-            return jax.jit(run, donate_argnums=(0,))
+            return program_jit(run, donate_argnums=(0,))
 
         return self.cached(("upd", rule.key, reduction, stacked), build, rule)
 
@@ -249,7 +252,7 @@ class Programs:
 
         def build():
             step = self._step(input_names, rule, metric, keep, reduction, feed and feed.fn)
-            return jax.jit(step, donate_argnums=(0,))
+            return program_jit(step, donate_argnums=(0,))
 
         key = ("step", input_names, rule.key, metric_key(metric), keep, reduction)
         if feed is not None:
@@ -265,7 +268,7 @@ class Programs:
 
         def build():
             step = self._step(input_names, rule, metric, (), reduction, feed and feed.fn)
-            return jax.jit(scan_steps(step), donate_argnums=(0,))
+            return program_jit(scan_steps(step), donate_argnums=(0,))
 
         key = ("steps", n, input_names, rule.key, metric_key(metric), feed and feed.key)
         key += (reduction,)
