@@ -314,3 +314,13 @@ def test_fix_gamma_leaves_gamma_out(tmp_path):
     assert_same(got, want)
     inits = {i.name for i in onnx.load(str(tmp_path / "model.onnx")).graph.initializer}
     assert "bn_gamma" not in inits and {"bn_beta", "bn_moving_var"} <= inits
+
+
+def test_verbose_logs_each_node(tmp_path, caplog):
+    sym = small_cnn()
+    args, aux = ec.random_params(sym, {"data": (1, 3, 9, 9)})
+    with caplog.at_level("INFO", logger="mxmod.onnx.export"):
+        mx.onnx.export_model(sym, [args, aux], [(1, 3, 9, 9)], onnx_file_path=str(tmp_path / "v"),
+                             verbose=True)  # fmt: skip
+    converted = [r.getMessage() for r in caplog.records if "Converting" in r.getMessage()]
+    assert len(converted) == 7 and "op: Convolution, name: c1" in converted[0]

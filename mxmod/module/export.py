@@ -6,6 +6,11 @@ parameters baked in as constants, lowered for CPU, CUDA and TPU. The result is t
 ``jax.export.Exported.serialize()``; any JAX program reloads it with
 ``jax.export.deserialize(data).call(*inputs)`` (no mxmod needed), and the module text
 (``.mlir_module()``) feeds any StableHLO consumer.
+
+The parameters are constants of the program, so the first call compiles them in (ResNet-50:
+~12 s on 2 busy CPU cores, then 0.7 s per batch of 4). XLA folds operations on constants at
+that compile: a dense layer lowered as ``x @ w.T`` makes it transpose the weight element by
+element (VGG's 400 MB fc6: minutes on CPU).
 """
 
 from __future__ import annotations
