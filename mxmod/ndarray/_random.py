@@ -24,7 +24,8 @@ import numpy as np
 
 from ..base import MXNetError, integer_types
 from ..context import Context, current_context
-from .ndarray import NDArray, jax_dtype
+from .creation import requested_dtype
+from .ndarray import NDArray
 
 __all__ = ["seed", "next_key", "uniform", "normal", "randint", "shuffle"]
 
@@ -118,7 +119,7 @@ def _resolve(
     if dtype is None:
         dtype = out.dtype if out is not None else default_dt
     ctx = out.context if out is not None else (current_context() if ctx is None else Context(ctx))
-    return shape, jax_dtype(dtype), ctx
+    return shape, requested_dtype(dtype, f"mx.nd.random.{op}"), ctx
 
 
 def _finish(data: jax.Array, ctx: Context, out: NDArray | None) -> NDArray:
