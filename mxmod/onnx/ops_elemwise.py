@@ -91,8 +91,7 @@ def compare_scalar(b: GraphBuilder, n: NodeCtx) -> None:
 _UNARY = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "negative": "Neg",
           "reciprocal": "Reciprocal", "floor": "Floor", "ceil": "Ceil", "sin": "Sin",
           "cos": "Cos", "tan": "Tan", "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan",
-          "sinh": "Sinh", "cosh": "Cosh", "erf": "Erf", "sign": "Sign",
-          "rint": "Round"}  # fmt: skip
+          "sinh": "Sinh", "cosh": "Cosh", "erf": "Erf", "sign": "Sign"}  # fmt: skip
 
 
 @register(*_UNARY)
@@ -100,7 +99,7 @@ def unary(b: GraphBuilder, n: NodeCtx) -> None:
     b.op(_UNARY[n.op], [n.x], n.out)
 
 
-@register("square", "rsqrt", "log1p", "expm1", "round", "fix", "trunc", "logical_not")
+@register("square", "rsqrt", "log1p", "expm1", "round", "rint", "fix", "trunc", "logical_not")
 def unary_composite(b: GraphBuilder, n: NodeCtx) -> None:
     x, dt = n.x, n.in_dtypes[0]
     if n.op == "square":
@@ -114,6 +113,10 @@ def unary_composite(b: GraphBuilder, n: NodeCtx) -> None:
     elif n.op == "round":  # halves away from zero (ONNX Round rounds them to even)
         mag = b.op("Floor", [b.op("Add", [b.op("Abs", [x]), b.const(0.5, dt)])])
         b.op("Mul", [b.op("Sign", [x]), mag], n.out)
+    elif n.op == "rint":  # the nearer of floor and ceil, floor on a tie (ONNX Round: even)
+        lo, hi = b.op("Floor", [x]), b.op("Ceil", [x])
+        nearer_lo = b.op("LessOrEqual", [b.op("Sub", [x, lo]), b.op("Sub", [hi, x])])
+        b.op("Where", [nearer_lo, lo, hi], n.out)
     elif n.op in ("fix", "trunc"):  # towards zero
         b.op("Mul", [b.op("Sign", [x]), b.op("Floor", [b.op("Abs", [x])])], n.out)
     else:  # logical_not: 1 where x == 0, in x's dtype
