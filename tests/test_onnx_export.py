@@ -324,3 +324,9 @@ def test_verbose_logs_each_node(tmp_path, caplog):
                              verbose=True)  # fmt: skip
     converted = [r.getMessage() for r in caplog.records if "Converting" in r.getMessage()]
     assert len(converted) == 7 and "op: Convolution, name: c1" in converted[0]
+
+
+def test_contrib_onnx_path():
+    assert mx.contrib.onnx.export_model is mx.onnx.export_model
+    with pytest.raises(NotImplementedError, match="import_model: importing ONNX models"):
+        mx.contrib.onnx.import_model("model.onnx")
