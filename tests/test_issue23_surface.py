@@ -305,3 +305,33 @@ def test_64_bit_dtype_without_x64_warns_naming_the_fix():
         mx.nd.random.uniform(shape=(2,), dtype="float64")
     with pytest.warns(UserWarning, match=r"dtype='int64'.*use dtype='int32'"):
         mx.nd.zeros((2,), dtype="int64")
+
+
+X64_SCRIPT = textwrap.dedent(
+    """
+    import numpy as np
+    import mxmod as mx
+
+    rs = np.random.RandomState(0)
+    a, b = rs.uniform(-10, 10, (3, 4)), rs.uniform(-10, 10, (3, 4))
+    x, y = mx.nd.array(a, dtype="float64"), mx.nd.array(b, dtype="float64")
+    assert x.dtype == np.float64 and (x + y).dtype == np.float64
+    assert np.max(np.abs((x * y).asnumpy() - a * b) / (np.abs(a * b) + 1e-7)) < 1e-12
+    assert abs(mx.nd.sum(x).asscalar() - a.sum()) < 1e-9
+    big = mx.nd.array([2**40 + 1], dtype="int64")
+    assert big.dtype == np.int64 and int((big * 3).asnumpy()[0]) == 3 * (2**40 + 1)
+    # float32 paths stay float32
+    assert mx.nd.array(a).dtype == np.float32 and mx.nd.ones((2,)).dtype == np.float32
+    print("x64 ok")
+    """
+)
+
+
+@pytest.mark.slow
+def test_64_bit_arrays_compute_in_64_bits_with_x64_mode():
+    env = {**os.environ, "JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu"}
+    res = subprocess.run(
+        [sys.executable, "-c", X64_SCRIPT], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "x64 ok" in res.stdout
