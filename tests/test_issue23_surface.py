@@ -73,6 +73,7 @@ def test_zeros_like_ones_like_accept_ctx(names):
     # MXNet keeps the output on the input's context whatever ctx says
     assert str(z.context) == names["zeros_like_ctx"] and str(o.context) == names["ones_like_ctx"]
     assert z.dtype == np.float16 and (z.asnumpy() == 0).all() and (o.asnumpy() == 1).all()
+    assert mx.nd.zeros_like(x, dtype="float32").dtype == np.float16  # MXNet keeps x's dtype
     sym = mx.sym.zeros_like(mx.sym.var("x"), ctx=mx.cpu())
     assert sym.tojson() == names["zeros_like_sym"]
 

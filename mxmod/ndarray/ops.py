@@ -355,14 +355,15 @@ square = _unary(jnp.square, "square")
 abs = _unary(jnp.abs, "abs")
 
 
-def zeros_like(data: NDArray, ctx: Any = None) -> NDArray:
-    """Zeros with ``data``'s shape, dtype and context. ``ctx`` is accepted as MXNet's
-    operator does, whose output stays on ``data``'s context whatever ``ctx`` says."""
+def zeros_like(data: NDArray, ctx: Any = None, dtype: Any = None) -> NDArray:
+    """Zeros with ``data``'s shape, dtype and context. ``ctx`` and ``dtype`` are accepted as
+    MXNet's operator accepts them: its output keeps ``data``'s context and dtype whatever
+    they say."""
     return NDArray(jnp.zeros_like(_check(data, "zeros_like")._data), data._ctx)
 
 
-def ones_like(data: NDArray, ctx: Any = None) -> NDArray:
-    """Ones with ``data``'s shape, dtype and context (``ctx``: as ``zeros_like``)."""
+def ones_like(data: NDArray, ctx: Any = None, dtype: Any = None) -> NDArray:
+    """Ones with ``data``'s shape, dtype and context (``ctx``/``dtype``: as ``zeros_like``)."""
     return NDArray(jnp.ones_like(_check(data, "ones_like")._data), data._ctx)
 
 
