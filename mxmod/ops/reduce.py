@@ -46,7 +46,8 @@ def reduce_shape(a, s):
 def _mean(x, axis, keepdims):
     if jnp.issubdtype(x.dtype, jnp.integer):  # MXNet: integer division
         n = math.prod(x.shape[i] for i in axis)
-        return lax.div(jnp.sum(x, axis, keepdims=keepdims), jnp.asarray(n, x.dtype))
+        total = jnp.sum(x, axis, keepdims=keepdims, dtype=x.dtype)  # int64 with x64 else
+        return lax.div(total, jnp.asarray(n, x.dtype))
     return jnp.mean(x, axis, keepdims=keepdims)
 
 
