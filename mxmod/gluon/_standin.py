@@ -49,7 +49,12 @@ def standin_class(public: str, advice: str) -> type:
     """
     short = public.rsplit(".", 1)[-1]
     if short not in _CLASSES:
-        attrs = {"_gluon_name": public, "_gluon_advice": advice, "__module__": "mxmod.gluon"}
+        attrs = {
+            "_gluon_name": public,
+            "_gluon_advice": advice,
+            "__module__": "mxmod.gluon",
+            "__qualname__": public[len("mx.gluon.") :],
+        }
         _CLASSES[short] = _StandInMeta(short, (), attrs)
     return _CLASSES[short]
 
