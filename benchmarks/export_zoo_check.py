@@ -54,7 +54,7 @@ def mxmod_forward(sym, arg, aux, x):
     return mod.get_outputs()[0].asnumpy()
 
 
-def check(prefix: str) -> list:
+def check(prefix: str, formats=("onnx", "stablehlo")) -> list:
     sym, arg, aux = mx.model.load_checkpoint(prefix, 0)
     io = np.load(prefix + "-io.npz")
     x2, golden = io["data"], io["output"]
@@ -65,7 +65,7 @@ def check(prefix: str) -> list:
           4: rng.standard_normal((4,) + x2.shape[1:]).astype("float32")}  # fmt: skip
     refs = {b: mxmod_forward(sym, arg, aux, x) for b, x in xs.items()}
     rows = []
-    for fmt in ("onnx", "stablehlo"):
+    for fmt in formats:
         path = f"{prefix}.{fmt}"
         tic = time.time()
         if fmt == "onnx":
@@ -87,6 +87,7 @@ def check(prefix: str) -> list:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("models", nargs="*", default=DEFAULT)
+    ap.add_argument("--formats", default="onnx,stablehlo", help="comma-separated")
     ap.add_argument("--keep", default=None, help="folder for MXNet's exports (kept, reused)")
     args = ap.parse_args()
     out = args.keep or tempfile.mkdtemp(prefix="export_zoo_")
@@ -101,7 +102,8 @@ def main() -> int:
           f"{'vs MXNet b2':>11s} {'vs mxmod b1':>11s} {'vs mxmod b4':>11s}")  # fmt: skip
     worst = 0.0
     for name in args.models:
-        for fmt, secs, ratio, e2, e1, e4 in check(os.path.join(out, name)):
+        for fmt, secs, ratio, e2, e1, e4 in check(os.path.join(out, name),
+                                                  args.formats.split(",")):  # fmt: skip
             worst = max(worst, e2, e1, e4)
             print(f"{name:18s} {fmt:9s} {secs:8.1f} {ratio:11.4f} {e2:11.1e} {e1:11.1e} "
                   f"{e4:11.1e}", flush=True)  # fmt: skip
