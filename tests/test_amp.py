@@ -199,5 +199,5 @@ def test_errors():
         amp.list_fp32_ops("int8")
     with pytest.raises(TypeError, match="only compatible with Gluon Trainer"):
         amp.unscale(mx.optimizer.SGD())
-    with pytest.raises(NotImplementedError, match="convert_bucketing_module"):
+    with pytest.raises(TypeError, match="convert_bucketing_module needs a BucketingModule"):
         amp.convert_bucketing_module(None)

@@ -336,3 +336,37 @@ def test_64_bit_arrays_compute_in_64_bits_with_x64_mode():
     )
     assert res.returncode == 0, res.stderr[-2000:]
     assert "x64 ok" in res.stdout
+
+
+# ----------------------------------------------------------------- amp.convert_bucketing_module
+def _bucket_sym_gen(key):
+    data = mx.sym.var("data")
+    label = mx.sym.var("softmax_label")
+    emb = mx.sym.Embedding(data, input_dim=10, output_dim=4, name="embed")
+    pooled = mx.sym.sum(emb, axis=1, name="pool")
+    fc = mx.sym.FullyConnected(pooled, num_hidden=3, name="fc")
+    return mx.sym.SoftmaxOutput(fc, label, name="softmax"), ("data",), ("softmax_label",)
+
+
+@pytest.mark.parametrize("cop", [False, True])
+def test_convert_bucketing_module_matches_mxnet(cop):
+    from mxmod.contrib.amp import amp
+
+    want = _load("bucketing_amp.json")
+    mod = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=5)
+    mod.bind([("data", (2, 5))], [("softmax_label", (2,))])
+    mod.init_params(arg_params={k: mx.nd.array(v) for k, v in want["params"].items()})
+    mod.switch_bucket(3, [("data", (2, 3))], [("softmax_label", (2,))])
+    conv = amp.convert_bucketing_module(mod, "float16", cast_optional_params=cop)
+    got = {str(k): m._symbol.tojson(remove_amp_cast=False) for k, m in conv._buckets.items()}
+    assert got == want[str(cop)]["buckets"]
+    conv.bind([("data", (2, 5))], [("softmax_label", (2,))], for_training=False)
+    args = conv.get_params()[0]
+    assert {k: np.dtype(v.dtype).name for k, v in args.items()} == want[str(cop)]["dtypes"]
+    for k, v in args.items():
+        np.testing.assert_array_equal(v.asnumpy().astype(np.float32), want[str(cop)]["values"][k])
+    assert {k: v.dtype for k, v in mod.get_params()[0].items()} == {k: np.float32 for k in args}
+    with pytest.raises(mx.MXNetError, match="initialise the BucketingModule's parameters"):
+        fresh = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=5)
+        fresh.bind([("data", (2, 5))], [("softmax_label", (2,))])
+        amp.convert_bucketing_module(fresh)

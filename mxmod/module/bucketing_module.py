@@ -218,7 +218,9 @@ class BucketingModule(CompositeModule):
         params = self.get_params() if self.params_initialized else None
         if force_rebind:
             self._buckets = {}
-        module = self._new_module(*self._call_sym_gen(self._default_bucket_key))
+        module = self._buckets.get(self._default_bucket_key)  # loaded buckets keep their symbol
+        if module is None:
+            module = self._new_module(*self._call_sym_gen(self._default_bucket_key))
         module.bind(
             data_shapes,
             label_shapes,

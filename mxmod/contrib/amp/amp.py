@@ -4,7 +4,7 @@ re-exports them from ``mx.contrib.amp``; ``from mxnet.contrib.amp import amp`` l
 from __future__ import annotations
 
 from ...base import MXNetError
-from ...module import Module
+from ...module import BucketingModule, Module
 from ...optimizer import Optimizer
 from . import lists
 from .convert import convert_model, convert_symbol
@@ -137,17 +137,63 @@ def unscale(optimizer_or_trainer):
     _gluon_only("unscale", optimizer_or_trainer)
 
 
-def convert_bucketing_module(bucketing_mod, *args, **kwargs):
-    """MXNet's BucketingModule conversion (its further arguments are ``convert_model``'s
-    but ``arg_params``/``aux_params``): not wired for mxmod's BucketingModule yet.
+def convert_bucketing_module(
+    bucketing_mod,
+    target_dtype="float16",
+    target_dtype_ops=None,
+    fp32_ops=None,
+    conditional_fp32_ops=None,
+    excluded_sym_names=None,
+    cast_optional_params=False,
+):
+    """A new BucketingModule whose buckets are ``convert_model`` of the given one's, as
+    MXNet's: every bound bucket's symbol is converted with the current parameters, and new
+    buckets come from the same ``sym_gen`` (unconverted, as MXNet). The given module's
+    parameters are read, not changed.
 
     Raises:
-        NotImplementedError: always; convert each bucket's symbol instead.
+        TypeError: ``bucketing_mod`` is not a BucketingModule.
+        MXNetError: it has no bucket yet or its parameters are not initialised.
     """
-    raise NotImplementedError(
-        "amp.convert_bucketing_module is not implemented by mxmod: "
-        "convert each bucket's symbol with amp.convert_symbol inside "
-        "your sym_gen instead"
+    if not isinstance(bucketing_mod, BucketingModule):
+        raise TypeError(
+            f"amp.convert_bucketing_module needs a BucketingModule, got "
+            f"{type(bucketing_mod).__name__}"
+        )
+    if not bucketing_mod._buckets:
+        raise MXNetError("amp.convert_bucketing_module: the BucketingModule has no bucket: bind it")
+    if not bucketing_mod.params_initialized:
+        raise MXNetError(
+            "amp.convert_bucketing_module: initialise the BucketingModule's parameters first "
+            "(init_params or fit)"
+        )
+    arg_params, aux_params = (dict(p) for p in bucketing_mod._curr_module.get_params())
+    sym_dict = {}
+    for key, mod in bucketing_mod._buckets.items():
+        sym_dict[key], arg_params, aux_params = convert_model(
+            mod._symbol,
+            arg_params,
+            aux_params,
+            target_dtype=target_dtype,
+            target_dtype_ops=target_dtype_ops,
+            fp32_ops=fp32_ops,
+            conditional_fp32_ops=conditional_fp32_ops,
+            excluded_sym_names=excluded_sym_names,
+            cast_optional_params=cast_optional_params,
+        )
+    return BucketingModule.load_dict(
+        sym_dict,
+        sym_gen=bucketing_mod._sym_gen,
+        arg_params=arg_params,
+        aux_params=aux_params,
+        default_bucket_key=bucketing_mod._default_bucket_key,
+        logger=bucketing_mod.logger,
+        context=bucketing_mod._context,
+        work_load_list=bucketing_mod._work_load_list,
+        fixed_param_names=bucketing_mod._fixed_param_names,
+        state_names=bucketing_mod._state_names,
+        group2ctxs=bucketing_mod._group2ctxs,
+        compression_params=bucketing_mod._compression_params,
     )
 
 
