@@ -25,7 +25,9 @@ from .head_grads import missing_head_grads_error, outputs_needing_head_grads
 from .lower import GraphFn
 from .monitor_taps import backward_taps
 from .programs import vjp_step
+from .layout import channel_last_enabled
 from .step import zero_key
+from .tiers import compile_mode
 
 
 class Compiled:
@@ -69,7 +71,8 @@ def compiled_for(sym) -> Compiled:
     a rebuilt but identical graph (a bucket's ``sym_gen``, a second ``Module``) compiles
     nothing new. The ``MAX_GRAPHS`` most recently bound structures stay cached."""
     if sym._compiled is None:
-        key = sym.tojson()
+        # the graph, and the settings its programs are built under
+        key = (sym.tojson(), channel_last_enabled(), compile_mode())
         compiled = _BY_STRUCTURE.pop(key, None) or Compiled(sym)
         _BY_STRUCTURE[key] = compiled
         if len(_BY_STRUCTURE) > MAX_GRAPHS:
