@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..base import as_list, names_list
+from ..base import MXNetError, as_list, names_list
 from ..io import DataDesc
 
 _PARAM_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta")
@@ -142,3 +142,44 @@ def _iterator_name_fix(kind, given, module_names, args) -> str:
         f"(NDArrayIter takes a dict name -> array), or name the symbol's inputs {list(given)} "
         f"and create the Module with {kind}_names={list(given)}"
     )
+
+
+def normalize_shapes(mod, data_shapes, label_shapes, warn=True):
+    """A module's ``(data, labels)`` DataDesc lists from what ``bind``/``reshape`` were
+    given, checked against its data and label names (errors name the fix)."""
+    norm = _parse_data_desc_list
+    data = norm(data_shapes, "data_shapes")
+    if sorted(d.name for d in data) != sorted(mod._data_names):
+        raise ValueError(
+            f"Data provided by data_shapes don't match names specified by "
+            f"data_names ({[d.name for d in data]} vs. {mod._data_names}). "
+            + _iterator_name_fix(
+                "data", [d.name for d in data], mod._data_names, mod._symbol.list_arguments()
+            )
+        )
+    if label_shapes is None:
+        if warn and mod._label_names and mod.for_training:
+            warnings.warn(
+                f"bind() got no label_shapes but label_names are {mod._label_names}",
+                UserWarning,
+                stacklevel=3,
+            )
+        return data, None
+    labels = norm(label_shapes, "label_shapes")
+    if sorted(d.name for d in labels) != sorted(mod._label_names):
+        warnings.warn(
+            f"Data provided by label_shapes don't match names specified by "
+            f"label_names ({[d.name for d in labels]} vs. {mod._label_names})",
+            UserWarning,
+            stacklevel=3,
+        )
+    args = set(mod._symbol.list_arguments())
+    for d in labels:
+        if d.name not in args:
+            given = [d.name for d in labels]
+            raise MXNetError(
+                f"label {d.name!r} (of label_shapes, or the iterator's provide_label) is "
+                f"not an input of the symbol. "
+                + _iterator_name_fix("label", given, mod._label_names, mod._symbol.list_arguments())
+            )
+    return data, labels

@@ -29,35 +29,13 @@ from ..ndarray import NDArray
 from ..context import Context, cpu
 from ..io import DataDesc
 from ..base import names_list
-from .base_module import BaseModule, _check_input_names_strict, _parse_data_desc_list
-from .input_checks import _iterator_name_fix
+from .base_module import BaseModule, _check_input_names_strict
+from .input_checks import normalize_shapes
 from .call_checks import check_data_batch, check_symbol
 from .ctx_groups import prepare_group2ctxs
 from .executor_group import DataParallelExecutorGroup
 from .stages import require
-from .train_state import OptBox
-
-
-def _box_field(name: str):
-    """One of MXNet's ``Module`` attributes (``_optimizer``, ``_kvstore``, ``_updater``,
-    ``_update_on_kvstore``) as a field of the module's ``OptBox``: reading and assigning it
-    (edited copies of MXNet's ``init_optimizer`` assign them) goes to the one box."""
-
-    def get(self):
-        box = self._opt_box
-        return None if box is None else getattr(box, name)
-
-    def put(self, value):
-        if self._opt_box is None:
-            if value is None:
-                return
-            group = self._exec_group
-            self._opt_box = OptBox(None, None if group is None else group.state, fused=False)
-            if group is not None and group.state.opt is None:
-                group.state.opt = self._opt_box
-        setattr(self._opt_box, name, value)
-
-    return property(get, put)
+from .train_state import OptBox, box_field
 
 
 class Module(BaseModule):
@@ -130,10 +108,10 @@ class Module(BaseModule):
     def _check_names(names, args, kind, raise_):
         _check_input_names_strict(names, args, kind, raise_)
 
-    _optimizer = _box_field("optimizer")
-    _kvstore = _box_field("kvstore")
-    _updater = _box_field("updater")
-    _update_on_kvstore = _box_field("update_on_kvstore")
+    _optimizer = box_field("optimizer")
+    _kvstore = box_field("kvstore")
+    _updater = box_field("updater")
+    _update_on_kvstore = box_field("update_on_kvstore")
 
     @property
     def _opt_state(self):
@@ -177,46 +155,7 @@ class Module(BaseModule):
         self._label_shapes = None
 
     def _normalize(self, data_shapes, label_shapes, warn=True):
-        def norm(shapes, what):
-            return _parse_data_desc_list(shapes, what)
-
-        data = norm(data_shapes, "data_shapes")
-        if sorted(d.name for d in data) != sorted(self._data_names):
-            raise ValueError(
-                f"Data provided by data_shapes don't match names specified by "
-                f"data_names ({[d.name for d in data]} vs. {self._data_names}). "
-                + _iterator_name_fix(
-                    "data", [d.name for d in data], self._data_names, self._symbol.list_arguments()
-                )
-            )
-        if label_shapes is None:
-            if warn and self._label_names and self.for_training:
-                warnings.warn(
-                    f"bind() got no label_shapes but label_names are {self._label_names}",
-                    UserWarning,
-                    stacklevel=3,
-                )
-            return data, None
-        labels = norm(label_shapes, "label_shapes")
-        if sorted(d.name for d in labels) != sorted(self._label_names):
-            warnings.warn(
-                f"Data provided by label_shapes don't match names specified by "
-                f"label_names ({[d.name for d in labels]} vs. {self._label_names})",
-                UserWarning,
-                stacklevel=3,
-            )
-        args = set(self._symbol.list_arguments())
-        for d in labels:
-            if d.name not in args:
-                given = [d.name for d in labels]
-                raise MXNetError(
-                    f"label {d.name!r} (of label_shapes, or the iterator's provide_label) is "
-                    f"not an input of the symbol. "
-                    + _iterator_name_fix(
-                        "label", given, self._label_names, self._symbol.list_arguments()
-                    )
-                )
-        return data, labels
+        return normalize_shapes(self, data_shapes, label_shapes, warn)
 
     def bind(
         self,

@@ -102,3 +102,25 @@ class PendingStep:
     saved_outs: Optional[list] = None  # those outputs, once a later batch replaced this one
     monitor_state: Optional[tuple] = None  # (params, aux) this batch ran with, for a Monitor
     per_device: Optional[dict] = None  # the per-device weights ``inputs`` carry (PER_DEVICE)
+
+
+def box_field(name: str):
+    """One of MXNet's ``Module`` attributes (``_optimizer``, ``_kvstore``, ``_updater``,
+    ``_update_on_kvstore``) as a field of the module's ``OptBox``: reading and assigning it
+    (edited copies of MXNet's ``init_optimizer`` assign them) goes to the one box."""
+
+    def get(self):
+        box = self._opt_box
+        return None if box is None else getattr(box, name)
+
+    def put(self, value):
+        if self._opt_box is None:
+            if value is None:
+                return
+            group = self._exec_group
+            self._opt_box = OptBox(None, None if group is None else group.state, fused=False)
+            if group is not None and group.state.opt is None:
+                group.state.opt = self._opt_box
+        setattr(self._opt_box, name, value)
+
+    return property(get, put)
