@@ -28,7 +28,7 @@ Goals (issue 24), as ratios to MXNet in one run: cold within 5x at the least, 2x
 warm within 1.5x at the least, 1.2x the aim.
 
 Run:  python3 benchmarks/short_jobs.py [--quick] [--jobs seq2seq,cnn] [--repeat N]
-          [--mxnet-python /work/mxnet-venv/bin/python] [--env MXMOD_COMPILE=...]
+          [--mxnet-python PATH] [--env MXMOD_COMPILE=...]
 """
 
 import argparse
@@ -43,7 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROG = os.path.join(HERE, "short_jobs_prog.py")
 MARK = "SHORT_JOBS_RESULT "
 GOALS = {"cold": (5.0, 2.0), "warm": (1.5, 1.2)}  # (at the least, the aim)
-DEFAULT_MXNET_PYTHON = "/work/mxnet-venv/bin/python"
+# the MXNet venv of tests/fixtures/README.md (Python 3.11, mxnet 1.9.1, numpy 1.23.5)
+DEFAULT_MXNET_PYTHON = ""
 
 
 def parse_args():
@@ -54,7 +55,7 @@ def parse_args():
     ap.add_argument(
         "--mxnet-python",
         default=os.environ.get("MXNET_PYTHON", DEFAULT_MXNET_PYTHON),
-        help="a Python with mxnet 1.9.1 (default $MXNET_PYTHON or %(default)s)",
+        help="a Python with mxnet 1.9.1 (default $MXNET_PYTHON)",
     )
     ap.add_argument("--python", default=sys.executable, help="the Python with mxmod")
     ap.add_argument(
