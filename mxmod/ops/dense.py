@@ -37,7 +37,9 @@ def _fc_lower(a, ins, aux, ctx):
     x, w = ins[0], ins[1]
     if a.flatten:
         x = x.reshape(x.shape[0], -1)
-    y = jnp.matmul(x, w.T)
+    # contract x's last axis with w's second: no transposed copy of the weight (XLA built
+    # one element by element for constant weights, e.g. an exported StableHLO program)
+    y = jnp.tensordot(x, w, axes=((x.ndim - 1,), (1,)))
     if not a.no_bias:
         y = y + ins[2]
     return [y]
