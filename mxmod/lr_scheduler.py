@@ -18,6 +18,7 @@ import math
 from typing import Callable
 
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = [
     "LRScheduler",
@@ -51,6 +52,8 @@ class LRScheduler:
         warmup_begin_lr: float = 0,
         warmup_mode: str = "linear",
     ):
+        _check_number("base_lr", base_lr)
+        _check_number("warmup_begin_lr", warmup_begin_lr)
         self.base_lr = base_lr
         if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int):
             raise TypeError(f"warmup_steps must be an int, got {warmup_steps!r}")
@@ -124,7 +127,17 @@ class LRScheduler:
         return fn
 
 
+def _check_number(name: str, value, whole: bool = False) -> None:
+    """A schedule setting given as a string (``'0.1'``) or other non-number names the fix."""
+    kinds = (int,) if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds + (np.number,)):
+        what = "a whole number" if whole else "a number"
+        hint = f"; pass {value.strip()} without quotes" if isinstance(value, str) else ""
+        raise TypeError(f"{name} must be {what}, got {value!r}{hint}")
+
+
 def _check_factor(factor: float) -> None:
+    _check_number("factor", factor)
     if factor > 1.0:
         raise ValueError(f"Factor must be no more than 1 to make lr reduce, got factor={factor}")
 
@@ -151,6 +164,7 @@ class FactorScheduler(LRScheduler):
         warmup_mode: str = "linear",
     ):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        _check_number("step", step, whole=True)
         if step < 1:
             raise ValueError(
                 f"Schedule step must be greater or equal than 1 round, got step={step}"

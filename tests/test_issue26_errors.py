@@ -362,3 +362,17 @@ def test_targeted_symbol_mutants_refused_as_mxnet_refuses(every):
                 refused_but_mxnet_binds.append((rel, case))
     assert loaded_but_refused_by_mxnet <= OPS_BOUNDS
     assert all(c.endswith(LONG_SUFFIX) for _, c in refused_but_mxnet_binds)
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: mx.lr_scheduler.FactorScheduler(step="10"), "step"),
+        (lambda: mx.lr_scheduler.FactorScheduler(step=10, base_lr="0.1"), "base_lr"),
+        (lambda: mx.lr_scheduler.FactorScheduler(step=10, factor="0.5"), "factor"),
+        (lambda: mx.lr_scheduler.PolyScheduler(100, base_lr="0.1"), "base_lr"),
+    ],
+)
+def test_schedule_settings_given_as_strings_name_the_fix(make, name):
+    with pytest.raises(TypeError, match=f"{name} must be a .*number, got '.*'; pass .* without"):
+        make()
