@@ -18,9 +18,12 @@ import pytest  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _fresh_compile_cache():
-    """Each test compiles its own programs: compile counts and program caches that tests
-    inspect (or patch) never leak between tests through the structural cache."""
-    from mxmod import executor  # imported by the first test that runs, not at collection
+def _fresh_compile_cache_and_names():
+    """Each test compiles its own programs (compile counts and program caches that tests
+    inspect or patch never leak between tests through the structural cache) and names its
+    symbols from 0 (``dropout0``), as in a fresh process, whatever ran before on the worker."""
+    import mxmod as mx  # imported by the first test that runs, not at collection
 
-    executor.forget_compiled()
+    mx.executor.forget_compiled()
+    with mx.name.NameManager():
+        yield
