@@ -441,7 +441,8 @@ class Module(BaseModule):
         require(self, "update", "binded", "params_initialized", "optimizer_initialized")
         self._params_dirty = True
         group = self._exec_group
-        if group.state.opt.fused and (self._kvstore is not None or len(self._context) == 1):
+        box = group.state.opt
+        if box.fused and (box.kvstore is not None or len(self._context) == 1):
             group.request_update()
             return
         # MXNet's per-index loop: through the kvstore, or without one (several devices)
