@@ -15,46 +15,7 @@ does not have: for an Optimizer they raise TypeError as MXNet's do.
 from __future__ import annotations
 
 from . import amp, lists
-from .amp import (
-    LossScaler,
-    convert_bucketing_module,
-    convert_hybrid_block,
-    convert_model,
-    convert_symbol,
-    init,
-    init_trainer,
-    insert_loss_scale,
-    is_initialized,
-    list_conditional_fp32_ops,
-    list_fp32_ops,
-    list_loss_output_functions,
-    list_lp16_fp32_ops,
-    list_lp16_ops,
-    list_lp16_use_fp32_params,
-    list_widest_type_cast,
-    scale_loss,
-    unscale,
-)
+from .amp import *  # noqa: F403  (MXNet re-exports the submodule's functions here)
+from .init import is_initialized
 
-__all__ = [
-    "init",
-    "init_trainer",
-    "scale_loss",
-    "unscale",
-    "convert_model",
-    "convert_symbol",
-    "convert_hybrid_block",
-    "convert_bucketing_module",
-    "list_lp16_ops",
-    "list_fp32_ops",
-    "list_lp16_fp32_ops",
-    "list_conditional_fp32_ops",
-    "list_widest_type_cast",
-    "list_loss_output_functions",
-    "list_lp16_use_fp32_params",
-    "LossScaler",
-    "insert_loss_scale",
-    "is_initialized",
-    "amp",
-    "lists",
-]
+__all__ = [*amp.__all__, "is_initialized", "amp", "lists"]
