@@ -376,3 +376,15 @@ def test_targeted_symbol_mutants_refused_as_mxnet_refuses(every):
 def test_schedule_settings_given_as_strings_name_the_fix(make, name):
     with pytest.raises(TypeError, match=f"{name} must be a .*number, got '.*'; pass .* without"):
         make()
+
+
+def test_attributes_mxnet_refuses_are_refused_when_the_graph_is_built():
+    """MXNet 1.9.1's verdicts: num_filter has a lower bound of 1; a float literal out of
+    range is refused ('inf' itself is a float); Python 2's long literals '(2L, 3L)' read."""
+    x = mx.sym.var("x")
+    with pytest.raises(mx.MXNetError, match="num_filter='0' is invalid: expected an integer >= 1"):
+        mx.sym.Convolution(x, kernel=(3, 3), num_filter="0")
+    with pytest.raises(mx.MXNetError, match="'1e400' is out of the range of a float"):
+        mx.sym.LeakyReLU(x, slope="1e400")
+    assert mx.sym.LeakyReLU(x, slope="inf").infer_shape(x=(2, 2))[1] == [(2, 2)]
+    assert mx.sym.Reshape(x, shape="(2L, 3L)").infer_shape(x=(6,))[1] == [(2, 3)]

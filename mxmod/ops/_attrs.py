@@ -5,6 +5,8 @@ both that string form and plain Python values."""
 from __future__ import annotations
 
 import ast
+import math
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -16,9 +18,12 @@ class AttrError(ValueError):
     """An attribute value that does not parse; the op layer adds op/node names."""
 
 
+_LONG_SUFFIX = re.compile(r"(?<=\d)[lL]\b")  # Python 2's long literals: '(2L, 3L)'
+
+
 def _literal(text: str) -> Any:
     try:
-        return ast.literal_eval(text)
+        return ast.literal_eval(_LONG_SUFFIX.sub("", text))
     except (ValueError, SyntaxError):
         raise AttrError(f"cannot parse {text!r}") from None
 
@@ -55,11 +60,12 @@ def p_uint64(v: Any) -> int:
     return _bounded(_to_int(v), *UINT64, "an unsigned 64-bit int")
 
 
-def int_at_least(lo: int) -> Callable[[Any], int]:
-    """An ``int`` attribute with MXNet's lower bound ``lo`` (``set_lower_bound``)."""
+def int_at_least(lo: int, parse: Callable[[Any], int] = p_int) -> Callable[[Any], int]:
+    """An integer attribute (read by ``parse``) with MXNet's lower bound ``lo``
+    (``set_lower_bound``)."""
 
     def parse_int_at_least(v: Any) -> int:
-        n = p_int(v)
+        n = parse(v)
         if n < lo:
             raise AttrError(f"expected an integer >= {lo}, got {v!r}")
         return n
@@ -95,9 +101,13 @@ def p_float(v: Any) -> float:
         return float(v)
     if isinstance(v, str):
         try:
-            return float(v.strip())
+            x = float(v.strip())
         except ValueError:
             pass
+        else:  # MXNet refuses a literal out of float range ('1e400'), not 'inf' itself
+            if math.isinf(x) and "inf" not in v.lower():
+                raise AttrError(f"{v!r} is out of the range of a float")
+            return x
     raise AttrError(f"expected a number, got {v!r}")
 
 

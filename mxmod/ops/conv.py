@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from ..base import MXNetError
-from ._attrs import Param, choice, optional, p_bool, p_shape, p_uint32, p_uint64
+from ._attrs import Param, choice, int_at_least, optional, p_bool, p_shape, p_uint32, p_uint64
 from ._def import OpDef, register
 
 _FIRST = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
@@ -164,7 +164,7 @@ def _conv_lower(a, ins, aux, ctx):
 def _conv_params(no_bias: bool, extra: dict) -> dict:
     base = {
         "kernel": Param(p_shape),
-        "num_filter": Param(p_uint32),
+        "num_filter": Param(int_at_least(1, p_uint32)),
         "stride": Param(p_shape, ()),
         "dilate": Param(p_shape, ()),
         "pad": Param(p_shape, ()),
