@@ -224,6 +224,7 @@ class MultiFactorScheduler(LRScheduler):
                 f"MultiFactorScheduler step must be a non-empty list of ints, got {step!r}"
             )
         for i, s in enumerate(step):
+            _check_number(f"step[{i}]", s, whole=True)
             if i != 0 and step[i] <= step[i - 1]:
                 raise ValueError(
                     f"Schedule step must be an increasing integer list, got step={step}"
@@ -285,6 +286,7 @@ class _WindowScheduler(LRScheduler):
                 f"max_update={max_update} equals warmup_steps={warmup_steps}: the decay window "
                 "max_update - warmup_steps is empty; use max_update larger than warmup_steps"
             )
+        _check_number("final_lr", final_lr)
         self.base_lr_orig = base_lr
         self.max_update = max_update
         self.final_lr = final_lr
@@ -330,6 +332,7 @@ class PolyScheduler(_WindowScheduler):
         warmup_mode: str = "linear",
     ):
         super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        _check_number("pwr", pwr)
         self.power = pwr
 
     def _shape(self, frac, xp=math):

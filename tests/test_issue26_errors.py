@@ -371,6 +371,10 @@ def test_targeted_symbol_mutants_refused_as_mxnet_refuses(every):
         (lambda: mx.lr_scheduler.FactorScheduler(step=10, base_lr="0.1"), "base_lr"),
         (lambda: mx.lr_scheduler.FactorScheduler(step=10, factor="0.5"), "factor"),
         (lambda: mx.lr_scheduler.PolyScheduler(100, base_lr="0.1"), "base_lr"),
+        (lambda: mx.lr_scheduler.PolyScheduler(100, pwr="2"), "pwr"),
+        (lambda: mx.lr_scheduler.CosineScheduler(100, final_lr="0"), "final_lr"),
+        (lambda: mx.lr_scheduler.MultiFactorScheduler(step=[5, "10"]), r"step\[1\]"),
+        (lambda: mx.lr_scheduler.FactorScheduler(step=5, warmup_begin_lr="0"), "warmup_begin_lr"),
     ],
 )
 def test_schedule_settings_given_as_strings_name_the_fix(make, name):
