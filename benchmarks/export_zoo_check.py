@@ -1,7 +1,7 @@
 """Exports MXNet 1.9.1's Gluon model-zoo checkpoints to ONNX and StableHLO and checks both
 against MXNet's own outputs.
 
-For each model, real MXNet (``$MXNET_PYTHON``, default /work/mxnet-venv/bin/python) runs
+For each model, real MXNet (``$MXNET_PYTHON``: the MXNet venv of tests/fixtures/README.md) runs
 ``tests/fixtures/gen_model_zoo.py`` (random fixed weights and BatchNorm statistics, one
 inference forward on a batch of 2, ``export``). mxmod then converts the checkpoint as
 ``python -m mxmod.tools.export`` does, with a dynamic batch, and reports per format: the
@@ -37,7 +37,7 @@ import mxmod as mx  # noqa: E402
 from mxmod.module.export import export_stablehlo  # noqa: E402
 
 GEN = os.path.join(HERE, "..", "tests", "fixtures", "gen_model_zoo.py")
-MXNET_PY = os.environ.get("MXNET_PYTHON", "/work/mxnet-venv/bin/python")
+MXNET_PY = os.environ.get("MXNET_PYTHON", "")
 DEFAULT = ["resnet50_v1", "resnet18_v2", "vgg11_bn", "alexnet", "squeezenet1.1",
            "densenet121", "inceptionv3", "mobilenet1.0", "mobilenetv2_1.0"]  # fmt: skip
 
@@ -92,6 +92,9 @@ def main() -> int:
     args = ap.parse_args()
     out = args.keep or tempfile.mkdtemp(prefix="export_zoo_")
     todo = [m for m in args.models if not os.path.exists(os.path.join(out, m + "-io.npz"))]
+    if todo and not os.path.exists(MXNET_PY):
+        print("set MXNET_PYTHON to a Python with mxnet 1.9.1 (tests/fixtures/README.md)")
+        return 1
     res = subprocess.run([MXNET_PY, GEN, out, *todo], capture_output=True, text=True) if todo \
         else None  # fmt: skip
     if res is not None and res.returncode != 0:
