@@ -177,14 +177,8 @@ def test_zoo_family(tmp_path, name):
     mx.onnx.export_model(sym, [args, aux], [ec.zoo_input_shape(name, 1)], onnx_file_path=out,
                          dynamic=True)  # fmt: skip
     sess = ort.InferenceSession(out)
-    mod = mx.mod.Module(sym, label_names=None)
-    for batch in (1, 4):
-        shape = ec.zoo_input_shape(name, batch)
-        x = np.random.RandomState(batch).standard_normal(shape).astype("float32")
-        mod.bind(data_shapes=[("data", shape)], for_training=False, force_rebind=True)
-        mod.set_params(args, aux)
-        mod.forward(mx.io.DataBatch([mx.nd.array(x)]), is_train=False)
-        assert_same(sess.run(None, {"data": x}), [mod.get_outputs()[0].asnumpy()])
+    for x, want in ec.zoo_references(sym, args, aux, name):
+        assert_same(sess.run(None, {"data": x}), [want])
 
 
 def rnn_cell(kind):
