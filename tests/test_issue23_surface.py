@@ -306,6 +306,17 @@ def test_64_bit_dtype_without_x64_warns_naming_the_fix():
         mx.nd.random.uniform(shape=(2,), dtype="float64")
     with pytest.warns(UserWarning, match=r"dtype='int64'.*use dtype='int32'"):
         mx.nd.zeros((2,), dtype="int64")
+    with pytest.warns(UserWarning, match=r"astype: dtype='float64' needs JAX's x64 mode"):
+        assert mx.nd.ones((2,)).astype("float64").dtype == np.float32
+
+
+def test_numpy_all_any_reduce_ndarrays():
+    # MXNet's tests assert `np.all(x == y)` on NDArrays (test_large_int_rounding)
+    a = mx.nd.array([[1, 0], [1, 1]])
+    assert not np.all(a) and np.any(a) and np.all(a == a)
+    assert np.all(a, axis=0).tolist() == [True, False]
+    assert np.any(a == 0, axis=1, keepdims=True).tolist() == [[True], [False]]
+    assert bool(a.all()) is False and bool((a >= 0).all()) is True
 
 
 X64_SCRIPT = textwrap.dedent(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from functools import partial
 from typing import Any
 
@@ -60,6 +61,24 @@ def _fresh(out: jax.Array, *srcs: jax.Array) -> jax.Array:
 def jax_dtype(dtype: Any) -> np.dtype:
     """:func:`mxmod.base.np_dtype`, narrowed to what JAX stores (64-bit -> 32-bit without x64)."""
     return np.dtype(jax.dtypes.canonicalize_dtype(np_dtype(dtype)))
+
+
+def requested_dtype(dtype: Any, op: str) -> np.dtype:
+    """``dtype`` as JAX stores it. A 64-bit dtype that JAX narrows to 32 bits (its x64 mode
+    is off, mxmod's default) gives a warning naming the fix: MXNet computes it in 64 bits.
+    (Refusing it would stop programs whose numpy float64 data flows in as ``dtype=x.dtype``.)
+    """
+    want = np_dtype(dtype)
+    got = jax_dtype(want)
+    if got != want:
+        warnings.warn(
+            f"{op}: dtype={want.name!r} needs JAX's x64 mode, which is off: mxmod computes in "
+            f"{got.name}; start Python with JAX_ENABLE_X64=1 (or call "
+            "jax.config.update('jax_enable_x64', True) before creating arrays) to compute in "
+            f"64 bits as MXNet does, or use dtype={got.name!r}",
+            stacklevel=3,
+        )
+    return got
 
 
 def _put(data: jax.Array, src: Context, dst: Context) -> jax.Array:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..base import MXNetError, integer_types
 from ..context import Context, current_context
-from .creation import requested_dtype
+from ._device import requested_dtype
 from .ndarray import NDArray
 
 __all__ = ["seed", "next_key", "uniform", "normal", "randint", "shuffle"]

@@ -9,16 +9,16 @@ MXNet (a numpy int64 or float64 array becomes float32 unless ``dtype`` is given)
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import mx_real_t, np_dtype
+from ..base import mx_real_t
 from ..context import Context, current_context
-from .ndarray import NDArray, _fresh, _put, jax_dtype
+from ._device import requested_dtype
+from .ndarray import NDArray, _fresh, _put
 
 __all__ = ["array", "zeros", "ones", "full", "empty", "arange", "waitall"]
 
@@ -29,24 +29,6 @@ def _ctx(ctx: Any) -> Context:
 
 def _dtype(dtype: Any) -> np.dtype:
     return requested_dtype(mx_real_t if dtype is None else dtype, "mx.nd")
-
-
-def requested_dtype(dtype: Any, op: str) -> np.dtype:
-    """``dtype`` as JAX stores it. A 64-bit dtype that JAX narrows to 32 bits (its x64 mode
-    is off, mxmod's default) gives a warning naming the fix: MXNet computes it in 64 bits.
-    (Refusing it would stop programs whose numpy float64 data flows in as ``dtype=x.dtype``.)
-    """
-    want = np_dtype(dtype)
-    got = jax_dtype(want)
-    if got != want:
-        warnings.warn(
-            f"{op}: dtype={want.name!r} needs JAX's x64 mode, which is off: mxmod computes in "
-            f"{got.name}; start Python with JAX_ENABLE_X64=1 (or call "
-            "jax.config.update('jax_enable_x64', True) before creating arrays) to compute in "
-            f"64 bits as MXNet does, or use dtype={got.name!r}",
-            stacklevel=3,
-        )
-    return got
 
 
 def _shape(shape: Any) -> tuple:

@@ -33,7 +33,7 @@ from ..base import MXNetError
 from ..context import Context, current_context
 from . import _index
 from .records import record_from_bytes
-from ._device import _fresh, _put, _read_flat, _write_flat, ctx_of, jax_dtype
+from ._device import _fresh, _put, _read_flat, _write_flat, ctx_of, jax_dtype, requested_dtype
 
 __all__ = ["NDArray", "from_jax", "jax_dtype"]
 
@@ -267,10 +267,19 @@ class NDArray:
 
     def astype(self, dtype: Any, copy: bool = True) -> "NDArray":
         """Cast to ``dtype``; with ``copy=False`` and an unchanged dtype returns ``self``."""
-        dt = jax_dtype(dtype)
+        dt = requested_dtype(dtype, "astype")
         if not copy and dt == np.dtype(self.dtype):
             return self
         return NDArray(_fresh(self._data.astype(dt), self._data), self._ctx)
+
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        """Whether every element is non-zero, as numpy computes it (``np.all(x)`` calls this);
+        MXNet 1.x NDArrays reached numpy's reduction through the sequence protocol instead."""
+        return np.all(self.asnumpy(), axis=axis, out=out, keepdims=keepdims)
+
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        """Whether some element is non-zero, as numpy computes it (``np.any(x)`` calls this)."""
+        return np.any(self.asnumpy(), axis=axis, out=out, keepdims=keepdims)
 
     def tostype(self, stype: str) -> "NDArray":
         """Storage-type cast; only ``'default'`` exists in mxmod.
