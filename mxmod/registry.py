@@ -73,7 +73,7 @@ def prefixed_module(module: str, registry: Registry, prefix: str, make: Callable
         if name.startswith("__") or (prefix + name) not in registry:
             raise AttributeError(
                 f"{module} has no operator {name!r}: no operator named "
-                f"'{prefix}{name}' is registered (contrib operators: {', '.join(names())})"
+                f"'{prefix}{name}' is registered (operators here: {', '.join(names())})"
             )
         obj = make(name)
         obj.__name__ = name

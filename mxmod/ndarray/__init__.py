@@ -8,7 +8,7 @@ import importlib
 
 from ..ops import OPS, get_op
 from . import _arith, _setget  # noqa: F401  (NDArray's operators and indexing)
-from . import contrib, random
+from . import contrib, linalg, random
 from .custom import nd_custom as Custom  # noqa: F401  (mx.nd.Custom)
 from .io import load, load_frombuffer, save
 from .op_table import nd_function
@@ -57,6 +57,7 @@ __all__ = [
     "NDArray",
     "from_jax",
     "contrib",
+    "linalg",
     "random",
     "array",
     "zeros",

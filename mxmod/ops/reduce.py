@@ -1,6 +1,6 @@
 """Reductions and their duals: sum/mean/max/min/prod/nansum/nanprod/norm,
 argmax/argmin/argmax_channel, softmax/log_softmax/softmin, dot, batch_dot,
-linalg_gemm2, softmax_cross_entropy and broadcast_to/_axis/_like.
+softmax_cross_entropy and broadcast_to/_axis/_like.
 
 MXNet 1.9.1 semantics (legacy shapes): reducing every axis gives shape ``(1,)``;
 ``axis=None`` or ``()`` reduces everything (``exclude`` is then ignored); ``exclude=True``
@@ -336,39 +336,6 @@ def _bdot_lower(a, ins, aux, ctx):
 
 
 register(_dot_op("batch_dot", _bdot_shape, _bdot_lower))
-
-
-def _p_gemm_axis(v):
-    ax = p_int(v)
-    if ax != -2:
-        raise NotImplementedError(f"linalg_gemm2: axis={ax} is not supported (only -2)")
-    return ax
-
-
-def _gemm2_shape(a, l, r):
-    if len(l) < 2 or len(l) != len(r) or l[:-2] != r[:-2]:
-        fail(f"linalg_gemm2: A {l} and B {r} need the same ndim >= 2 and batch dims")
-    return _bdot_shape(a, (1,) + l, (1,) + r)[1:]
-
-
-register(
-    OpDef(
-        name="_linalg_gemm2",
-        aliases=("linalg_gemm2",),
-        inputs=("A", "B"),
-        params={
-            "transpose_a": Param(p_bool, False),
-            "transpose_b": Param(p_bool, False),
-            "alpha": Param(p_float, 1.0),
-            "axis": Param(_p_gemm_axis, -2),
-        },
-        infer_shape=_binary_infer(_gemm2_shape),
-        lower=lambda a, ins, aux, ctx: [
-            _matmul(ins[0], ins[1], a.transpose_a, a.transpose_b)
-            * jnp.asarray(a.alpha, ins[0].dtype)
-        ],
-    )
-)
 
 
 # ------------------------------------------------------------------ broadcast

@@ -991,3 +991,12 @@ CASES_BY_ID: dict[str, Case] = {c.id: c for c in CASES}
 if len(CASES_BY_ID) != len(CASES):
     _dups = sorted({c.id for c in CASES if sum(d.id == c.id for d in CASES) > 1})
     raise ValueError(f'duplicate case ids: {_dups}')
+
+# issue #23, linear-algebra operators (mx.sym.linalg.* and the flat linalg_* names)
+_linalg = _sibling('cases_linalg')
+LINALG_CASES: list[Case] = _linalg.cases(C)
+FD_SKIP_EXTRA.update(_linalg.FD_SKIP)
+CASES += LINALG_CASES
+CASES_BY_ID.update({c.id: c for c in LINALG_CASES})
+if len(CASES_BY_ID) != len(CASES):
+    raise ValueError(f'duplicate case ids among {[c.id for c in LINALG_CASES]}')

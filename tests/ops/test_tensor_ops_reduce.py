@@ -190,8 +190,13 @@ def test_dot_family():
         rtol=1e-5,
         atol=1e-5,
     )
-    with pytest.raises(NotImplementedError, match="axis=-3"):
-        get_op("_linalg_gemm2").parse({"axis": "-3"})
+    # a row axis other than -2 is MXNet's swapaxes/gemm/swapaxes (issue #23)
+    np.testing.assert_allclose(
+        one("_linalg_gemm2", {"axis": -3, "transpose_a": 1}, A.swapaxes(0, 1), B.swapaxes(0, 1)),
+        np.einsum("bki,bkj->ibj", A, B),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 @pytest.mark.parametrize(
