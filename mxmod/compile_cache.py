@@ -62,6 +62,19 @@ def enable(path: Optional[str] = None, max_mb: Optional[int] = None) -> str:
     return folder
 
 
+def ours() -> Optional[str]:
+    """The folder mxmod configured for JAX's entries, None when the cache is off or the
+    user's own (``executor.stored`` keeps its programs beside it)."""
+    if _ours is not None and jax.config.jax_compilation_cache_dir == _ours:
+        return _ours
+    return None
+
+
+def max_bytes() -> int:
+    """``MXMOD_CACHE_MAX_MB`` in bytes."""
+    return _env_int("MXMOD_CACHE_MAX_MB", DEFAULT_MAX_MB) * 2**20
+
+
 def disable() -> None:
     """Compile without the persistent cache from now on (if mxmod turned it on)."""
     global _ours

@@ -52,7 +52,7 @@ def test_tiered_switches_to_the_optimised_build(monkeypatch):
     first = prog(a, a)  # the level-0 build
     prog.wait()
     second = prog(a, a)  # the optimised build now
-    build = prog._builds[tiers._signature((a, a))]
+    build = prog._builds[tiers.signature((a, a))]
     assert build[1] is None and prog._cache_size() == 1
     np.testing.assert_allclose(np.asarray(first), np.asarray(second))
     prog(jnp.ones((2, 4)), jnp.ones((4, 3)))  # new shapes: a new pair of builds

@@ -34,9 +34,11 @@ class Compiled:
     """The jitted functions of one symbol, shared by all its executors, and the
     Module programs bound to it (``programs``, filled by ``programs_for``)."""
 
-    def __init__(self, sym):
+    def __init__(self, sym, structure=None):
         self.graph = GraphFn(sym)
         self.programs: dict = {}
+        # what the programs are built from (``compiled_for``'s key), None for user code
+        self.structure = structure
         g = self.graph
 
         def forward(args, aux, key, is_train):
@@ -73,7 +75,8 @@ def compiled_for(sym) -> Compiled:
     if sym._compiled is None:
         # the graph, and the settings its programs are built under
         key = (sym.tojson(), channel_last_enabled(), compile_mode())
-        compiled = _BY_STRUCTURE.pop(key, None) or Compiled(sym)
+        storable = '"op": "Custom"' not in key[0]  # a CustomOp runs the user's Python
+        compiled = _BY_STRUCTURE.pop(key, None) or Compiled(sym, key if storable else None)
         _BY_STRUCTURE[key] = compiled
         if len(_BY_STRUCTURE) > MAX_GRAPHS:
             _BY_STRUCTURE.popitem(last=False)

@@ -17,6 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 from .placement import AXIS, spec
 from .step import SUM, Keyed, compose_step, make_update, scan_steps, split_per_device
+from .stored import program_key
 from .tiers import program_jit
 
 
@@ -99,6 +100,7 @@ class Programs:
         self._axis = AXIS if placement.multi else None
         self._cache: dict = {}
         self._keepalive: list = []  # objects whose identity a cached closure holds
+        self.stored_as = None  # what this layout is built from: its executables go to disk
 
     # ------------------------------------------------------------ placement
     def replicated(self):
@@ -124,14 +126,16 @@ class Programs:
         return self.placement.stack(stats)
 
     def cached(self, key, build, keep=None):
-        """The program stored under ``key``, built by ``build()`` on first use; ``keep``
-        holds what the program closes over by identity (optimizer, metric) alive."""
+        """The program stored under ``key``, built by ``build(disk_key)`` on first use
+        (``disk_key``: ``program_jit``'s ``key``); ``keep`` holds what the program closes
+        over by identity (optimizer, metric) alive."""
         try:
             return self._cache[key]
         except KeyError:
             if keep is not None:
                 self._keepalive.append(keep)
-            fn = self._cache[key] = build()
+            disk_key = None if self.stored_as is None else program_key(self.stored_as, key)
+            fn = self._cache[key] = build(disk_key)
             return fn
 
     # ------------------------------------------------------------ programs
@@ -142,7 +146,7 @@ class Programs:
         pl = self.placement
         keep = self.graph.forward_aux
 
-        def build():
+        def build(disk_key):
             def per_device(params, aux, inputs, rng):
                 params, inputs = split_per_device(params, inputs)
                 outs, new_aux = self.graph(
@@ -152,7 +156,8 @@ class Programs:
                 return outs, new_aux, self._stats(metric, inputs, outs)
 
             in_specs = (P(), P(), self._in_specs(input_names), P())
-            return program_jit(pl.wrap(per_device, in_specs, (self._out_specs(), P(), P(AXIS))))
+            out_specs = (self._out_specs(), P(), P(AXIS))
+            return program_jit(pl.wrap(per_device, in_specs, out_specs), disk_key)
 
         return self.cached(("fwd", is_train, input_names, metric_key(metric)), build, metric)
 
@@ -160,12 +165,12 @@ class Programs:
         """``fn(inputs, outs) -> stats``: per-device metric statistics of stored outputs."""
         pl = self.placement
 
-        def build():
+        def build(disk_key):
             def per_device(inputs, outs):
                 return self._stats(metric, inputs, outs)
 
             in_specs = (self._in_specs(input_names), self._out_specs())
-            return program_jit(pl.wrap(per_device, in_specs, P(AXIS)))
+            return program_jit(pl.wrap(per_device, in_specs, P(AXIS)), disk_key)
 
         return self.cached(("metric", input_names, metric_key(metric)), build, metric)
 
@@ -217,7 +222,9 @@ class Programs:
         key = ("fb", input_names, with_head_grads, metric_key(metric), stacked)
         return self.cached(
             key,
-            lambda: program_jit(self._fb(input_names, with_head_grads, metric, stacked)),
+            lambda disk_key: program_jit(
+                self._fb(input_names, with_head_grads, metric, stacked), disk_key
+            ),
             metric,
         )
 
@@ -225,7 +232,7 @@ class Programs:
         """``fn(state, grads, hyper) -> (state, reduced grads)``: ``Module.update()`` after a
         separate forward-backward; ``stacked`` grads carry a leading device axis."""
 
-        def build():
+        def build(disk_key):
             update = make_update(rule.fn, reduction)
 
             def run(state, grads, hyper):
@@ -235,7 +242,7 @@ class Programs:
                     grads = {n: g[None] for n, g in grads.items()}
                 return update(state, grads, hyper)
 
-            return program_jit(run, donate_argnums=(0,))
+            return program_jit(run, disk_key, donate_argnums=(0,))
 
         return self.cached(("upd", rule.key, reduction, stacked), build, rule)
 
@@ -250,9 +257,9 @@ class Programs:
         ``fn(state, batch, hyper) -> (state, StepResult)`` (``step.compose_step``); ``feed``
         (a ``Keyed``) gives the graph arguments other than the parameters."""
 
-        def build():
+        def build(disk_key):
             step = self._step(input_names, rule, metric, keep, reduction, feed and feed.fn)
-            return program_jit(step, donate_argnums=(0,))
+            return program_jit(step, disk_key, donate_argnums=(0,))
 
         key = ("step", input_names, rule.key, metric_key(metric), keep, reduction)
         if feed is not None:
@@ -266,9 +273,9 @@ class Programs:
         [inputs] * n, keys, hypers) -> (state, last outputs, stats rows)``; ``feed`` (a
         ``Keyed``) gives the graph arguments other than the parameters."""
 
-        def build():
+        def build(disk_key):
             step = self._step(input_names, rule, metric, (), reduction, feed and feed.fn)
-            return program_jit(scan_steps(step), donate_argnums=(0,))
+            return program_jit(scan_steps(step), disk_key, donate_argnums=(0,))
 
         key = ("steps", n, input_names, rule.key, metric_key(metric), feed and feed.key)
         key += (reduction,)

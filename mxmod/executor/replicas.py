@@ -156,7 +156,7 @@ class ReplicaPrograms(Programs):
         loops over the devices, the update is one jitted program on the first."""
         key = ("replica-step", input_names, rule.key, metric_key(metric), keep, reduction)
 
-        def build():
+        def build(_disk_key):  # eager: nothing compiled to store
             fb = self.forward_backward(input_names, False, metric, reduction.stacked)
             update = self.update(rule, reduction, reduction.stacked)
             return compose_step(fb, update, keep)
@@ -228,5 +228,7 @@ def programs_for(
                 label_names,
                 output_names,
             )
+        if compiled.structure is not None:
+            progs.stored_as = (compiled.structure, key)
         compiled.programs[key] = progs
     return progs

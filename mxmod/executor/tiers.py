@@ -17,7 +17,8 @@ import concurrent.futures
 import os
 
 import jax
-import numpy as np
+
+from .stored import Stored, signature
 
 MODES = ("sync", "fast", "tiered")
 FAST_OPTIONS = {"xla_backend_optimization_level": 0}
@@ -31,23 +32,19 @@ def compile_mode() -> str:
     return mode
 
 
-def program_jit(fn, **jit_kwargs):
+def program_jit(fn, key=None, **jit_kwargs):
     """``jax.jit(fn, **jit_kwargs)`` compiled as ``MXMOD_COMPILE`` says (no static
-    arguments: the programs of ``Programs``)."""
+    arguments: the programs of ``Programs``). ``key`` (``stored.program_key``), when given,
+    names everything ``fn`` was built from: its executables are then kept on disk."""
     mode = compile_mode()
-    if mode == "fast":
-        return jax.jit(fn, compiler_options=FAST_OPTIONS, **jit_kwargs)
     if mode == "tiered":
         return Tiered(jax.jit(fn, **jit_kwargs))
+    options = FAST_OPTIONS if mode == "fast" else None
+    if key is not None:
+        return Stored(jax.jit(fn, **jit_kwargs), key, options)
+    if options:
+        return jax.jit(fn, compiler_options=options, **jit_kwargs)
     return jax.jit(fn, **jit_kwargs)
-
-
-def _signature(args) -> tuple:
-    leaves, tree = jax.tree_util.tree_flatten(args)
-    return tree, tuple(
-        (np.shape(x), getattr(x, "dtype", None), getattr(x, "sharding", None), type(x))
-        for x in leaves
-    )
 
 
 class Tiered:
@@ -65,7 +62,7 @@ class Tiered:
                 return last[0](*args)
             except TypeError:  # other shapes: look them up
                 pass
-        sig = _signature(args)
+        sig = signature(args)
         build = self._builds.get(sig)
         if build is None:
             lowered = self._jitted.lower(*args)  # one trace for both builds

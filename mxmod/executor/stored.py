@@ -1,0 +1,280 @@
+"""Compiled programs kept on disk by their structure: a later process runs them untraced.
+
+JAX's persistent cache (``compile_cache``) saves the XLA compile, but each process still
+traces the program and lowers it to find the cache entry, and for an unrolled seq2seq
+graph that is most of a warm run. A program built by ``Programs`` is fully determined by
+what it was built from: the graph's canonical JSON, the placement, the layout, the
+program's own key (optimizer signature, metric type and configuration, ...) and the
+arguments' shapes, dtypes and shardings, plus mxmod's own code and JAX's version and
+settings. ``Stored`` hashes all of that into a file name and keeps the compiled executable
+there (``jax.experimental.serialize_executable``); a second process with the same key
+loads it without tracing.
+
+A key is only made from values with a deterministic text (``stable_text``): a part that
+is user code (a metric or optimizer class defined outside mxmod, a ``Custom`` operator)
+or an object without one makes the program an ordinary ``jax.jit`` one. Files are written
+atomically (temporary file, then rename), so processes can share the folder; a file that
+cannot be read is recompiled and rewritten. The folder is pruned to ``MXMOD_CACHE_MAX_MB``
+like JAX's. Executables load like JAX's own cache entries: only from the user's own
+cache folder, never from files someone else supplied.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import pickle
+import tempfile
+from typing import Any, Optional
+
+import jax
+import jaxlib
+import numpy as np
+from jax.experimental import serialize_executable
+from jax.experimental.compilation_cache import compilation_cache as jax_cache
+
+from .. import compile_cache
+
+FORMAT = "mxmod-program-1"
+# this process's programs: loaded from disk, built (traced and compiled), written
+COUNTS = {"loaded": 0, "built": 0, "saved": 0}
+
+
+class Unstable(Exception):
+    """A key part without a deterministic text: the program is not stored."""
+
+
+def stable_text(obj: Any) -> str:
+    """A text of ``obj`` equal in every process exactly when ``obj`` is; raises
+    :class:`Unstable` for user code and for objects without one."""
+    if obj is None or isinstance(obj, (bool, int, float, str, bytes)):
+        return repr(obj)
+    if isinstance(obj, (tuple, list)):
+        inner = ",".join(stable_text(x) for x in obj)
+        return f"{type(obj).__name__}({inner})"
+    if isinstance(obj, dict):
+        items = sorted((stable_text(k), stable_text(v)) for k, v in obj.items())
+        return "dict(" + ",".join(f"{k}:{v}" for k, v in items) + ")"
+    if isinstance(obj, (set, frozenset)):
+        return "set(" + ",".join(sorted(stable_text(x) for x in obj)) + ")"
+    if isinstance(obj, np.dtype):
+        return f"dtype({obj.str})"
+    if isinstance(obj, np.generic):
+        return f"{type(obj).__name__}({obj.item()!r})"
+    if isinstance(obj, type):
+        return _type_text(obj)
+    if isinstance(obj, jax.Device):
+        return f"device({obj.platform}:{obj.id})"
+    if dataclasses.is_dataclass(obj):
+        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        return f"{_type_text(type(obj))}{stable_text(fields)}"
+    key = getattr(obj, "key", None)  # optimizer.fused.Signature
+    if type(obj).__name__ == "Signature" and isinstance(key, tuple):
+        return f"{_type_text(type(obj))}{stable_text(key)}"
+    raise Unstable(type(obj).__name__)
+
+
+def _type_text(cls: type) -> str:
+    module = getattr(cls, "__module__", "") or ""
+    if module.split(".")[0] not in ("mxmod", "builtins", "numpy", "jax"):
+        raise Unstable(f"{module}.{cls.__qualname__}")  # user code: its text may change
+    return f"{module}.{cls.__qualname__}"
+
+
+def _leaf_text(x: Any) -> str:
+    sharding = getattr(x, "sharding", None)
+    placed = ""
+    if sharding is not None:
+        ids = sorted(d.id for d in sharding.device_set)
+        placed = f"{sharding!r}@{ids}"
+    weak = getattr(x, "weak_type", False)
+    return f"{type(x).__name__}{np.shape(x)}{np.dtype(getattr(x, 'dtype', type(x)))}{weak}{placed}"
+
+
+def signature(args) -> tuple:
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    return tree, tuple(
+        (np.shape(x), getattr(x, "dtype", None), getattr(x, "sharding", None), type(x))
+        for x in leaves
+    )
+
+
+def args_text(args: tuple) -> str:
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    return f"{tree!r}|" + ";".join(_leaf_text(x) for x in leaves)
+
+
+_ENVIRONMENT: Optional[str] = None
+
+
+def environment_text() -> str:
+    """mxmod's source, JAX's version, settings and devices: what else shapes a program."""
+    global _ENVIRONMENT
+    if _ENVIRONMENT is None:
+        digest = hashlib.sha256()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for folder, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    digest.update(os.path.relpath(path, root).encode())
+                    with open(path, "rb") as f:
+                        digest.update(f.read())
+        env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("MXMOD_", "XLA_")))
+        devices = [(d.platform, d.device_kind, d.id) for d in jax.devices()]
+        _ENVIRONMENT = stable_text(
+            (
+                FORMAT,
+                digest.hexdigest(),
+                jax.__version__,
+                jaxlib.__version__,
+                jax.devices()[0].client.platform_version,
+                devices,
+                env,
+                sorted((k, repr(v)) for k, v in jax.config.values.items()),
+            )
+        )
+    return _ENVIRONMENT
+
+
+def folder() -> Optional[str]:
+    """Where programs are stored: beside JAX's cache entries when mxmod keeps them."""
+    jax_folder = compile_cache.ours()
+    if jax_folder is None:
+        return None
+    return jax_folder.rstrip(os.sep) + "-programs"
+
+
+def program_key(*parts: Any) -> Optional[str]:
+    """The text naming a program built from ``parts``, or None when it cannot be stored."""
+    if folder() is None:
+        return None
+    try:
+        return stable_text(parts)
+    except Unstable:
+        return None
+
+
+class Stored:
+    """``jax.jit`` whose executables are kept in :func:`folder` under ``key`` + arguments."""
+
+    def __init__(self, jitted, key: str, compiler_options: Optional[dict] = None):
+        self._jitted = jitted
+        self._key = key
+        self._options = compiler_options
+        self._builds: dict = {}  # signature -> Compiled
+        self._last = None
+
+    def __call__(self, *args):
+        last = self._last
+        if last is not None:
+            try:
+                return last(*args)
+            except TypeError:  # other shapes or placement: look them up
+                pass
+        sig = signature(args)
+        exe = self._builds.get(sig)
+        if exe is None:
+            exe = self._builds[sig] = self._load_or_build(args)
+        self._last = exe
+        return exe(*args)
+
+    def _cache_size(self) -> int:
+        """Programs held in this process, as ``jax.jit``'s."""
+        return len(self._builds)
+
+    def _load_or_build(self, args: tuple):
+        digest = hashlib.sha256(
+            "\n".join((environment_text(), self._key, args_text(args))).encode()
+        ).hexdigest()
+        base = folder()
+        path = os.path.join(base, digest) if base else None
+        if path is not None:
+            exe = _load(path)
+            if exe is not None:
+                COUNTS["loaded"] += 1
+                return exe
+        COUNTS["built"] += 1
+        lowered = self._jitted.lower(*args)
+        with _jax_cache_off():
+            exe = lowered.compile(self._options) if self._options else lowered.compile()
+        if path is not None:
+            _save(path, exe)
+        return exe
+
+
+@contextlib.contextmanager
+def _jax_cache_off():
+    """Compile past JAX's persistent cache: an executable loaded from it serializes
+    without its machine code on CPU ("Function ... not found" when the copy runs), and
+    keeping the program twice would double the disk used. JAX decides once per process
+    whether its cache is used, so the decision is reset on the way in and out."""
+    before = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    jax_cache.reset_cache()
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", before)
+        jax_cache.reset_cache()
+
+
+def _load(path: str):
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+        payload, in_tree, out_tree, device_ids = pickle.loads(blob)
+        by_id = {d.id: d for d in jax.devices()}
+        devices = [by_id[i] for i in device_ids]  # KeyError: not this machine's
+        exe = serialize_executable.deserialize_and_load(
+            payload, in_tree, out_tree, execution_devices=devices
+        )
+        os.utime(path)  # least recently used is pruned first
+        return exe
+    except FileNotFoundError:
+        return None
+    except Exception:  # a torn or foreign file: rebuild and overwrite it
+        return None
+
+
+def _save(path: str, exe) -> None:
+    try:
+        # the devices it runs on, in order (XLA aborts the process on a wrong count)
+        device_ids = [d.id for d in exe._executable._unloaded_executable.device_list]
+        blob = pickle.dumps((*serialize_executable.serialize(exe), device_ids))
+    except Exception:  # host callbacks, constants, another JAX: not stored, kept in memory
+        return
+    folder_ = os.path.dirname(path)
+    try:
+        os.makedirs(folder_, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder_, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+        COUNTS["saved"] += 1
+        _prune(folder_)
+    except OSError:
+        return
+
+
+def _prune(folder_: str) -> None:
+    """Delete the least recently used programs beyond ``MXMOD_CACHE_MAX_MB``."""
+    limit = compile_cache.max_bytes()
+    entries = []
+    with os.scandir(folder_) as it:
+        for e in it:
+            if e.is_file() and not e.name.startswith(".tmp-"):
+                st = e.stat()
+                entries.append((st.st_mtime, st.st_size, e.path))
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= limit:
+            break
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+        total -= size

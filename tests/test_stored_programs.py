@@ -1,0 +1,130 @@
+"""Issue 24: Module programs kept on disk by structure; a second process runs them untraced."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import mxmod as mx
+from mxmod import compile_cache
+from mxmod.executor import stored
+
+PROGRAM = r"""
+import json, sys
+import numpy as np
+import mxmod as mx
+from mxmod.executor import stored
+mx.random.seed(0)
+x = mx.sym.Variable("data")
+net = mx.sym.FullyConnected(x, num_hidden=8, name="fc1")
+net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, num_hidden=3, name="fc2"), name="softmax")
+rng = np.random.RandomState(0)
+it = mx.io.NDArrayIter(rng.randn(32, 5).astype("f"), rng.randint(0, 3, 32).astype("f"), 8)
+mod = mx.mod.Module(net, context=[mx.cpu(0), mx.cpu(1)] if "two" in sys.argv else mx.cpu())
+mod.fit(it, num_epoch=2, initializer=mx.init.Uniform(0.1), eval_metric="acc",
+        optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+w = mod.get_params()[0]["fc2_weight"].asnumpy()
+pred = mod.predict(it).asnumpy()
+print(json.dumps({"counts": stored.COUNTS, "w": w.ravel().tolist(),
+                  "pred": pred.ravel().tolist(), "folder": stored.folder()}))
+"""
+
+
+def run(cache_dir, *argv, **env_changes):
+    env = {**os.environ, "MXMOD_CACHE_DIR": str(cache_dir), **env_changes}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    out = subprocess.run(
+        [sys.executable, "-c", PROGRAM, *argv], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_runs_the_stored_programs_untraced(tmp_path):
+    first = run(tmp_path, "two")
+    second = run(tmp_path, "two")
+    assert first["counts"]["built"] > 0 and first["counts"]["loaded"] == 0
+    assert first["counts"]["saved"] == first["counts"]["built"]
+    # nothing traced or compiled again: every Module program came from the folder
+    assert second["counts"]["built"] == 0, second["counts"]
+    assert second["counts"]["loaded"] == first["counts"]["built"]
+    assert second["w"] == first["w"] and second["pred"] == first["pred"]  # bit for bit
+    assert len(os.listdir(first["folder"])) == first["counts"]["saved"]
+
+
+@pytest.mark.slow
+def test_a_torn_file_is_rebuilt_and_a_zero_budget_keeps_nothing(tmp_path):
+    first = run(tmp_path)
+    for name in os.listdir(first["folder"]):
+        with open(os.path.join(first["folder"], name), "r+b") as f:
+            f.truncate(100)  # a crash mid-write of an older version, say
+    again = run(tmp_path)
+    assert again["counts"]["loaded"] == 0 and again["counts"]["built"] > 0
+    assert again["w"] == first["w"]
+    third = run(tmp_path)
+    assert third["counts"]["built"] == 0 and third["w"] == first["w"]
+
+    bare = tmp_path / "bare"
+    capped = run(bare, MXMOD_CACHE_MAX_MB="0")
+    assert capped["w"] == first["w"] and os.listdir(capped["folder"]) == []
+
+
+@pytest.fixture
+def store_on(tmp_path):
+    compile_cache.enable(str(tmp_path))
+    try:
+        yield tmp_path
+    finally:
+        compile_cache.disable()
+
+
+def test_user_code_is_never_part_of_a_stored_key(store_on):
+    class MyAccuracy(mx.metric.Accuracy):  # user code: its text may change between runs
+        pass
+
+    assert stored.program_key(("fwd", mx.metric.Accuracy)) is not None
+    assert stored.program_key(("fwd", MyAccuracy)) is None
+    assert stored.program_key(("fwd", lambda x: x)) is None
+    assert stored.program_key(("fwd", object())) is None
+    # equal parts give equal texts; different parts differ
+    a = stored.program_key(("step", ("data",), 0.1, np.float32(2), {"b": 1, "a": (2, None)}))
+    b = stored.program_key(("step", ("data",), 0.1, np.float32(2), {"a": (2, None), "b": 1}))
+    assert a == b and a != stored.program_key(("step", ("data",), 0.2))
+
+
+def test_nothing_is_stored_with_the_cache_off():
+    assert compile_cache.ours() is None  # the suite runs with MXMOD_CACHE_DIR=""
+    assert stored.folder() is None and stored.program_key(("fwd",)) is None
+
+
+def test_a_custom_op_graph_is_not_stored(store_on):
+    class Twice(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], in_data[0] * 2)
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            self.assign(in_grad[0], req[0], out_grad[0] * 2)
+
+    @mx.operator.register("stored_twice")
+    class TwiceProp(mx.operator.CustomOpProp):
+        def list_arguments(self):
+            return ["data"]
+
+        def infer_shape(self, in_shape):
+            return in_shape, in_shape, []
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return Twice()
+
+    x = mx.sym.Variable("data")
+    net = mx.sym.Custom(mx.sym.FullyConnected(x, num_hidden=2), op_type="stored_twice")
+    mod = mx.mod.Module(net, label_names=None)
+    mod.bind(data_shapes=[("data", (2, 3))])
+    mod.init_params()
+    mod.forward(mx.io.DataBatch([mx.nd.ones((2, 3))]), is_train=False)
+    assert mod.get_outputs()[0].shape == (2, 2)
+    folder = stored.folder()
+    assert not os.path.exists(folder) or os.listdir(folder) == []
