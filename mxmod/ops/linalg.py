@@ -81,10 +81,11 @@ def unary(fn):
 
 
 # ----------------------------------------------------------------------- gemm, gemm2
-def _row_axis(op: str, a, ndim: int) -> int:
-    axis = a.axis + ndim if a.axis < 0 else a.axis
-    if not 0 <= axis < ndim - 1:
-        fail(f"{op}: invalid row axis {a.axis} for {ndim}-D inputs (the last axis is the columns)")
+def _row_axis(op: str, a, shape: tuple) -> int:
+    nd = len(shape)
+    axis = a.axis + nd if a.axis < 0 else a.axis
+    if not 0 <= axis < nd - 1:
+        fail(f"{op}: invalid row axis {a.axis} for A {shape} (the last axis holds the columns)")
     return axis
 
 
@@ -92,7 +93,7 @@ def _gemm_out(op: str, a, sa: tuple, sb: tuple) -> tuple:
     if len(sa) < 2 or len(sa) != len(sb):
         fail(f"{op}: A {sa} and B {sb} need the same number of dimensions, at least 2")
     nd = len(sa)
-    axis = _row_axis(op, a, nd)
+    axis = _row_axis(op, a, sa)
     for i in range(nd - 1):
         if i != axis and sa[i] != sb[i]:
             fail(f"{op}: A {sa} and B {sb} must have the same shape except on the row/column axes")
@@ -123,7 +124,7 @@ def _gemm_shape(a, s):
 
 def _product(a, A, B):
     """``alpha * op(A) * op(B)`` with the rows on ``a.axis`` (swapped to -2 and back)."""
-    axis = _row_axis("linalg.gemm", a, A.ndim)
+    axis = _row_axis("linalg.gemm", a, A.shape)
     if axis != A.ndim - 2:
         A, B = jnp.swapaxes(A, axis, -2), jnp.swapaxes(B, axis, -2)
     out = jnp.matmul(swap(A) if a.transpose_a else A, swap(B) if a.transpose_b else B)

@@ -211,8 +211,10 @@ register(
 
 # ----------------------------------------------------------------------- det, slogdet
 def _lu_parts(A):
-    """MXNet's LU route: (sign, log|det|, LU, 1-based pivots) of every matrix of ``A``."""
-    lu, piv, _ = lax.linalg.lu(A)
+    """MXNet's LU route: (sign, log|det|, LU, 1-based pivots) of every matrix of ``A``.
+    Like MXNet (column-major LAPACK on row-major data) it factors A^T, so the same inputs
+    give an exactly zero pivot (determinant 0, zero gradient) where MXNet's does."""
+    lu, piv, _ = lax.linalg.lu(swap(A))
     diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
     swaps = jnp.sum(piv != jnp.arange(piv.shape[-1], dtype=piv.dtype), axis=-1)
     sign = jnp.where(swaps % 2 == 1, -1.0, 1.0).astype(A.dtype) * jnp.prod(jnp.sign(diag), -1)
