@@ -96,6 +96,9 @@ def test_shape_inference_with_batch_dims():
     assert infer(mx.sym.linalg.maketrian(A, offset=-1), A=(2, 6)) == [(2, 4, 4)]
     assert infer(mx.sym.linalg.extracttrian(A, offset=1), A=(5, 5)) == [(10,)]
     assert infer(mx.sym.linalg.gemm2(A, B, axis=0), A=(3, 2, 4), B=(4, 2, 5)) == [(3, 2, 5)]
+    # gemm's C takes the shape of op(A) * op(B), as MXNet's shape inference assigns it
+    gemm = mx.sym.linalg.gemm(A, B, mx.sym.var("C"), transpose_b=True)
+    assert gemm.infer_shape(A=(2, 3), B=(4, 3))[0] == [(2, 3), (4, 3), (2, 4)]
     assert infer(mx.sym.linalg.trsm(A, B, rightside=True), A=(2, 3, 3), B=(2, 4, 3)) == [(2, 4, 3)]
     assert mx.sym.linalg.det(A).infer_type(A=np.float32)[1] == [np.float32]
 
@@ -213,3 +216,5 @@ def test_bad_shapes_are_rejected_naming_op_and_shape(cid):
 def test_non_float_input_is_rejected():
     with pytest.raises(MXNetError, match="linalg.inverse: input type int32 .*float32 or float64"):
         mx.sym.linalg.inverse(mx.sym.var("A")).infer_type(A=np.int32)
+    with pytest.raises(MXNetError, match="linalg.potrf: input type float16 .*float32 or float64"):
+        mx.nd.linalg.potrf(mx.nd.ones((2, 2), dtype="float16"))

@@ -64,12 +64,13 @@ def triangle(x, lower: bool):
 
 
 def linalg_op(**fields) -> OpDef:
-    """An OpDef whose lowering first runs its shape rule on the static input shapes, so
-    that ``mx.nd`` calls (which skip graph shape inference) fail with the same message."""
-    infer, lower = fields["infer_shape"], fields["lower"]
+    """An OpDef whose lowering first runs its shape and type rules on the static inputs,
+    so that ``mx.nd`` calls (which skip graph inference) fail with the same messages."""
+    infer_shape, infer_type, lower = fields["infer_shape"], fields["infer_type"], fields["lower"]
 
     def checked_lower(a, ins, aux, ctx):
-        infer(a, [tuple(x.shape) for x in ins])
+        infer_shape(a, [tuple(x.shape) for x in ins])
+        infer_type(a, [x.dtype for x in ins])
         return lower(a, ins, aux, ctx)
 
     return OpDef(**{**fields, "lower": checked_lower})
