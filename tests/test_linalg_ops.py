@@ -158,6 +158,40 @@ def test_factorisations_reconstruct_their_input():
     assert (lead > 0).all(), "syevd: each eigenvector's largest entry is positive (MXNet's signs)"
 
 
+@pytest.mark.parametrize(
+    "name,kind,kwargs",
+    [("potrf", "spd", {}), ("potrf", "spd", {"lower": False}), ("syevd", "separated", {})],
+)
+def test_symmetric_gradient_matches_differences_along_symmetric_directions(name, kind, kwargs):
+    # potrf/syevd read one triangle but give MXNet's symmetric gradient: it is the slope
+    # along symmetric perturbations (the only ones that keep the input symmetric)
+    rng = np.random.RandomState(11)
+    A = linalg_nets.make_input(kind, (2, 3, 3), rng)
+    fn = getattr(mx.sym.linalg, name)(mx.sym.var("A"), **kwargs)
+    grad = mx.nd.zeros(A.shape)
+    exe = fn.bind(mx.cpu(), args={"A": mx.nd.array(A)}, args_grad={"A": grad})
+    outs = exe.forward(is_train=True)
+    heads = [rng.standard_normal(o.shape) for o in outs]
+    exe.backward([mx.nd.array(h) for h in heads])
+    g = grad.asnumpy().astype(np.float64)
+    np.testing.assert_allclose(g, np.swapaxes(g, -1, -2), atol=1e-5, err_msg="not symmetric")
+
+    def loss(x):
+        res = getattr(mx.nd.linalg, name)(mx.nd.array(x.astype(np.float32)), **kwargs)
+        res = res if isinstance(res, list) else [res]
+        return sum(float((o.asnumpy().astype(np.float64) * h).sum()) for o, h in zip(res, heads))
+
+    for _ in range(3):
+        d = rng.standard_normal(A.shape)
+        d = d + np.swapaxes(d, -1, -2)
+        eps = 1e-2
+        numeric = (loss(A + eps * d) - loss(A - eps * d)) / (2 * eps)
+        assert abs(numeric - (g * d).sum()) <= 2e-2 * max(1.0, abs(numeric)), (
+            numeric,
+            (g * d).sum(),
+        )
+
+
 # --------------------------------------------------------------- graph saved by MXNet
 def test_mxnet_graph_loads_runs_forward_backward_and_resaves():
     with open(os.path.join(LINALG, "gp-symbol.json")) as f:
