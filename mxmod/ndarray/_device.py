@@ -54,8 +54,29 @@ def _read_flat_jit(src, begin, size, shape):
 
 def _fresh(out: jax.Array, *srcs: jax.Array) -> jax.Array:
     """``out``, copied if it is one of ``srcs``: results promised as new arrays must not share
-    a buffer with their inputs, or donating one buffer (jit ``donate_argnums``) kills both."""
-    return jnp.copy(out) if any(out is s for s in srcs) else out
+    a buffer with their inputs, or donating one buffer (jit ``donate_argnums``) kills both.
+    The copy is a device transfer, not a program compiled per shape."""
+    if not any(out is s for s in srcs):
+        return out
+    if isinstance(out, jax.core.Tracer):
+        return jnp.copy(out)
+    return jax.device_put(out, may_alias=False)
+
+
+HOST_FILL_BYTES = 1 << 20  # filled on the host and copied up to this size (any device)
+
+
+def zeros_like(x: Any, dtype: Any = None) -> jax.Array:
+    """``jnp.zeros_like(x, dtype)`` with ``x``'s placement; made on the host and copied
+    when on a CPU or small, so no program is compiled per shape (optimizer states)."""
+    if isinstance(x, jax.core.Tracer) or not isinstance(x, jax.Array):
+        return jnp.zeros_like(x, dtype=dtype)
+    dt = np.dtype(dtype or x.dtype)
+    on_cpu = all(d.platform == "cpu" for d in x.sharding.device_set)
+    if on_cpu or x.size * dt.itemsize <= HOST_FILL_BYTES:
+        # as placed as ``x`` (an uncommitted ``x`` gets an uncommitted result, as jnp's)
+        return jax.device_put(np.zeros(x.shape, dt), x.sharding if x.committed else None)
+    return jnp.zeros_like(x, dtype=dt)
 
 
 def jax_dtype(dtype: Any) -> np.dtype:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..base import mx_real_t
 from ..context import Context, current_context
-from ._device import requested_dtype
+from ._device import HOST_FILL_BYTES, requested_dtype
 from .ndarray import NDArray, _fresh, _put
 
 __all__ = ["array", "zeros", "ones", "full", "empty", "arange", "waitall"]
@@ -105,9 +105,6 @@ def ragged_hint(obj: Any) -> str:
             )
         todo += [(x, f"{where}[{k}]") for k, x in enumerate(seq)]
     return " (only numbers, in rows of equal length, convert)"
-
-
-HOST_FILL_BYTES = 1 << 20  # filled on the host and copied up to this size (any device)
 
 
 def _filled(shape: Any, val: Any, ctx: Any, dtype: Any) -> NDArray:

@@ -12,12 +12,13 @@ import jax.numpy as jnp
 
 from ._base import Optimizer, register
 from .rules import NONNEG, UNIT, clip_kernel, clip_nd, dtype_const, rewrite_caller_grads
+from ..ndarray._device import zeros_like
 
 __all__ = ["AdaGrad", "RMSProp", "AdaDelta", "Ftrl"]
 
 
 def _zeros32(w):
-    return jnp.zeros_like(w, dtype=jnp.float32)
+    return zeros_like(w, jnp.float32)
 
 
 @register

@@ -13,6 +13,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from ..ndarray._device import zeros_like
 from ._base import Optimizer, register
 from .rules import (
     NONNEG,
@@ -64,7 +65,7 @@ class Adam(Optimizer):
         self._set_hypers(beta1=beta1, beta2=beta2, epsilon=epsilon, lazy_update=lazy_update)
 
     def _init_leaf(self, w):
-        return (jnp.zeros_like(w), jnp.zeros_like(w))
+        return (zeros_like(w), zeros_like(w))
 
     def _rule(self, w, g, s, leaf):
         lr, wd, t = leaf.lr, leaf.wd, leaf.t
@@ -120,7 +121,7 @@ class AdamW(Optimizer):
                          use_fused_step=use_fused_step)  # fmt: skip
 
     def _init_leaf(self, w):
-        return (jnp.zeros_like(w), jnp.zeros_like(w))
+        return (zeros_like(w), zeros_like(w))
 
     def _update_impl(self, index, weight, grad, state, multi_precision):
         super()._update_impl(index, weight, grad, state, multi_precision)
@@ -179,7 +180,7 @@ class Adamax(Optimizer):
         self._set_hypers(beta1=beta1, beta2=beta2)
 
     def _init_leaf(self, w):
-        return (jnp.zeros_like(w), jnp.zeros_like(w))
+        return (zeros_like(w), zeros_like(w))
 
     def _rule(self, w, g, s, leaf):
         lr, wd = leaf.lr, leaf.wd
@@ -235,7 +236,7 @@ class Nadam(Optimizer):
         self._set_hypers(beta1=beta1, beta2=beta2, epsilon=epsilon, schedule_decay=schedule_decay)
 
     def _init_leaf(self, w):
-        return (jnp.zeros_like(w), jnp.zeros_like(w))
+        return (zeros_like(w), zeros_like(w))
 
     def _coeffs(self, t: int) -> list:
         """Advance ``m_schedule`` for one parameter update at count ``t`` (MXNet's float64

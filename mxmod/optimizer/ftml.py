@@ -6,6 +6,7 @@ import jax.numpy as jnp
 
 from ._base import Optimizer, register
 from .rules import NONNEG, UNIT, clip_kernel
+from ..ndarray._device import zeros_like
 
 __all__ = ["FTML"]
 
@@ -35,7 +36,7 @@ class FTML(Optimizer):
         self._set_hypers(beta1=beta1, beta2=beta2, epsilon=epsilon)
 
     def _init_leaf(self, w):
-        return (jnp.zeros_like(w), jnp.zeros_like(w), jnp.zeros_like(w))
+        return (zeros_like(w), zeros_like(w), zeros_like(w))
 
     def _rule(self, w, g, s, leaf):
         d, v, z = s

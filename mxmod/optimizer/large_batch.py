@@ -8,6 +8,7 @@ import logging
 import jax.numpy as jnp
 import numpy as np
 
+from ..ndarray._device import zeros_like
 from ._base import Optimizer, register
 from ._mults import index_mults
 from .rules import (
@@ -119,7 +120,7 @@ class LARS(Optimizer):
         return {"momentum": jnp.where(last != 0, mom * (cur / last), mom)}
 
     def _init_leaf(self, w):
-        return jnp.zeros_like(w) if self.momentum != 0.0 else None
+        return zeros_like(w) if self.momentum != 0.0 else None
 
     def _rule(self, w, g, s, leaf):
         lr, wd = leaf.lr, leaf.wd
@@ -185,7 +186,7 @@ class LAMB(Optimizer):
                          upper_bound=upper_bound, bias_correction=bias_correction)  # fmt: skip
 
     def _init_leaf(self, w):
-        return (jnp.zeros_like(w), jnp.zeros_like(w))
+        return (zeros_like(w), zeros_like(w))
 
     def _rule(self, w, g, s, leaf):
         lr, wd, t = leaf.lr, leaf.wd, leaf.t
@@ -297,8 +298,8 @@ class LBSGD(Optimizer):
         return {"lr_pre": pre}
 
     def _init_leaf(self, w):
-        mom = jnp.zeros_like(w) if self.momentum != 0.0 else None
-        return (mom, jnp.zeros_like(w)) if int(self.batch_scale) > 1 else mom
+        mom = zeros_like(w) if self.momentum != 0.0 else None
+        return (mom, zeros_like(w)) if int(self.batch_scale) > 1 else mom
 
     def _lbmult(self, n):
         nwup = int(self.warmup_epochs) * int(self.updates_per_epoch)

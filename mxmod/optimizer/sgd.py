@@ -18,12 +18,13 @@ from ..ndarray._random import draw_size
 from ..random import next_key
 from ._base import Optimizer, register
 from .rules import NONNEG, UNIT, aggregation_size, rescale_clip, rescale_clip_nd
+from ..ndarray._device import zeros_like
 
 __all__ = ["SGD", "ccSGD", "NAG", "Signum", "DCASGD", "SGLD"]
 
 
 def _momentum_state(opt, w):
-    return jnp.zeros_like(w) if opt.momentum != 0.0 else None
+    return zeros_like(w) if opt.momentum != 0.0 else None
 
 
 @register
