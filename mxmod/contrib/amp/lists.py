@@ -44,6 +44,12 @@ zeros_like
 """)
 
 _FP16_FP32 = _names("""
+_linalg_det _linalg_extractdiag _linalg_extracttrian _linalg_gelqf _linalg_gemm
+_linalg_inverse _linalg_makediag _linalg_maketrian _linalg_potrf _linalg_potri
+_linalg_slogdet _linalg_sumlogdiag _linalg_syevd _linalg_syrk _linalg_trmm _linalg_trsm
+linalg_det linalg_extractdiag linalg_extracttrian linalg_gelqf linalg_gemm linalg_inverse
+linalg_makediag linalg_maketrian linalg_potrf linalg_potri linalg_slogdet
+linalg_sumlogdiag linalg_syrk linalg_trmm linalg_trsm
 CTCLoss Custom IdentityAttachKLSparseReg InstanceNorm L2Normalization LRN LayerNorm
 LinearRegressionOutput LogisticRegressionOutput MAERegressionOutput MakeLoss SVMOutput
 Softmax SoftmaxActivation SoftmaxOutput _Hypot _HypotScalar _Power _PowerScalar _RDivScalar
@@ -81,6 +87,12 @@ BatchNorm Concat LRN Pooling _add abs clip concat relu sqrt square tanh
 """)
 
 _BF16_FP32 = _names("""
+_linalg_det _linalg_extractdiag _linalg_extracttrian _linalg_gelqf _linalg_gemm
+_linalg_inverse _linalg_makediag _linalg_maketrian _linalg_potrf _linalg_potri
+_linalg_slogdet _linalg_sumlogdiag _linalg_syevd _linalg_syrk _linalg_trmm _linalg_trsm
+linalg_det linalg_extractdiag linalg_extracttrian linalg_gelqf linalg_gemm linalg_inverse
+linalg_makediag linalg_maketrian linalg_potrf linalg_potri linalg_slogdet
+linalg_sumlogdiag linalg_syrk linalg_trmm linalg_trsm
 BilinearSampler BlockGrad CTCLoss Cast Crop Custom Deconvolution Dropout Embedding Flatten
 GridGenerator IdentityAttachKLSparseReg InstanceNorm L2Normalization LayerNorm
 LinearRegressionOutput LogisticRegressionOutput MAERegressionOutput MakeLoss Pad RNN
