@@ -186,6 +186,10 @@ class Stored:
         """Programs held in this process, as ``jax.jit``'s."""
         return len(self._builds)
 
+    def lower(self, *args):
+        """``jax.jit(...).lower``: e.g. for XLA's memory analysis."""
+        return self._jitted.lower(*args)
+
     def _load_or_build(self, args: tuple):
         digest = hashlib.sha256(
             "\n".join((environment_text(), self._key, args_text(args))).encode()
