@@ -56,6 +56,14 @@ def test_a_different_graph_or_attribute_is_not_shared():
     assert len(compiled) == 3
 
 
+def test_an_amp_converted_graph_is_not_its_float32_source():
+    # tojson() leaves amp_cast nodes out by default: the float16 graph prints as its source
+    a = mlp()
+    half = mx.contrib.amp.convert_symbol(a, "float16", cast_optional_params=True)
+    assert "amp_cast" in half.tojson(remove_amp_cast=False) and half.tojson() == a.tojson()
+    assert mx.executor.compiled_for(half) is not mx.executor.compiled_for(a)
+
+
 def test_bucket_keys_building_the_same_graph_compile_once():
     def sym_gen(key):
         return mlp(), ("data",), ("softmax_label",)  # a new Symbol per key, same graph

@@ -74,7 +74,8 @@ def compiled_for(sym) -> Compiled:
     nothing new. The ``MAX_GRAPHS`` most recently bound structures stay cached."""
     if sym._compiled is None:
         # the graph, and the settings its programs are built under
-        key = (sym.tojson(), channel_last_enabled(), compile_mode())
+        # (tojson() drops amp_cast nodes by default: two graphs would share a key)
+        key = (sym.tojson(remove_amp_cast=False), channel_last_enabled(), compile_mode())
         storable = '"op": "Custom"' not in key[0]  # a CustomOp runs the user's Python
         compiled = _BY_STRUCTURE.pop(key, None) or Compiled(sym, key if storable else None)
         _BY_STRUCTURE[key] = compiled
