@@ -16,7 +16,6 @@ leaves the graph as it is.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -24,10 +23,8 @@ import jax
 import jax.numpy as jnp
 
 from ..ops import LowerCtx
+from .reroll_steps import assign_steps, canonical, units
 
-# ``<prefix>t<k>_<suffix>`` with an empty prefix or one ending in "_" (so ``concat0_x`` is
-# not step 0). A wrong match only costs the rerolling: steps must still be isomorphic.
-_STEP_NAME = re.compile(r"^((?:.*_)?)t(\d+)_(.*)$")
 Entry = tuple[Any, int]  # (Node, output index)
 
 
@@ -140,17 +137,38 @@ class Loop:
 
 
 def find_loops(order: list, heads: list) -> list[Loop]:
-    """The rerollable loops of a graph.
+    """The rerollable loops of a graph, all of which ``schedule`` can place.
+
+    Each loop is a cell's steps, or (a decoder with attention written as a Python loop over
+    ``t``) the cell's steps merged with the steps of the layers that feed its next step.
+    The loops found by cell names and consumer-assigned helpers alone (``reroll_steps``)
+    are kept unless the merged ones cover all of their nodes.
 
     Args:
         order: the graph's nodes in topological order.
         heads: the graph's output entries ``(node, o)``.
 
     Returns:
-        Disjoint loops (one per cell prefix), each of at least two steps.
+        Disjoint loops, each of at least two steps.
     """
-    step_of = _assign_steps(order)
+    loops = []
+    for unit in units(order, assign_steps(order, heads, extended=True)):
+        steps = [[n for g in unit for n in g[k]] for k in range(len(unit[0]))]
+        loop = _match(order, heads, [canonical(s) for s in steps])
+        if loop is not None:
+            loops.append(loop)
+    if loops and _place(order, heads, loops) is None:
+        loops = []  # not expected: units() leaves out what lies on a cycle
+    covered = {nid for lp in loops for nid in lp.nodes()}
+    cells = _cell_loops(order, heads)
+    return loops if all(lp.nodes() <= covered for lp in cells) else cells
+
+
+def _cell_loops(order: list, heads: list) -> list[Loop]:
+    """One loop per cell prefix, helpers assigned by consumers only; none when they cannot
+    all be placed."""
     groups: dict[str, dict[int, list]] = {}
+    step_of = assign_steps(order, heads, extended=False)
     for node in order:
         key = step_of.get(id(node))
         if key is not None:
@@ -159,10 +177,11 @@ def find_loops(order: list, heads: list) -> list[Loop]:
     for by_step in groups.values():
         if len(by_step) < 2 or sorted(by_step) != list(range(len(by_step))):
             continue
-        loop = _match(order, heads, [_canonical(by_step[k]) for k in range(len(by_step))])
+        steps = [canonical(by_step[k], tags=False) for k in range(len(by_step))]
+        loop = _match(order, heads, steps)
         if loop is not None:
             loops.append(loop)
-    return loops
+    return loops if loops and _place(order, heads, loops) is not None else []
 
 
 def schedule(order: list, heads: list) -> list:
@@ -174,12 +193,16 @@ def schedule(order: list, heads: list) -> list:
 
     Returns:
         A list of ``Node`` (lower as usual) and ``Loop`` items (``Loop.run``) in which every
-        item comes after everything it reads; ``order`` itself when no loop can be
-        scheduled (a loop whose outside inputs depend on its own outputs is not a scan).
+        item comes after everything it reads; ``order`` itself when there is no loop.
     """
     loops = find_loops(order, heads)
-    if not loops:
-        return list(order)
+    plan = _place(order, heads, loops) if loops else None
+    return list(order) if plan is None else plan
+
+
+def _place(order: list, heads: list, loops: list) -> Optional[list]:
+    """``schedule``'s list for these loops; None when a loop's outside inputs depend on its
+    own outputs (then it is not a scan)."""
     owner = {nid: lp for lp in loops for nid in lp.nodes()}
 
     def unit(node):
@@ -207,74 +230,11 @@ def schedule(order: list, heads: list) -> list:
                 state[id(item)] = 2
                 out.append(item)
             elif state.get(id(nxt)) == 1:
-                return list(order)  # a cycle through a loop
+                return None  # a cycle through a loop
             elif id(nxt) not in state:
                 state[id(nxt)] = 1
                 stack.append((nxt, iter(deps(nxt))))
     return out
-
-
-def _assign_steps(order: list) -> dict[int, tuple]:
-    """``(cell prefix, step)`` of every node that belongs to a step: nodes named
-    ``<prefix>t<k>_...``, and unnamed helpers (operator sugar) whose consumers all sit in
-    one step and that read at least one step node."""
-    consumers: dict[int, list] = {}
-    for node in order:
-        for child, _ in node.inputs:
-            consumers.setdefault(id(child), []).append(node)
-    step_of: dict[int, tuple] = {}
-    for node in order:
-        if node.is_var:
-            continue
-        m = _STEP_NAME.match(node.name)
-        if m:
-            step_of[id(node)] = (m.group(1), int(m.group(2)))
-    for node in reversed(order):
-        if node.is_var or id(node) in step_of:
-            continue
-        steps = {step_of.get(id(c)) for c in consumers.get(id(node), [])}
-        if len(steps) == 1 and None not in steps:
-            step_of[id(node)] = steps.pop()
-    # keep helpers only if they read a step node (constants stay outside the loop)
-    changed = True
-    while changed:
-        changed = False
-        for node in order:
-            k = step_of.get(id(node))
-            if k is None or _STEP_NAME.match(node.name):
-                continue
-            if not any(id(c) in step_of for c, _ in node.inputs):
-                del step_of[id(node)]
-                changed = True
-    return step_of
-
-
-def _canonical(nodes: list) -> list:
-    """A step's nodes in an order that depends only on its structure: depth-first from the
-    named nodes sorted by (prefix, suffix), inputs in slot order."""
-    members = {id(n) for n in nodes}
-    roots = sorted(
-        (n for n in nodes if _STEP_NAME.match(n.name)),
-        key=lambda n: (_STEP_NAME.match(n.name).group(1), _STEP_NAME.match(n.name).group(3)),
-    )
-    out: list = []
-    seen: set = set()
-    for root in roots:
-        if id(root) in seen:
-            continue
-        seen.add(id(root))
-        stack = [(root, 0)]
-        while stack:
-            node, i = stack.pop()
-            if i < len(node.inputs):
-                stack.append((node, i + 1))
-                child = node.inputs[i][0]
-                if id(child) in members and id(child) not in seen:
-                    seen.add(id(child))
-                    stack.append((child, 0))
-            else:
-                out.append(node)
-    return out if len(out) == len(nodes) else []
 
 
 def _match(order: list, heads: list, steps: list) -> Optional[Loop]:
