@@ -128,3 +128,17 @@ def test_a_custom_op_graph_is_not_stored(store_on):
     assert mod.get_outputs()[0].shape == (2, 2)
     folder = stored.folder()
     assert not os.path.exists(folder) or os.listdir(folder) == []
+
+
+class _Evil:
+    def __reduce__(self):
+        return (print, ("a stored program file ran code",))
+
+
+def test_a_file_holding_anything_but_a_program_is_refused(tmp_path, capsys):
+    import pickle
+
+    path = tmp_path / "entry"
+    path.write_bytes(pickle.dumps((b"", _Evil(), None, [0])))
+    assert stored._load(str(path)) is None  # rebuilt, never run
+    assert "ran code" not in capsys.readouterr().out

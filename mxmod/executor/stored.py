@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import io
 import os
 import pickle
 import tempfile
@@ -226,11 +227,26 @@ def _jax_cache_off():
         jax_cache.reset_cache()
 
 
+class _TreeUnpickler(pickle.Unpickler):
+    """Reads back only what ``_save`` wrote: bytes, ids and pytree structures (JAX's
+    ``PyTreeDef`` over mxmod's registered node types), nothing else."""
+
+    def find_class(self, module: str, name: str):
+        allowed = (module, name) in (
+            ("jaxlib._jax.pytree", "PyTreeDef"),
+            ("jax._src.tree_util", "default_registry"),
+            ("jax._src.tree_util", "tracing_registry"),
+        ) or (module.split(".")[0] == "mxmod" and name[:1].isupper())
+        if not allowed:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a stored program")
+        return super().find_class(module, name)
+
+
 def _load(path: str):
     try:
         with open(path, "rb") as f:
             blob = f.read()
-        payload, in_tree, out_tree, device_ids = pickle.loads(blob)
+        payload, in_tree, out_tree, device_ids = _TreeUnpickler(io.BytesIO(blob)).load()
         by_id = {d.id: d for d in jax.devices()}
         devices = [by_id[i] for i in device_ids]  # KeyError: not this machine's
         exe = serialize_executable.deserialize_and_load(
