@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from ..ops import LowerCtx
-from .reroll_steps import assign_steps, canonical, units
+from .reroll_steps import assign_steps, canonical, step_groups, step_name, units
 
 Entry = tuple[Any, int]  # (Node, output index)
 
@@ -140,7 +140,8 @@ def find_loops(order: list, heads: list) -> list[Loop]:
     """The rerollable loops of a graph, all of which ``schedule`` can place.
 
     Each loop is a cell's steps, or (a decoder with attention written as a Python loop over
-    ``t``) the cell's steps merged with the steps of the layers that feed its next step.
+    ``t``) the cell's steps merged with the steps of the layers that feed its next step, or
+    layers tagged ``<name>_t<k>`` that carry a state from step to step.
     The loops found by cell names and consumer-assigned helpers alone (``reroll_steps``)
     are kept unless the merged ones cover all of their nodes.
 
@@ -155,28 +156,25 @@ def find_loops(order: list, heads: list) -> list[Loop]:
     for unit in units(order, assign_steps(order, heads, extended=True)):
         steps = [[n for g in unit for n in g[k]] for k in range(len(unit[0]))]
         loop = _match(order, heads, [canonical(s) for s in steps])
-        if loop is not None:
+        # layers only tagged ``_t<k>`` are a time loop when they carry a state
+        cell = any(step_name(n.name, tags=False) for n in steps[0])
+        if loop is not None and (cell or loop.carry_src):
             loops.append(loop)
     if loops and _place(order, heads, loops) is None:
         loops = []  # not expected: units() leaves out what lies on a cycle
     covered = {nid for lp in loops for nid in lp.nodes()}
-    cells = _cell_loops(order, heads)
+    groups = step_groups(order, assign_steps(order, heads, extended=False))
+    if all(id(n) in covered for g in groups.values() for s in g.values() for n in s):
+        return loops
+    cells = _cell_loops(order, heads, groups)
     return loops if all(lp.nodes() <= covered for lp in cells) else cells
 
 
-def _cell_loops(order: list, heads: list) -> list[Loop]:
-    """One loop per cell prefix, helpers assigned by consumers only; none when they cannot
-    all be placed."""
-    groups: dict[str, dict[int, list]] = {}
-    step_of = assign_steps(order, heads, extended=False)
-    for node in order:
-        key = step_of.get(id(node))
-        if key is not None:
-            groups.setdefault(key[0], {}).setdefault(key[1], []).append(node)
+def _cell_loops(order: list, heads: list, groups: dict) -> list[Loop]:
+    """One loop per cell prefix (``groups``), helpers assigned by consumers only; none when
+    they cannot all be placed."""
     loops = []
     for by_step in groups.values():
-        if len(by_step) < 2 or sorted(by_step) != list(range(len(by_step))):
-            continue
         steps = [canonical(by_step[k], tags=False) for k in range(len(by_step))]
         loop = _match(order, heads, steps)
         if loop is not None:
@@ -258,13 +256,14 @@ def _match(order: list, heads: list, steps: list) -> Optional[Loop]:
             ):
                 return None
     index = [{id(nd): i for i, nd in enumerate(s)} for s in steps]
+    step_of = {nid: k for k, idx in enumerate(index) for nid in idx}
     loop = Loop(steps=steps)
     carries: dict[tuple, int] = {}
     invs: dict[tuple, int] = {}
     for i in range(n):
         node_refs = []
         for slot in range(len(steps[0][i].inputs)):
-            ref = _classify(steps, index, i, slot, loop, carries, invs)
+            ref = _classify(steps, index, step_of, i, slot, loop, carries, invs)
             if ref is None:
                 return None
             node_refs.append(ref)
@@ -279,7 +278,7 @@ def _match(order: list, heads: list, steps: list) -> Optional[Loop]:
     return loop
 
 
-def _classify(steps, index, i, slot, loop, carries, invs):
+def _classify(steps, index, step_of, i, slot, loop, carries, invs):
     """How input ``slot`` of template node ``i`` is wired, the same way in every step."""
     kinds = []
     for k, s in enumerate(steps):
@@ -288,7 +287,7 @@ def _classify(steps, index, i, slot, loop, carries, invs):
             kinds.append(("int", index[k][id(child)], o))
         elif k > 0 and id(child) in index[k - 1]:
             kinds.append(("prev", index[k - 1][id(child)], o))
-        elif any(id(child) in idx for idx in index):
+        elif id(child) in step_of:
             return None  # reads a step further back: not a first-order recurrence
         else:
             kinds.append(("out", child, o))

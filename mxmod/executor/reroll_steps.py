@@ -237,6 +237,16 @@ def canonical(nodes: list, tags: bool = True) -> list:
     return out
 
 
+def step_groups(order: list, step_of: dict) -> dict[str, dict[int, list]]:
+    """Per prefix, its nodes by step, for the prefixes with steps ``0..T-1``, ``T >= 2``."""
+    groups: dict[str, dict[int, list]] = {}
+    for node in order:
+        key = step_of.get(id(node))
+        if key is not None:
+            groups.setdefault(key[0], {}).setdefault(key[1], []).append(node)
+    return {p: g for p, g in groups.items() if len(g) >= 2 and sorted(g) == list(range(len(g)))}
+
+
 def units(order: list, step_of: dict) -> list[list[dict[int, list]]]:
     """Candidate loops: per loop, the groups (``{step: nodes}``, steps ``0..T-1``) it merges.
 
@@ -244,12 +254,7 @@ def units(order: list, step_of: dict) -> list[list[dict[int, list]]]:
     a merged unit that reads its own steps through outside nodes, or lies on a cycle of
     units, is not a loop.
     """
-    groups: dict[str, dict[int, list]] = {}
-    for node in order:
-        key = step_of.get(id(node))
-        if key is not None:
-            groups.setdefault(key[0], {}).setdefault(key[1], []).append(node)
-    groups = {p: g for p, g in groups.items() if len(g) >= 2 and sorted(g) == list(range(len(g)))}
+    groups = step_groups(order, step_of)
     group_of = {id(n): p for p, g in groups.items() for nodes in g.values() for n in nodes}
     direct: dict[str, set] = {p: set() for p in groups}
     via: dict[str, set] = {p: set() for p in groups}  # groups read through outside nodes
