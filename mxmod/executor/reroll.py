@@ -7,7 +7,10 @@ states, and MXNet's cells name its nodes ``<prefix>t<k>_<suffix>``. XLA compiles
 copies slowly (minutes for 2 LSTM layers of 40 steps on CPU) and runs them slower than one
 scan, so ``find_loops`` recovers the loop structure from the graph alone (it works for a
 graph loaded from JSON too) and ``Loop.run`` evaluates it with ``lax.scan``. The graph,
-its names and its JSON are unchanged; only the lowering differs.
+its names and its JSON are unchanged; only the lowering differs. A decoder written as a
+Python loop over ``t`` (a cell plus attention layers tagged ``<name>_t<k>``, feeding its
+attention output to the next step) is one loop too: ``reroll_steps.py`` finds which nodes
+make up each step and which cells' steps must run together.
 
 A step is accepted only when every step has the same operators, attributes and wiring;
 anything else (aux states, ops that need inferred shapes, inputs from two steps back)
@@ -89,7 +92,14 @@ class Loop:
         xs = []
         for entries in self.seq:
             sig = tuple((id(n), o) for n, o in entries)
-            xs.append(stacked[sig] if sig in stacked else jnp.stack([value(e) for e in entries]))
+            if sig in stacked:
+                xs.append(stacked[sig])
+            elif _split_steps(entries):  # x_k = x[:, k]: the split input, time axis first
+                node = entries[0][0]
+                x = value(node.inputs[0])
+                xs.append(jnp.moveaxis(x, node.parsed().axis % x.ndim, 0))
+            else:
+                xs.append(jnp.stack([value(e) for e in entries]))
         init = [value(e) for e in self.carry_init]
 
         def body(carry, step_in):
@@ -134,6 +144,20 @@ class Loop:
             for k, step in enumerate(self.steps):
                 result[(step[i], o)] = ys[j][k]
         return result
+
+
+def _split_steps(entries: list) -> bool:
+    """Whether per-step inputs are the outputs ``0..T-1`` of one ``split(squeeze_axis=1)``
+    into ``T`` (as ``cell.unroll`` splits its input)."""
+    node = entries[0][0]
+    if node.op is None or node.op.name != "SliceChannel":
+        return False
+    a = node.parsed()
+    return (
+        bool(a.squeeze_axis)
+        and a.num_outputs == len(entries)
+        and all(n is node and o == k for k, (n, o) in enumerate(entries))
+    )
 
 
 def find_loops(order: list, heads: list) -> list[Loop]:

@@ -5,8 +5,8 @@ and a hand-written loop often tags its layers ``<name>_t<k>`` (``att_query_t3``)
 unnamed nodes between them (operator sugar: ``concat``, ``expand_dims``, ``_plus``...) join
 a step when everything reading them sits in that step, or (``extended``) when they read only
 that step's nodes and feed some step, e.g. the attention output an input-feeding decoder
-passes to its next step. A wrong guess costs only the rerolling: ``reroll._match`` still
-requires isomorphic steps.
+passes to its next step (only when every step has such a node alike). A wrong guess
+costs only the rerolling: ``reroll._match`` still requires isomorphic steps.
 
 Nodes are grouped by name prefix (one group per cell). Groups that read each other's steps
 (a decoder cell and its attention) cannot run as separate scans, so ``units`` merges them
