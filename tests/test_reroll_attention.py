@@ -97,6 +97,11 @@ def test_the_decoder_step_with_its_attention_is_one_loop(src_len, tgt_len):
     assert sorted(n.op.name for n in carried) == ["Activation", "elemwise_add", "elemwise_mul"]
     begin = {n.name for n, _ in dec.carry_init}
     assert begin == {f"enc_t{src_len - 1}_out", f"enc_t{src_len - 1}_state", "zeros_like0"}
+    # found from the graph alone: the same loops after a JSON round trip
+    loaded, _ = loops_of(mx.sym.load_json(sym.tojson()))
+    assert sorted((lp.length, len(lp.steps[0])) for lp in loaded) == sorted(
+        (lp.length, len(lp.steps[0])) for lp in loops
+    )
 
 
 def evaluate(sym, data, monkeypatch=None):
