@@ -22,9 +22,10 @@ from mxmod.symbol.graph import topo_order
 VOCAB, EMBED, HIDDEN, PAD = 12, 6, 8, 0
 
 
-def seq2seq(src_len, tgt_len, act_at=None):
+def seq2seq(src_len, tgt_len, act_at=None, feed=True):
     """An attention encoder-decoder unrolled for a bucket; ``act_at``: the step whose
-    attention output uses ``relu`` instead of ``tanh`` (steps no longer isomorphic)."""
+    attention output uses ``relu`` instead of ``tanh`` (steps no longer isomorphic);
+    ``feed``: the decoder cell reads the previous attention output with the word."""
     sym = mx.sym
     source, target, label = sym.Variable("source"), sym.Variable("target"), sym.Variable("label")
     fc = {n: (sym.Variable(n + "_weight"), sym.Variable(n + "_bias")) for n in ("q", "h")}
@@ -46,7 +47,7 @@ def seq2seq(src_len, tgt_len, act_at=None):
     dec_cell = mx.rnn.LSTMCell(HIDDEN, prefix="dec_")
     states, hidden, hiddens = [h, c], sym.zeros_like(h), []
     for t in range(tgt_len):
-        out, states = dec_cell(sym.concat(words[t], hidden, dim=1), states)
+        out, states = dec_cell(sym.concat(words[t], hidden, dim=1) if feed else words[t], states)
         query = sym.expand_dims(dense(out, "q", f"_att_query_t{t}"), axis=2)
         scores = sym.Reshape(sym.batch_dot(enc_out, query), shape=(0, -1)) + bias
         alpha = sym.expand_dims(sym.softmax(scores, axis=1), axis=1)
@@ -135,17 +136,30 @@ def assert_same(got, want):
 
 
 @pytest.mark.slow  # eager op-by-op evaluation of the unrolled graph: ~10 s
-@pytest.mark.parametrize("act_at", [None, 1])
-def test_rerolled_attention_gives_the_unrolled_outputs_and_gradients(act_at, monkeypatch):
-    sym = seq2seq(2, 3, act_at)
+@pytest.mark.parametrize("act_at,feed", [(None, True), (1, True), (None, False)])
+def test_rerolled_attention_gives_the_unrolled_outputs_and_gradients(act_at, feed, monkeypatch):
+    sym = seq2seq(2, 3, act_at, feed)
     data = batch(2, 3, np.random.RandomState(1))
     rerolled = evaluate(sym, data)
     plain = evaluate(sym, data, monkeypatch)
     assert plain[0]._plan is None
     lengths = [it.length for it in rerolled[0]._plan if isinstance(it, Loop)]
-    # a step that differs (relu at step 1) leaves the decoder unrolled, the encoder not
-    assert lengths == ([2, 3] if act_at is None else [2])
+    # a step that differs (relu at step 1) leaves the decoder unrolled, the encoder not;
+    # without feeding, the cell and the attention on its outputs are two loops
+    assert lengths == {(None, True): [2, 3], (1, True): [2], (None, False): [2, 3, 3]}[act_at, feed]
     assert_same(rerolled, plain)
+
+
+def test_attention_that_does_not_feed_the_cell_is_a_loop_of_its_own():
+    """Without input feeding the attention carries nothing, yet its steps (several operators
+    on the cell's step outputs) are one scan; the one-operator query layer is not."""
+    loops, plan = loops_of(seq2seq(3, 4, feed=False))
+    shapes = sorted((lp.length, len(lp.steps[0]), len(lp.carry_src)) for lp in loops)
+    assert shapes == [(3, 13, 2), (4, 10, 0), (4, 13, 2)]
+    attention = next(lp for lp in loops if not lp.carry_src)
+    assert "h_att_hidden_t2" in {n.name for n in attention.steps[2]}
+    assert [n.name for n, _ in attention.seq[0]] == [f"q_att_query_t{k}" for k in range(4)]
+    assert sum(isinstance(it, Loop) for it in plan) == 3
 
 
 def test_a_classifier_on_the_last_step_stays_outside_the_loop():
@@ -251,3 +265,17 @@ def test_a_module_trains_the_rerolled_decoder_as_the_unrolled_one(monkeypatch):
         np.testing.assert_allclose(
             rerolled[k].asnumpy(), plain[k].asnumpy(), rtol=1e-5, atol=1e-5, err_msg=k
         )
+
+
+def test_a_bidirectional_cell_rerolls_as_before():
+    """Its per-step output ``Concat`` is named ``<prefix>t<k>`` like a tagged layer, but a
+    lone operator per step is no loop: the two cells stay two scans of their own steps."""
+    cell = mx.rnn.BidirectionalCell(
+        mx.rnn.LSTMCell(HIDDEN, prefix="l_"), mx.rnn.LSTMCell(HIDDEN, prefix="r_")
+    )
+    outs, _ = cell.unroll(3, mx.sym.Variable("data"), layout="NTC")
+    loops, plan = loops_of(mx.sym.Group(outs))
+    heads = [o._outputs[0][0] for o in outs]
+    assert [(n.op.name, n.name) for n in heads] == [("Concat", f"bi_t{k}") for k in range(3)]
+    assert sorted((lp.length, len(lp.steps[0])) for lp in loops) == [(3, 13), (3, 13)]
+    assert sum(isinstance(it, Loop) for it in plan) == 2

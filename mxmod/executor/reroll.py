@@ -180,9 +180,15 @@ def find_loops(order: list, heads: list) -> list[Loop]:
     for unit in units(order, assign_steps(order, heads, extended=True)):
         steps = [[n for g in unit for n in g[k]] for k in range(len(unit[0]))]
         loop = _match(order, heads, [canonical(s) for s in steps])
-        # layers only tagged ``_t<k>`` are a time loop when they carry a state
+        # layers only tagged ``_t<k>`` are a loop when they carry a state, or when each step
+        # is several operators on per-step activations (attention on a cell's outputs); a
+        # lone per-step operator (BidirectionalCell's output concat) or per-step weights
+        # stay as they are
+        if loop is None:
+            continue
         cell = any(step_name(n.name, tags=False) for n in steps[0])
-        if loop is not None and (cell or loop.carry_src):
+        mapped = len(steps[0]) > 1 and not any(n.is_var for es in loop.seq for n, _ in es)
+        if cell or loop.carry_src or mapped:
             loops.append(loop)
     if loops and _place(order, heads, loops) is None:
         loops = []  # not expected: units() leaves out what lies on a cycle
