@@ -165,9 +165,10 @@ def find_loops(order: list, heads: list) -> list[Loop]:
 
     Each loop is a cell's steps, or (a decoder with attention written as a Python loop over
     ``t``) the cell's steps merged with the steps of the layers that feed its next step, or
-    layers tagged ``<name>_t<k>`` that carry a state from step to step.
-    The loops found by cell names and consumer-assigned helpers alone (``reroll_steps``)
-    are kept unless the merged ones cover all of their nodes.
+    layers tagged ``<name>_t<k>`` that carry a state from step to step or map several
+    operators over per-step activations. The loops found by cell names and
+    consumer-assigned helpers alone (the rules before tags) are returned instead when
+    these do not cover all of their nodes.
 
     Args:
         order: the graph's nodes in topological order.
@@ -180,12 +181,12 @@ def find_loops(order: list, heads: list) -> list[Loop]:
     for unit in units(order, assign_steps(order, heads, extended=True)):
         steps = [[n for g in unit for n in g[k]] for k in range(len(unit[0]))]
         loop = _match(order, heads, [canonical(s) for s in steps])
+        if loop is None:
+            continue
         # layers only tagged ``_t<k>`` are a loop when they carry a state, or when each step
         # is several operators on per-step activations (attention on a cell's outputs); a
         # lone per-step operator (BidirectionalCell's output concat) or per-step weights
         # stay as they are
-        if loop is None:
-            continue
         cell = any(step_name(n.name, tags=False) for n in steps[0])
         mapped = len(steps[0]) > 1 and not any(n.is_var for es in loop.seq for n, _ in es)
         if cell or loop.carry_src or mapped:
