@@ -27,6 +27,7 @@ import hashlib
 import io
 import os
 import pickle
+import sys
 import tempfile
 from typing import Any, Optional
 
@@ -111,19 +112,20 @@ _ENVIRONMENT: Optional[str] = None
 
 
 def environment_text() -> str:
-    """mxmod's source, JAX's version, settings and devices: what else shapes a program."""
+    """mxmod's code, JAX's version, settings and devices: what else shapes a program."""
     global _ENVIRONMENT
     if _ENVIRONMENT is None:
-        digest = hashlib.sha256()
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        for folder, dirs, files in sorted(os.walk(root)):
-            dirs.sort()
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    path = os.path.join(folder, name)
-                    digest.update(os.path.relpath(path, root).encode())
-                    with open(path, "rb") as f:
-                        digest.update(f.read())
+        # mxmod's code, by each source file's size and modification time (no file is read)
+        package = sys.modules[__name__.split(".")[0]]
+        digest = hashlib.sha256(package.__mxmod_version__.encode())
+        for root in getattr(package.__spec__, "submodule_search_locations", None) or ():
+            for folder, dirs, files in sorted(os.walk(root)):
+                dirs.sort()
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        st = os.stat(os.path.join(folder, name))
+                        rel = os.path.relpath(os.path.join(folder, name), root)
+                        digest.update(f"{rel}:{st.st_size}:{st.st_mtime_ns};".encode())
         env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("MXMOD_", "XLA_")))
         devices = [(d.platform, d.device_kind, d.id) for d in jax.devices()]
         _ENVIRONMENT = stable_text(
