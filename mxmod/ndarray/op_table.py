@@ -48,10 +48,14 @@ def nd_function(name: str):
 
     def call(*args: Any, out: NDArray | None = None, name: str | None = None, **kwargs: Any):
         named = {k: v for k, v in kwargs.items() if isinstance(v, (NDArray, np.ndarray, jax.Array))}
+        # MXNet's generated functions pass an attribute given as None on as the string
+        # 'None' (axis=None: flatten; an int attribute: a parse error) and a dtype of None
+        # as np.dtype(None), float64; only an input given as None is left out.
+        omitted = {k for k, v in kwargs.items() if v is None and k not in op.params}
         raw = {
             k: (np.dtype(v).name if k == "dtype" and not isinstance(v, str) else attr_str(v))
             for k, v in kwargs.items()
-            if k not in named and v is not None
+            if k not in named and k not in omitted
         }
         positional = (
             list(args[0])
@@ -62,6 +66,11 @@ def nd_function(name: str):
             raw[op.variadic] = str(len(positional))
         attrs = op.parse(raw, op.name)
         slots = op.input_names(attrs) + op.aux_names(attrs)
+        # a None that names no input (of any configuration: ``bias`` when no_bias=True)
+        # goes to the attribute parser in MXNet, which refuses it
+        unknown = [] if callable(op.inputs) else sorted(omitted - set(slots))
+        if unknown:
+            op.parse({**raw, unknown[0]: "None"}, op.name)
 
         def missing(slot: str):
             raise MXNetError(f"mx.nd.{op.name} needs input {slot!r} (inputs: {', '.join(slots)})")

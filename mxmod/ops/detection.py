@@ -190,8 +190,10 @@ def _nms_one(a, data):
         cs = a.coord_start
         coords = out[:, cs : cs + 4]
         conv = _convert(coords, a.out_format == "center")
-        # MXNet's backward copies the head gradient without the conversion's Jacobian
-        out = out.at[:, cs : cs + 4].set(coords + sg(conv - coords))
+        # MXNet's backward copies the head gradient without the conversion's Jacobian.
+        # Concatenated, not ``.at[].set``: XLA:CPU miscompiles an in-place update fed by
+        # slices of the same array when a reshape follows (openxla/xla#49176).
+        out = jnp.concatenate([out[:, :cs], coords + sg(conv - coords), out[:, cs + 4 :]], 1)
     return out
 
 

@@ -28,14 +28,16 @@ f32 = np.float32
 
 # ------------------------------------------------------------------ MultiBoxPrior
 def _prior_anchors(a, h: int, w: int) -> np.ndarray:
-    """MXNet's anchor layout: per pixel (row-major), every size at ratio 1, then every other
-    ratio at the first size; float32 arithmetic in MXNet's order."""
+    """MXNet's anchor layout: per pixel (row-major), every size at the first ratio (1.9.1
+    honours ``ratios[0]``, usually 1), then every other ratio at the first size; float32
+    arithmetic in MXNet's order."""
     sizes, ratios = [f32(s) for s in a.sizes], [f32(r) for r in a.ratios]
     step_y = f32(a.steps[0]) if a.steps[0] > 0 else f32(1) / f32(h)
     step_x = f32(a.steps[1]) if a.steps[1] > 0 else f32(1) / f32(w)
     half = []  # (w/2, h/2) per anchor shape
+    r0 = np.sqrt(ratios[0], dtype=f32)
     for s in sizes:
-        half.append((s * f32(h) / f32(w) / f32(2), s / f32(2)))
+        half.append((s * f32(h) / f32(w) * r0 / f32(2), s / r0 / f32(2)))
     for r in ratios[1:]:
         sr = np.sqrt(r, dtype=f32)
         half.append((sizes[0] * f32(h) / f32(w) * sr / f32(2), sizes[0] / sr / f32(2)))

@@ -229,4 +229,7 @@ def cases(C: Callable[..., Any]) -> list:
             {'key': 'sbn', 'fix_gamma': False, 'output_mean_var': True, 'eps': 1e-4},
             positive=BN_POS,
         ),
+        # gradientmultiplier (issue 23: identity forward, backward scaled by `scalar`)
+        C('gradmult_reverse', 'contrib.gradientmultiplier', {D: (2, 3, 4)}, {'scalar': -0.7}),
+        C('gradmult_default', 'contrib.gradientmultiplier', {D: (5,)}),
     ]

@@ -486,4 +486,11 @@ def cases(C: Callable[..., Any]) -> list:
             {D: (6, 4)},
             {'threshold': 0.8, 'is_ascend': True, 'topk': 2},
         ),
+        # issue 23: MultiBoxPrior 1.9.1 gives the `sizes` anchors the first ratio
+        C(
+            'mbox_prior_first_ratio',
+            'contrib.MultiBoxPrior',
+            {D: (1, 2, 3, 5)},
+            {'sizes': (0.4, 0.3), 'ratios': (2.5, 1, 0.5), 'offsets': (0.25, 0.6)},
+        ),
     ]
