@@ -23,6 +23,7 @@ from ..symbol.symbol import Symbol
 from .arrays import reshaped_arrays
 from .head_grads import missing_head_grads_error, outputs_needing_head_grads
 from .lower import GraphFn
+from .memory import allocated_bytes, allocated_line
 from .monitor_taps import backward_taps
 from .programs import vjp_step
 from .layout import channel_last_enabled
@@ -283,7 +284,10 @@ class Executor:
         for n, g in zip(self._arg_names, self.grad_arrays):
             if n not in grads:
                 continue
-            new = _on(grads[n], _device_of(g._data))  # a gradient array stays where it is
+            grad = grads[n]
+            if grad.dtype == jax.dtypes.float0:  # an integer argument: zeros of its dtype
+                grad = jnp.zeros(g.shape, g._data.dtype)
+            new = _on(grad, _device_of(g._data))  # a gradient array stays where it is
             if self._grad_req.get(n) == "add":
                 g._set_data(g._data + new)
             else:
@@ -333,7 +337,15 @@ class Executor:
         self._monitor = callback
 
     def debug_str(self) -> str:
-        return self._symbol.debug_str()
+        """The graph, then MXNet's ``Total <N> MB allocated`` line (``memory.py``)."""
+        diff = [
+            n
+            for n, g in zip(self._arg_names, self.grad_arrays)
+            if g is not None and self._grad_req.get(n, "null") != "null"
+        ]
+        args, aux = self._args(), self._aux()
+        nbytes = allocated_bytes(self._compiled.graph, args, aux, zero_key(), diff, self.outputs)
+        return f"{self._symbol.debug_str()}\n{allocated_line(nbytes)}\n"
 
 
 def _write_prefixes(holders: list, outs: list) -> None:

@@ -7,7 +7,7 @@ import math
 
 import numpy
 
-from ._base import _StatsMetric, _num
+from ._base import _np, _num, _StatsMetric
 from ._registry import alias, register
 
 __all__ = [
@@ -210,6 +210,13 @@ def _moments(label, pred, xp):
     )
 
 
+def _check_same_shape(label, pred) -> None:
+    if label.shape != pred.shape:
+        raise ValueError(
+            f"Shape of labels {label.shape} does not match shape of predictions {pred.shape}"
+        )
+
+
 @register
 @alias("pearsonr")
 class PearsonCorrelation(_StatsMetric):
@@ -244,14 +251,40 @@ class PearsonCorrelation(_StatsMetric):
         super().reset()
         self.reset_micro()
 
+    def update(self, labels, preds):
+        """Host path, computed as MXNet 1.9.1 computes it, so results are bit-identical:
+        per pair in float64, ``macro`` adds ``numpy.corrcoef(pred, label)[0, 1]``;
+        ``micro`` updates running means and centred sums batch by batch (Welford)."""
+        labels, preds = self._inputs(labels, preds, _np)
+        for label, pred in zip(labels, preds):
+            _check_same_shape(label, pred)
+            label = label.ravel().astype(numpy.float64)
+            pred = pred.ravel().astype(numpy.float64)
+            if self.average == "macro":
+                with numpy.errstate(divide="ignore", invalid="ignore"):
+                    self._add(numpy.corrcoef(pred, label)[0, 1], 1)
+                continue
+            self._count += label.shape[0]
+            label_mean = self._mean_l + numpy.sum((label - self._mean_l) / self._count)
+            self._sse_l += numpy.sum((label - self._mean_l) * (label - label_mean))
+            self._mean_l = label_mean
+            # the cross sum reads the new label mean and the old prediction mean
+            self._conv += numpy.sum((label - self._mean_l) * (pred - self._mean_p))
+            pred_mean = self._mean_p + numpy.sum((pred - self._mean_p) / self._count)
+            self._sse_p += numpy.sum((pred - self._mean_p) * (pred - pred_mean))
+            self._mean_p = pred_mean
+            self.__dict__["_num_inst"] += 1
+            self.__dict__["_global_num_inst"] += 1
+
+    def _device_stats(self, labels, preds):
+        """The statistics ``update`` folds, from ``_stats`` in float32 on the device (this
+        override marks ``update`` above as matching it)."""
+        return super()._device_stats(labels, preds)
+
     def _stats(self, labels, preds, xp):
         out = []
         for label, pred in zip(labels, preds):
-            if label.shape != pred.shape:
-                raise ValueError(
-                    f"Shape of labels {label.shape} does not match shape of predictions "
-                    f"{pred.shape}"
-                )
+            _check_same_shape(label, pred)
             dtype = _float_dtype(xp)
             out.append(_moments(label.ravel().astype(dtype), pred.ravel().astype(dtype), xp))
         if self.average == "micro":

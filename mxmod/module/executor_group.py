@@ -125,10 +125,17 @@ class DataParallelExecutorGroup:
         self._keep_grads = False
         self._overlay: dict = {}
         self._tables: dict = {}
+        # MXNet's shared_data_arrays: one dict per context, the shared group's when given
+        self._owns_shared_arrays = shared_group is None
+        self._shared_arrays = (
+            [{} for _ in self.contexts] if shared_group is None else shared_group.shared_data_arrays
+        )
         self._consts: dict = {}
         self._states: dict = {}
         self._host_metrics: set = set()
         self.bind_exec(data_shapes, label_shapes, shared_group)
+        if shared_group is not None:  # MXNet enters this group's arrays at bind
+            _ = self.shared_data_arrays
 
     # ------------------------------------------------------------ binding
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):

@@ -29,11 +29,13 @@ from .slicing import sliced_shape
 from .views import (
     ArrayTable,
     ExecView,
+    StateView,
     aux_view,
     grad_view,
     input_grad_view,
     input_view,
     kept_output_view,
+    on_device,
     output_view,
     param_view,
     slice_of,
@@ -294,16 +296,46 @@ def execs(self):
 
 @property
 def shared_data_arrays(self):
-    """MXNet's per-context buffers of the bound inputs (``{name: array}``)."""
+    """MXNet's per-context buffers of the arguments that are not parameters: the bound
+    inputs, their gradients, the other arguments (``{name: array}``). A group bound with
+    ``shared_group=`` holds the same dicts as that group and adds the names it lacks
+    (its own arrays for the names already there are not entered, as MXNet reuses them)."""
 
     def pool(k):
         out = {n: self._input_view(n, k) for n in self._input_names()}
         for n in self.data_names:
             if self.grad_req.get(n, "null") != "null":
                 out[f"grad of {n}"] = self._input_grad_view(n, k)
+        out.update((n, self._view("const", n, k, _const_view)) for n in self._consts)
         return out
 
-    return self._table("shared", lambda: self._per_dev(pool))
+    def fill():
+        for k, shared in enumerate(self._shared_arrays):
+            for name, arr in pool(k).items():
+                if self._owns_shared_arrays or name not in shared:
+                    shared[name] = arr
+        return self._shared_arrays
+
+    return self._table("shared", fill)
+
+
+def _const_view(self, name, k):
+    """Device ``k``'s array of an argument that is neither a parameter nor an input."""
+
+    def write(value):
+        if len(self.contexts) > 1:
+            raise NotImplementedError(
+                f"writing argument {name!r} (not a parameter or input) on one of several "
+                "contexts: mxmod holds one copy for every device; bind one context to set it"
+            )
+        cur = self._consts[name]
+        value = jax.device_put(jnp.asarray(value, cur.dtype), cur.sharding)
+        self._consts = {**self._consts, name: value}
+
+    def read():
+        return on_device(self._consts[name], self._dev(k))
+
+    return StateView(read, write, self._var_ctx(name, k))
 
 
 def install_monitor(self, mon) -> None:

@@ -8,9 +8,8 @@ from typing import Any
 from ..base import MXNetError, MXNetFileError
 from ..fileio import atomic_write
 from ..ops import get_op
-from . import json_schema
+from . import json_schema, legacy_json
 from .graph import Node, topo_order
-from .naming import HIDDEN_KEYS
 
 MXNET_VERSION = 10901
 _AMP_OPS = ("amp_cast", "amp_multicast")
@@ -201,11 +200,9 @@ def _version(data: dict) -> int:
 
 def _node(raw: dict, version: int, source: str, i: int) -> Node:
     """A node without its inputs: attributes upgraded and parsed, operator resolved."""
-    attrs: dict[str, str] = {}
-    for key in ("param", "attr", "attrs"):
-        attrs.update(raw.get(key, {}))
-    if version < MXNET_VERSION:
-        attrs = {(f"__{k}__" if k in HIDDEN_KEYS else k): v for k, v in attrs.items()}
+    attrs, aside = legacy_json.node_attrs(raw), {}
+    if version < MXNET_VERSION:  # hidden keys are set aside while parsing (legacy_json)
+        attrs, aside = legacy_json.set_aside(attrs)
     if raw["op"] == "null":
         _check_int_flag(attrs, "__storage_type__", source, i, "'0' (default), '1' (row_sparse)")
         if attrs.get("__storage_type__", "0") not in ("0", "-1"):
@@ -215,7 +212,9 @@ def _node(raw: dict, version: int, source: str, i: int) -> Node:
                 f"by mxmod; remove the attribute to use dense arrays"
             )
         _check_int_flag(attrs, "__dtype__", source, i, "'0' (float32), '2' (float16)")
-        return Node(None, raw["name"], attrs)
+        var = Node(None, raw["name"], attrs)
+        legacy_json.put_back(var, aside)
+        return var
     try:
         op = get_op(raw["op"])
     except MXNetError as e:
@@ -273,16 +272,8 @@ def _link(node: Node, raw: dict, nodes: list, version: int, source: str, where: 
         return
     node.inputs = [(nodes[e[0]], e[1]) for e in entries]
     node.versions = [e[2] if len(e) > 2 else 0 for e in entries]
-    if version < MXNET_VERSION:  # <input>_<hidden key> attrs move to the input variable
-        slots = node.input_slot_names()
-        for key in list(node.attrs):
-            for hk in HIDDEN_KEYS:
-                slot = key[: -len(hk) - 1]
-                if key.endswith("_" + hk) and not key.startswith("__") and slot in slots:
-                    value = node.attrs.pop(key)
-                    k = slots.index(slot)
-                    if k < len(node.inputs) and node.inputs[k][0].is_var:
-                        node.inputs[k][0].attrs[f"__{hk}__"] = value
+    if version < MXNET_VERSION:  # hidden keys go where MXNet's upgrade puts them
+        legacy_json.put_back(node, legacy_json.set_aside(legacy_json.node_attrs(raw))[1])
 
 
 def _check_acyclic(heads: list, nodes: list, source: str) -> None:
