@@ -273,7 +273,8 @@ def _link(node: Node, raw: dict, nodes: list, version: int, source: str, where: 
     node.inputs = [(nodes[e[0]], e[1]) for e in entries]
     node.versions = [e[2] if len(e) > 2 else 0 for e in entries]
     if version < MXNET_VERSION:  # hidden keys go where MXNet's upgrade puts them
-        legacy_json.put_back(node, legacy_json.set_aside(legacy_json.node_attrs(raw))[1])
+        aside = legacy_json.set_aside(legacy_json.node_attrs(raw))[1]
+        legacy_json.put_back(node, aside, source, where)
 
 
 def _check_acyclic(heads: list, nodes: list, source: str) -> None:

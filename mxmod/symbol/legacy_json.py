@@ -11,13 +11,16 @@ aside before parsing the operator's parameters, then puts it back:
 * ``<input>_<key>`` on an operator becomes ``__key__`` on that input when it is a variable
   (the operator loses the attribute);
 * anything else (on a variable, an input that is no variable or not an input name,
-  ``lr_multiplier``) stays as it was, unparsed.
+  ``lr_multiplier``) stays as it was; MXNet then parses the operator's attributes again,
+  so an operator with parameters refuses it (one without keeps it).
 
 Files written by 1.9.1 itself get none of this: their operator attributes must parse.
 """
 
 from __future__ import annotations
 
+from ..base import MXNetError
+from . import json_schema
 from .graph import Node
 from .naming import HIDDEN_KEYS
 
@@ -45,11 +48,24 @@ def set_aside(attrs: dict) -> tuple[dict, dict]:
     return parsed, aside
 
 
-def put_back(node: Node, aside: dict) -> None:
-    """Place the keys :func:`set_aside` took from ``node``; its inputs must be linked."""
-    for key, value in aside.items():
-        if not _place(node, key, value):
-            node.attrs[key] = value
+def put_back(node: Node, aside: dict, source: str = "", where: str = "") -> None:
+    """Place the keys :func:`set_aside` took from ``node`` (its inputs linked). MXNet
+    parses an operator's attributes again afterwards, so a key kept on an operator with
+    parameters is refused there (operators without parameters keep it)."""
+    kept = [key for key, value in aside.items() if not _place(node, key, value)]
+    for key in kept:
+        node.attrs[key] = aside[key]
+    if kept and not node.is_var:
+        node._parsed = None
+        try:
+            node.parsed()
+        except MXNetError as e:
+            raise json_schema.fail(
+                source,
+                f"{where}.attrs",
+                f"{e} (pre-1.9.1 attribute(s) {kept} name no variable input of {node.name!r})",
+                f"attributes {node.op.name} accepts, or <input>_<key> for a variable input",
+            ) from None
 
 
 def _place(node: Node, key: str, value: str) -> bool:
