@@ -175,15 +175,18 @@ def test_extra_argument_array_is_what_the_program_reads():
     np.testing.assert_array_equal(g.get_outputs()[0].asnumpy(), np.full((2, 2), 1.5))
 
 
-def test_extra_argument_write_on_several_contexts_is_refused():
+def test_extra_argument_write_reaches_every_device():
     data = mx.sym.Variable("data")
     out = mx.sym.FullyConnected(data, num_hidden=2, name="fc") + mx.sym.Variable("offset")
     g = DataParallelExecutorGroup(
         out, [mx.cpu(0), mx.cpu(1)], [1, 1], data_shapes=[("data", (2, 3))], label_shapes=None,
         param_names=["fc_weight", "fc_bias"], for_training=False, inputs_need_grad=False,
     )  # fmt: skip
-    with pytest.raises(NotImplementedError, match="'offset'.*several contexts"):
-        g.shared_data_arrays[1]["offset"][:] = 1.0
+    g.set_params({"fc_weight": mx.nd.zeros((2, 3)), "fc_bias": mx.nd.zeros((2,))}, {})
+    g.shared_data_arrays[1]["offset"][:] = 2.0  # one program: one copy for both devices
+    g.forward(mx.io.DataBatch([mx.nd.ones((2, 3))]), is_train=False)
+    np.testing.assert_array_equal(g.get_outputs()[0].asnumpy(), np.full((2, 2), 2.0))
+    np.testing.assert_array_equal(g.shared_data_arrays[0]["offset"].asnumpy(), np.full((1, 2), 2.0))
 
 
 # ------------------------------------------------------------ PearsonCorrelation

@@ -320,14 +320,11 @@ def shared_data_arrays(self):
 
 
 def _const_view(self, name, k):
-    """Device ``k``'s array of an argument that is neither a parameter nor an input."""
+    """Device ``k``'s array of an argument that is neither a parameter nor an input.
+    The group's program holds one copy for every device (MXNet: one per executor), so a
+    write through any device's array sets it on all of them."""
 
     def write(value):
-        if len(self.contexts) > 1:
-            raise NotImplementedError(
-                f"writing argument {name!r} (not a parameter or input) on one of several "
-                "contexts: mxmod holds one copy for every device; bind one context to set it"
-            )
         cur = self._consts[name]
         value = jax.device_put(jnp.asarray(value, cur.dtype), cur.sharding)
         self._consts = {**self._consts, name: value}
