@@ -381,3 +381,11 @@ def test_convert_bucketing_module_matches_mxnet(cop):
         fresh = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=5)
         fresh.bind([("data", (2, 5))], [("softmax_label", (2,))])
         amp.convert_bucketing_module(fresh)
+
+
+def test_a_symbol_input_given_as_none_is_dropped_as_in_mxnet():
+    x = mx.sym.Variable("x")
+    fc = mx.sym.FullyConnected(data=x, bias=None, no_bias=True, num_hidden=3, name="fc")
+    assert fc.list_arguments() == ["x", "fc_weight"]
+    fc = mx.sym.FullyConnected(data=x, bias=None, num_hidden=3, name="fc")
+    assert fc.list_arguments() == ["x", "fc_weight", "fc_bias"]  # made, as when not given
