@@ -117,8 +117,8 @@ def make_op(
     for key, value in kwargs.items():
         if isinstance(value, Symbol):
             inputs_by_name[key] = value
-        elif value is None and key in static_inputs:
-            continue  # MXNet drops an input given as None (bias=None with no_bias=True)
+        elif value is None and key not in op.params and key not in HIDDEN_KEYS:
+            continue  # an input given as None: MXNet drops it (bias=None with no_bias=True)
         elif key in static_inputs or (key == "data" and key not in op.params):
             raise TypeError(
                 f"{op.name} {node_name!r}: input {key!r} must be a Symbol (e.g. "
