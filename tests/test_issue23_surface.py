@@ -389,3 +389,15 @@ def test_a_symbol_input_given_as_none_is_dropped_as_in_mxnet():
     assert fc.list_arguments() == ["x", "fc_weight"]
     fc = mx.sym.FullyConnected(data=x, bias=None, num_hidden=3, name="fc")
     assert fc.list_arguments() == ["x", "fc_weight", "fc_bias"]  # made, as when not given
+
+
+def test_an_integer_input_gradient_is_zeros_of_its_dtype():
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    mod = mx.mod.Module(mx.sym.Cast(a, dtype="float32") + b, ["a", "b"], label_names=None)
+    mod.bind([mx.io.DataDesc("a", (2, 3), "int32"), ("b", (2, 3))], inputs_need_grad=True)
+    mod.init_params()
+    mod.forward(mx.io.DataBatch([mx.nd.ones((2, 3), dtype="int32"), mx.nd.ones((2, 3))]))
+    mod.backward([mx.nd.ones((2, 3))])
+    ga, gb = mod.get_input_grads()
+    assert ga.dtype == np.int32 and ga.asnumpy().tolist() == [[0] * 3] * 2
+    assert gb.asnumpy().tolist() == [[1.0] * 3] * 2

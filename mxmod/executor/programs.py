@@ -49,6 +49,13 @@ def vjp_step(
     if head_grads is None:
         head_grads = [jnp.ones_like(o) for o in outs]
     (grads,) = vjp(list(head_grads))
+    # an integer argument's gradient is JAX's float0 placeholder: zeros of its dtype (MXNet)
+    grads = {
+        n: jnp.zeros(jnp.shape(diff[n]), jnp.result_type(diff[n]))
+        if g.dtype == jax.dtypes.float0
+        else g
+        for n, g in grads.items()
+    }
     if aux_trained is not None:
         new_aux = {k: v for k, v in new_aux.items() if k in aux_trained}
     return outs, new_aux, grads
