@@ -401,3 +401,21 @@ def test_an_integer_input_gradient_is_zeros_of_its_dtype():
     ga, gb = mod.get_input_grads()
     assert ga.dtype == np.int32 and ga.asnumpy().tolist() == [[0] * 3] * 2
     assert gb.asnumpy().tolist() == [[1.0] * 3] * 2
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda x: mx.sym.argmax_channel(x), lambda x: mx.sym.batch_take(x, mx.sym.zeros((3,)))],
+    ids=["argmax_channel", "batch_take"],
+)
+def test_binding_gradients_through_an_op_without_one_fails_as_in_mxnet(make):
+    x = mx.sym.Variable("x")
+    with pytest.raises(mx.base.MXNetError, match="non-differentiable because it didn't"):
+        make(x).simple_bind(mx.cpu(), x=(3, 4))
+    make(x).simple_bind(mx.cpu(), x=(3, 4), grad_req="null")  # no gradient: fine
+    exe = mx.sym.BlockGrad(make(x)).simple_bind(mx.cpu(), x=(3, 4))  # cut: fine
+    exe.forward(is_train=True)
+    exe.backward()
+    mod = mx.mod.Module(make(mx.sym.FullyConnected(x, num_hidden=4)), ["x"], None)
+    with pytest.raises(mx.base.MXNetError, match="non-differentiable"):
+        mod.bind([("x", (3, 4))])

@@ -9,6 +9,7 @@ from ..base import MXNetError
 from ..ndarray import NDArray, array
 from ..symbol.graph import aux_var_ids
 from ..symbol.infer import propagate_shapes, propagate_types, unknown_shape_error
+from .grad_check import check_differentiable
 from .arrays import args_list, device_of, grad_reqs, group_devices, out_specs, zeros
 from .executor import Executor, compiled_for
 
@@ -56,6 +57,7 @@ def simple_bind(
         raise unknown_shape_error(sym, shapes)
     arg_names = [n.name for n in variables if id(n) not in aux_ids]
     reqs = grad_reqs(grad_req, arg_names)
+    check_differentiable(sym, [n for n, r in reqs.items() if r != "null"])
     shared = shared_exec.arg_dict if shared_exec is not None else {}
     args, grads, aux_names, aux = [], [], [], []
     for n in variables:
@@ -103,6 +105,7 @@ def bind(
         if g is None:
             reqs[n] = "null"
         grads.append(None if reqs[n] == "null" else nd(g))
+    check_differentiable(sym, [n for n, r in reqs.items() if r != "null"])
     arrays = dict(zip(arg_names + aux_names, arg_list + aux_list))
     _, shapes = propagate_shapes(sym, {n: a.shape for n, a in arrays.items()})
     _, types = propagate_types(sym, {n: a._data.dtype.name for n, a in arrays.items()})

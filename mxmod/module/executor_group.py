@@ -26,6 +26,7 @@ from ..base import MXNetError
 from ..executor import compiled_for
 from ..executor.placement import MeshPlacement, OneDevice, ProcessMeshPlacement
 from ..executor.replicas import programs_for
+from ..executor.grad_check import check_differentiable
 from ..io import DataDesc
 from ..kvstore import dist
 from .ctx_groups import prepare_group2ctxs, variable_groups
@@ -158,6 +159,7 @@ class DataParallelExecutorGroup:
             self.inputs_need_grad,
         )
         self._has_add = "add" in self.grad_req.values()
+        check_differentiable(self.symbol, [n for n, r in self.grad_req.items() if r != "null"])
         sizes = [s.stop - s.start for s in self.slices]
         # one program over a mesh when every device gets an equal slice of distinct
         # hardware; otherwise per-device replicas (MXNet's executor-per-device model)
