@@ -64,7 +64,7 @@ def enable(path: Optional[str] = None, max_mb: Optional[int] = None) -> str:
 
 def ours() -> Optional[str]:
     """The folder mxmod configured for JAX's entries, None when the cache is off or the
-    user's own (``executor.stored`` keeps its programs beside it)."""
+    user's own (``program_store`` keeps its programs beside it)."""
     if _ours is not None and jax.config.jax_compilation_cache_dir == _ours:
         return _ours
     return None

@@ -20,7 +20,7 @@ monitoring.register_event_listener(
 )
 import numpy as np
 import mxmod as mx
-from mxmod.executor import stored
+from mxmod import program_store as stored
 mx.random.seed(0)
 x = mx.sym.Variable("data")
 net = mx.sym.FullyConnected(x, num_hidden=8, name="fc1")

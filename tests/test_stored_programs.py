@@ -10,13 +10,13 @@ import pytest
 
 import mxmod as mx
 from mxmod import compile_cache
-from mxmod.executor import stored
+from mxmod import program_store as stored
 
 PROGRAM = r"""
 import json, sys
 import numpy as np
 import mxmod as mx
-from mxmod.executor import stored
+from mxmod import program_store as stored
 mx.random.seed(0)
 x = mx.sym.Variable("data")
 net = mx.sym.FullyConnected(x, num_hidden=8, name="fc1")
@@ -28,6 +28,8 @@ mod.fit(it, num_epoch=2, initializer=mx.init.Uniform(0.1), eval_metric="acc",
         optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
 w = mod.get_params()[0]["fc2_weight"].asnumpy()
 pred = mod.predict(it).asnumpy()
+top = mx.nd.topk(mx.nd.array(rng.randn(4, 6)), k=2, axis=1)  # an imperative operator
+pred = np.concatenate([pred.ravel(), top.asnumpy().ravel()])
 print(json.dumps({"counts": stored.COUNTS, "w": w.ravel().tolist(),
                   "pred": pred.ravel().tolist(), "folder": stored.folder()}))
 """

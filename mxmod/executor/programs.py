@@ -17,7 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 from .placement import AXIS, spec
 from .step import SUM, Keyed, compose_step, make_update, scan_steps, split_per_device
-from .stored import program_key
+from ..program_store import program_key
 from .tiers import program_jit
 
 

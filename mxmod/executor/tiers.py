@@ -18,7 +18,7 @@ import os
 
 import jax
 
-from .stored import Stored, signature
+from ..program_store import Stored, signature
 
 MODES = ("sync", "fast", "tiered")
 FAST_OPTIONS = {"xla_backend_optimization_level": 0}

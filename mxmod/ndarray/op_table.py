@@ -16,6 +16,7 @@ import numpy as np
 from ..base import MXNetError, match_inputs, named
 from ..ops import LowerCtx, get_op
 from ..ops._attrs import attr_str
+from ..program_store import Stored, program_key
 from ._random import next_key
 from .ndarray import NDArray
 
@@ -31,7 +32,9 @@ def _compiled(op_name: str, frozen_attrs: tuple, n_data: int):
         outs = res[0] if op.aux_names(attrs) else res
         return list(outs)[: len(op.output_names(attrs))]
 
-    return jax.jit(run), attrs
+    # mxmod's own operators are stored whole on disk (a later process runs them untraced)
+    key = None if op_name == "Custom" else program_key("nd", op_name, frozen_attrs, n_data)
+    return (Stored(jax.jit(run), key) if key is not None else jax.jit(run)), attrs
 
 
 def _array(x: Any, op_name: str, slot: str):

@@ -1,4 +1,5 @@
-"""Compiled programs kept on disk by their structure: a later process runs them untraced.
+"""Compiled programs kept on disk by their structure: a later process runs them untraced
+(Module programs, ``executor/programs.py``; imperative operators, ``ndarray/op_table.py``).
 
 JAX's persistent cache (``compile_cache``) saves the XLA compile, but each process still
 traces the program and lowers it to find the cache entry, and for an unrolled seq2seq
@@ -37,7 +38,7 @@ import numpy as np
 from jax.experimental import serialize_executable
 from jax.experimental.compilation_cache import compilation_cache as jax_cache
 
-from .. import compile_cache
+from . import compile_cache
 
 FORMAT = "mxmod-program-1"
 # this process's programs: loaded from disk, built (traced and compiled), written
