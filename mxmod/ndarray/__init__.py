@@ -8,13 +8,14 @@ import importlib
 
 from ..ops import OPS, get_op
 from . import _arith, _setget  # noqa: F401  (NDArray's operators and indexing)
-from . import contrib, linalg, random
+from . import contrib, linalg, random, sparse
 from .custom import nd_custom as Custom  # noqa: F401  (mx.nd.Custom)
 from .io import load, load_frombuffer, save
 from .op_table import nd_function
 from .binary_funcs import *  # noqa: F403  (add, divide, equal ... as MXNet)
 from .creation import arange, array, empty, full, ones, waitall, zeros
 from .ndarray import NDArray, from_jax
+from .sparse import CSRNDArray, RowSparseNDArray, cast_storage
 from .ops import (
     abs,
     argmax,
@@ -59,6 +60,10 @@ __all__ = [
     "contrib",
     "linalg",
     "random",
+    "sparse",
+    "CSRNDArray",
+    "RowSparseNDArray",
+    "cast_storage",
     "array",
     "zeros",
     "ones",
@@ -106,11 +111,6 @@ __all__ += ["save", "load", "load_frombuffer"]
 
 def __getattr__(name):
     """Every other operator of the table is available as ``mx.nd.<Op>``."""
-    if name == "sparse":
-        raise NotImplementedError(
-            "mx.nd.sparse: sparse storage (row_sparse/csr) is not supported by mxmod; use "
-            "dense NDArrays (mx.nd.array(x.toarray()) for a scipy matrix)"
-        )
     if name in ("utils", "_internal"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "Correlation":

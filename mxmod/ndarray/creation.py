@@ -19,6 +19,9 @@ from ..base import mx_real_t
 from ..context import Context, current_context
 from ._device import HOST_FILL_BYTES, requested_dtype
 from .ndarray import NDArray, _fresh, _put
+from .sparse import BaseSparseNDArray
+from .sparse import array as _sparse_array
+from .sparse import zeros as _sparse_zeros
 
 __all__ = ["array", "zeros", "ones", "full", "empty", "arange", "waitall"]
 
@@ -62,6 +65,10 @@ def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> N
     Raises:
         TypeError: if ``source_array`` is not array-like.
     """
+    if isinstance(source_array, BaseSparseNDArray) or type(source_array).__module__.startswith(
+        "scipy.sparse"
+    ):
+        return _sparse_array(source_array, ctx=ctx, dtype=dtype)  # sparse stays sparse (MXNet)
     ctx = _ctx(ctx)
     if isinstance(source_array, NDArray):
         dt = _dtype(source_array.dtype if dtype is None else dtype)
@@ -133,8 +140,12 @@ def _filled_out(shape: Any, val: Any, ctx: Any, dtype: Any, out: NDArray | None)
 def zeros(
     shape: Any, ctx: Context | None = None, dtype: Any = None, stype: Any = None, **kwargs: Any
 ) -> NDArray:
-    """Array of zeros (dtype float32 unless given)."""
+    """Array of zeros (dtype float32 unless given); ``stype='csr'|'row_sparse'`` gives an
+    empty sparse array (``mx.nd.sparse.zeros``)."""
     out = kwargs.pop("out", None)
+    if stype in ("csr", "row_sparse") and out is None:
+        _check_stype(None, "zeros", kwargs)
+        return _sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     _check_stype(stype, "zeros", kwargs)
     return _filled_out(shape, 0, ctx, dtype, out)
 
@@ -162,6 +173,8 @@ def full(
 
 def empty(shape: Any, ctx: Context | None = None, dtype: Any = None, stype: Any = None) -> NDArray:
     """Uninitialised array in MXNet; zeros here (XLA has no uninitialised buffers)."""
+    if stype in ("csr", "row_sparse"):
+        return _sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     _check_stype(stype, "empty")
     return _filled(shape, 0, ctx, dtype)
 

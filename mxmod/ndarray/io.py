@@ -11,7 +11,9 @@ array and an optional list of names. Differences from MXNet, all deliberate:
 * ``load`` places every array on ``cpu(0)`` whatever context the file names. With
   ``jax_enable_x64`` off, float64/int64/uint64 arrays become 32-bit inside JAX (a
   ``UserWarning`` says which); :func:`load_numpy` returns the exact stored dtypes.
-* Sparse records (row_sparse/csr) raise ``NotImplementedError``; a wrong, truncated or
+* Sparse records (row_sparse/csr) load as ``CSRNDArray``/``RowSparseNDArray`` and save as
+  MXNet writes them (V2 records, int64 aux arrays even while JAX keeps int32 indices inside,
+  storage shape first); MXNet cannot write them beside 0-d arrays (V3). A wrong, truncated or
   corrupted file raises :class:`~mxmod.base.MXNetFileError` (an ``MXNetError``) naming the
   file, the byte offset and field, and what was expected there. Every size read from the
   file is checked against the bytes that remain before anything is allocated.
@@ -31,6 +33,7 @@ from ..base import MXNetFileError
 from ..context import cpu
 from ..fileio import atomic_write
 from .ndarray import NDArray
+from .sparse import BaseSparseNDArray, CSRNDArray, RowSparseNDArray
 from .records import (
     DEV_TYPES,
     DTYPE_TO_FLAG,
@@ -39,6 +42,7 @@ from .records import (
     V2_MAGIC,
     V3_MAGIC,
     FileMissing,
+    SparseRecord,
     parse_list,
     record_from_bytes,
 )
@@ -88,11 +92,16 @@ def _to_ndarrays(arrays: list, names: list | None, source: str) -> list | dict:
     out = []
     for i, host in enumerate(arrays):
         want = jax.dtypes.canonicalize_dtype(host.dtype)
+        values = host.data if isinstance(host, SparseRecord) else host
         if want != host.dtype:
             narrowed.append(f"{names[i] if names else i}: {host.dtype.name}->{np.dtype(want).name}")
             with np.errstate(over="ignore", invalid="ignore"):
-                host = host.astype(want)
-        out.append(NDArray(host, ctx))
+                values = values.astype(want)
+        if isinstance(host, SparseRecord):
+            cls = CSRNDArray if host.stype == "csr" else RowSparseNDArray
+            out.append(cls._from_parts(host.shape, values, host.aux, ctx))
+        else:
+            out.append(NDArray(values, ctx))
     if narrowed:
         warnings.warn(
             f"{source}: 64-bit arrays were loaded as 32-bit because jax_enable_x64 is off "
@@ -117,7 +126,7 @@ def load(fname: str) -> list | dict:
     Raises:
         TypeError: ``fname`` is not a path.
         MXNetFileError: missing file, wrong magic, truncated or corrupted content.
-        NotImplementedError: the file holds sparse (row_sparse/csr) or empty-handle arrays.
+        NotImplementedError: the file holds empty-handle (none) arrays.
     """
     buf, source = _read_file(fname)
     return _to_ndarrays(*parse_list(buf, source), source)
@@ -147,8 +156,13 @@ def load_numpy(fname: str) -> list | dict:
 _BAD_DATA = "save only accept dict str->NDArray or list of NDArray (numpy arrays are accepted too)"
 
 
-def _host(value: Any, label: str) -> tuple[np.ndarray, int, int]:
-    """(C-ordered little-endian numpy data, dev_type, dev_id) for one value to save."""
+def _host(value: Any, label: str) -> tuple[Any, int, int]:
+    """(C-ordered little-endian numpy data or a SparseRecord, dev_type, dev_id) for one value."""
+    if isinstance(value, BaseSparseNDArray):
+        ctx = value.context
+        dev = (ctx.device_typeid, ctx.device_id) if ctx.device_typeid in DEV_TYPES else (1, 0)
+        data, aux = value._host_parts()
+        return SparseRecord(value.stype, value.shape, data, aux, dev), *dev
     if isinstance(value, NDArray):
         ctx = value.context
         dev = (ctx.device_typeid, ctx.device_id) if ctx.device_typeid in DEV_TYPES else (1, 0)
@@ -183,11 +197,37 @@ def _normalise(data: Any) -> tuple[list, list]:
     )
 
 
+_STYPE_CODES = {"row_sparse": 1, "csr": 2}
+
+
+def _sparse_record(rec: SparseRecord, dev_type: int, dev_id: int) -> bytes:
+    """One csr / row_sparse record as MXNet's NDArray::Save writes it (V2, int64 aux)."""
+
+    def tshape(shape: tuple) -> bytes:
+        return struct.pack(f"<i{len(shape)}q", len(shape), *shape)
+
+    aux = [np.ascontiguousarray(a, dtype="<i8") for a in rec.aux]
+    out = [struct.pack("<Ii", V2_MAGIC, _STYPE_CODES[rec.stype]), tshape(rec.data.shape)]
+    out += [tshape(rec.shape), struct.pack("<iii", dev_type, dev_id, DTYPE_TO_FLAG[rec.dtype])]
+    out += [struct.pack("<i", DTYPE_TO_FLAG[np.dtype("<i8")]) + tshape(a.shape) for a in aux]
+    return b"".join(out + [rec.data.tobytes()] + [a.tobytes() for a in aux])
+
+
 def _encode(data: Any) -> bytes:
     names, items = _normalise(data)
-    magic = V3_MAGIC if any(h.ndim == 0 for h, _, _ in items) else V2_MAGIC
+    sparse = [h for h, _, _ in items if isinstance(h, SparseRecord)]
+    dense = [h for h, _, _ in items if not isinstance(h, SparseRecord)]
+    magic = V3_MAGIC if any(h.ndim == 0 for h in dense) else V2_MAGIC
+    if sparse and magic == V3_MAGIC:
+        raise ValueError(
+            "MXNet cannot save sparse arrays in one file with 0-d arrays (those need its "
+            "np_shape records, which only allow dense storage); save them in separate files"
+        )
     parts = [struct.pack("<QQQ", LIST_MAGIC, 0, len(items))]
     for host, dev_type, dev_id in items:
+        if isinstance(host, SparseRecord):
+            parts.append(_sparse_record(host, dev_type, dev_id))
+            continue
         parts.append(struct.pack(f"<Iii{host.ndim}q", magic, 0, host.ndim, *host.shape))
         parts.append(struct.pack("<iii", dev_type, dev_id, DTYPE_TO_FLAG[host.dtype]))
         parts.append(host.tobytes())

@@ -160,7 +160,7 @@ class NDArray:
 
     @property
     def stype(self) -> str:
-        """Storage type; always ``'default'`` (dense) in mxmod."""
+        """Storage type: ``'default'`` (dense); see ``mx.nd.sparse`` for csr / row_sparse."""
         return "default"
 
     @property
@@ -282,10 +282,11 @@ class NDArray:
         return np.any(self.asnumpy(), axis=axis, out=out, keepdims=keepdims)
 
     def tostype(self, stype: str) -> "NDArray":
-        """Storage-type cast; only ``'default'`` exists in mxmod.
+        """Storage-type cast. ``mxmod.ndarray.sparse`` replaces this method with one that also
+        casts to ``'csr'``/``'row_sparse'`` (it sits above this module, as ``_arith`` does).
 
         Raises:
-            NotImplementedError: for ``'csr'``/``'row_sparse'``.
+            NotImplementedError: for ``'csr'``/``'row_sparse'`` before that module is imported.
         """
         if stype != "default":
             raise NotImplementedError(

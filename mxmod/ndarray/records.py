@@ -1,4 +1,5 @@
-"""MXNet's binary NDArray record and list format (spec 10.1), read into numpy arrays.
+"""MXNet's binary NDArray record and list format (spec 10.1), read into numpy arrays
+(csr / row_sparse records into :class:`SparseRecord`, their parts as stored).
 
 The reader checks every size against the bytes that remain before allocating, and names
 the source, byte offset and field of any problem. ``mxmod.ndarray.io`` builds ``mx.nd.save``
@@ -45,7 +46,7 @@ class FileMissing(MXNetFileError, FileNotFoundError):
 
 
 class Skipped:
-    """Placeholder for a record mxmod cannot represent (sparse or empty-handle)."""
+    """Placeholder for a record mxmod cannot represent (an empty-handle array)."""
 
     def __init__(self, what: str, fix: str):
         self.what, self.fix = what, fix
@@ -133,20 +134,33 @@ def _data(r: Reader, dtype: np.dtype, shape: tuple, label: str) -> np.ndarray:
     return np.frombuffer(raw, dtype).reshape(shape).copy()
 
 
-def _skip_sparse(r: Reader, stype: int, sshape: tuple, shape: tuple, label: str) -> Skipped:
+class SparseRecord:
+    """A csr / row_sparse record: the stored values, aux arrays (MXNet's order) and shapes."""
+
+    def __init__(self, stype: str, shape: tuple, data: np.ndarray, aux: list, dev: tuple):
+        self.stype, self.shape, self.data, self.aux, self.dev = stype, shape, data, aux, dev
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+
+def _read_sparse(r: Reader, stype: int, sshape: tuple, shape: tuple, label: str) -> SparseRecord:
     name, naux = _SPARSE[stype]
-    dtype = _ctx_and_dtype(r, label)
+    dev_type, dev_id, flag = r.unpack("<iii", f"{label} context and dtype")
+    if dev_type not in DEV_TYPES or dev_id < 0:
+        raise r.fail(f"{label} names an invalid context (dev_type {dev_type}, dev_id {dev_id})")
+    dtype = _dtype_of_flag(r, flag, label)
     aux = []
     for k in range(naux):
-        (flag,) = r.unpack("<i", f"{label} aux {k} dtype")
-        aux.append((_dtype_of_flag(r, flag, label), _tshape(r, f"{label} aux {k} shape", False)))
-    r.take(math.prod(sshape) * dtype.itemsize, f"{label} {name} values")
-    for k, (adt, ashape) in enumerate(aux):
-        r.take(math.prod(ashape) * adt.itemsize, f"{label} {name} aux {k}")
-    return Skipped(
-        f"uses {name} storage (shape {shape}), which mxmod does not support",
-        "convert it in MXNet with arr.tostype('default') and save again",
-    )
+        (aflag,) = r.unpack("<i", f"{label} aux {k} dtype")
+        adt = _dtype_of_flag(r, aflag, label)
+        aux.append((adt, _tshape(r, f"{label} aux {k} shape", False)))
+    data = _data(r, dtype, sshape, f"{label} {name} values")
+    aux_data = [
+        _data(r, adt, ashape, f"{label} {name} aux {k}") for k, (adt, ashape) in enumerate(aux)
+    ]
+    return SparseRecord(name, shape, data, aux_data, (dev_type, dev_id))
 
 
 _NONE = (
@@ -155,7 +169,7 @@ _NONE = (
 )
 
 
-def read_record(r: Reader, label: str) -> np.ndarray | Skipped:
+def read_record(r: Reader, label: str) -> np.ndarray | SparseRecord | Skipped:
     (magic,) = r.unpack("<I", f"{label} header")
     if magic in (V2_MAGIC, V3_MAGIC):
         v3 = magic == V3_MAGIC
@@ -170,7 +184,7 @@ def read_record(r: Reader, label: str) -> np.ndarray | Skipped:
         if shape is None or (not v3 and not shape):
             return Skipped(*_NONE)
         if stype:
-            return _skip_sparse(r, stype, sshape, shape, label)
+            return _read_sparse(r, stype, sshape, shape, label)
     elif magic == V1_MAGIC:
         shape = _tshape(r, f"{label} shape", False)
         if not shape:
@@ -190,7 +204,7 @@ def read_record(r: Reader, label: str) -> np.ndarray | Skipped:
 def record_from_bytes(buf: bytes) -> np.ndarray:
     """The array of one raw NDArray record (MXNet's ``NDArray.__getstate__`` bytes)."""
     arr = read_record(Reader(buf, "pickled NDArray"), "NDArray")
-    if isinstance(arr, Skipped):
+    if isinstance(arr, (Skipped, SparseRecord)):
         raise MXNetFileError("pickled NDArray: the record holds no dense array", "pickle", "", "")
     return arr
 
