@@ -56,6 +56,7 @@ __all__ = [
     "random_arrays",
     "random_uniform_arrays",
     "rand_ndarray",
+    "rand_sparse_ndarray",
     "rand_shape_2d",
     "rand_shape_3d",
     "rand_shape_nd",
@@ -219,17 +220,76 @@ def rand_ndarray(
     distribution: Any = None,
     ctx: Context | None = None,
 ) -> NDArray:
-    """A standard-normal dense NDArray of ``shape``.
+    """A standard-normal dense NDArray of ``shape``, or (sparse ``stype``) the array of
+    :func:`rand_sparse_ndarray`."""
+    if stype != "default":
+        return rand_sparse_ndarray(
+            shape,
+            stype,
+            density=density,
+            dtype=dtype,
+            distribution=distribution,
+            modifier_func=modifier_func,
+            shuffle_csr_indices=shuffle_csr_indices,
+            ctx=ctx,
+        )[0]
+    return array(random_arrays(shape), ctx=ctx or default_context(), dtype=dtype)
+
+
+def rand_sparse_ndarray(
+    shape: tuple,
+    stype: str,
+    density: Any = None,
+    dtype: Any = None,
+    distribution: Any = None,
+    data_init: Any = None,
+    rsp_indices: Any = None,
+    modifier_func: Any = None,
+    shuffle_csr_indices: bool = False,
+    ctx: Context | None = None,
+) -> tuple:
+    """A random csr / row_sparse array with about ``density`` of it stored, as MXNet's.
+
+    Returns ``(arr, (data, indices))`` (numpy) for row_sparse and ``(arr, (indptr, indices,
+    data))`` (NDArrays) for csr. Values are uniform in [0, 1) (or ``data_init``), then
+    passed through ``modifier_func``.
 
     Raises:
-        NotImplementedError: for a sparse ``stype``.
+        ValueError: unknown ``stype``; NotImplementedError: ``distribution='powerlaw'`` or
+            ``shuffle_csr_indices=True``.
     """
-    if stype != "default":
-        raise NotImplementedError(
-            f"rand_ndarray(stype={stype!r}): sparse storage is not "
-            f"supported by mxmod; use stype='default'"
-        )
-    return array(random_arrays(shape), ctx=ctx or default_context(), dtype=dtype)
+    density = rnd.rand() if density is None else density
+    dtype = default_dtype() if dtype is None else dtype
+    ctx = ctx or default_context()
+    if stype not in ("csr", "row_sparse"):
+        raise ValueError(f"unknown storage type {stype!r}; use 'csr' or 'row_sparse'")
+    if distribution not in (None, "uniform"):
+        raise NotImplementedError(f"rand_sparse_ndarray(distribution={distribution!r})")
+    if shuffle_csr_indices:
+        raise NotImplementedError("rand_sparse_ndarray(shuffle_csr_indices=True)")
+
+    def values(shape_: tuple) -> np.ndarray:
+        val = rnd.rand(*shape_).astype(dtype)
+        if data_init is not None:
+            val.fill(data_init)
+        return np.vectorize(modifier_func)(val).astype(dtype) if modifier_func else val
+
+    if stype == "row_sparse":
+        if rsp_indices is not None:
+            indices = np.asarray(rsp_indices, dtype=np.int64)
+        else:
+            indices = np.flatnonzero(rnd.rand(shape[0]) < density)
+        val = values((len(indices),) + tuple(shape[1:]))
+        arr = mx.nd.sparse.row_sparse_array((val, indices), shape=shape, dtype=dtype, ctx=ctx)
+        return arr, (val, indices)
+    if len(shape) != 2:
+        raise ValueError(f"a csr array is 2-D; got shape {shape}")
+    rows, cols = np.nonzero(rnd.rand(*shape) < density)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))])
+    csr = mx.nd.sparse.csr_matrix(
+        (values((len(cols),)), cols, indptr), shape=shape, dtype=dtype, ctx=ctx
+    )
+    return csr, (csr.indptr, csr.indices, csr.data)
 
 
 def rand_shape_2d(dim0: int = 10, dim1: int = 10, allow_zero_size: bool = False) -> tuple:

@@ -65,7 +65,19 @@ class BaseSparseNDArray(NDArray):
 
     @_data.setter
     def _data(self, value: Any) -> None:
-        raise NotImplementedError(f"writing dense values into a {type(self).__name__}")
+        self._set_data(value)
+
+    def _set_data(self, arr: Any) -> None:
+        """Take dense values (e.g. from a dense ``copyto``), stored in this storage type."""
+        host = np.asarray(arr).astype(self.dtype)
+        if host.shape != self.shape:
+            raise MXNetError(f"cannot write values of shape {host.shape} into {self.shape}")
+        new = type(self)._from_dense(host, self._ctx)
+        self._set_parts(new.shape, new._sdata, new._saux)
+
+    @classmethod
+    def _from_dense(cls, host: np.ndarray, ctx: Context) -> BaseSparseNDArray:
+        raise NotImplementedError
 
     @property
     def shape(self) -> tuple:
@@ -332,6 +344,17 @@ class CSRNDArray(BaseSparseNDArray):
         """A copy of the row pointers (length ``shape[0] + 1``)."""
         return self._aux("indptr")
 
+    @classmethod
+    def _from_dense(cls, host: np.ndarray, ctx: Context) -> CSRNDArray:
+        if host.ndim != 2:
+            raise ValueError(
+                f"To convert to a CSR, the NDArray should be 2 Dimensional. Current shape "
+                f"is {host.shape}"
+            )
+        rows, cols = np.nonzero(host)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=host.shape[0]))])
+        return cls._from_parts(host.shape, host[rows, cols], [indptr, cols], ctx)
+
     def _densify(self) -> jax.Array:
         indptr, indices = self._saux
         nnz = int(indices.shape[0])
@@ -421,6 +444,14 @@ class RowSparseNDArray(BaseSparseNDArray):
     _stype = "row_sparse"
     _aux_names = ("indices",)
 
+    @classmethod
+    def _from_dense(cls, host: np.ndarray, ctx: Context) -> RowSparseNDArray:
+        if host.ndim == 0:
+            raise ValueError("a row_sparse array needs at least 1 dimension; got a 0-d NDArray")
+        rows = host.reshape(host.shape[0], int(np.prod(host.shape[1:])))
+        keep = np.flatnonzero(rows.any(axis=1))
+        return cls._from_parts(host.shape, host[keep], [keep], ctx)
+
     def _densify(self) -> jax.Array:
         dense = jnp.zeros(self.shape, self._sdata.dtype, device=self._ctx.jax_device)
         return dense.at[self._saux[0]].set(self._sdata)
@@ -455,7 +486,7 @@ def retain(data: Any, indices: Any) -> RowSparseNDArray:
     """MXNet's ``sparse.retain``: a RowSparseNDArray holding the rows ``indices`` of ``data``.
 
     The result stores one row per requested index (in the order given, as MXNet): the
-    stored row where ``data`` has it, zeros otherwise.
+    stored row where ``data`` has it, zeros otherwise; nothing if ``data`` stores nothing.
 
     Raises:
         TypeError: ``data`` is not a RowSparseNDArray.
@@ -473,11 +504,9 @@ def retain(data: Any, indices: Any) -> RowSparseNDArray:
     if want.size and (want.min() < 0 or want.max() >= data.shape[0]):
         raise ValueError(f"retain: indices {want.tolist()} must lie in [0, {data.shape[0]})")
     have = np.asarray(data._saux[0]).astype(np.int64)
-    pos = np.minimum(np.searchsorted(have, want), max(len(have) - 1, 0))
-    if not len(have):
-        values = jnp.zeros((len(want),) + data.shape[1:], data._sdata.dtype)
-    else:
-        found = have[pos] == want
-        mask = jnp.asarray(found).reshape((-1,) + (1,) * (len(data.shape) - 1))
-        values = jnp.where(mask, data._sdata[jnp.asarray(pos)], 0).astype(data._sdata.dtype)
+    if not len(have):  # nothing stored: MXNet's result stores nothing either
+        return data.copy()
+    pos = np.minimum(np.searchsorted(have, want), len(have) - 1)
+    mask = jnp.asarray(have[pos] == want).reshape((-1,) + (1,) * (len(data.shape) - 1))
+    values = jnp.where(mask, data._sdata[jnp.asarray(pos)], 0).astype(data._sdata.dtype)
     return RowSparseNDArray._from_parts(data.shape, values, [want], data._ctx)

@@ -136,16 +136,16 @@ def _csr_from_parts(data, indices, indptr, shape=None, ctx=None, dtype=None) -> 
     data = _host(data, _default_dtype(data, dtype), "data")
     indices = _host(indices, np.int64, "indices")
     indptr = _host(indptr, np.int64, "indptr")
-    if shape is None:
-        if indices.ndim != 1 or indices.shape[0] == 0:
-            raise ValueError("invalid shape: give shape= when indices is empty")
-        shape = (len(indptr) - 1, int(indices.max()) + 1)
-    shape = _shape(shape)
     if data.ndim != 1 or indptr.ndim != 1 or indices.ndim != 1 or not len(indptr):
         raise ValueError(
             f"invalid shape: data, indices and indptr must be 1-D and indptr non-empty; got "
             f"{data.shape}, {indices.shape}, {indptr.shape}"
         )
+    if shape is None:
+        if indices.shape[0] == 0:
+            raise ValueError("invalid shape: give shape= when indices is empty")
+        shape = (len(indptr) - 1, int(indices.max()) + 1)
+    shape = _shape(shape)
     if len(shape) != 2:
         raise ValueError(f"invalid shape: a csr array is 2-D, got shape {shape}")
     if data.shape != indices.shape:
@@ -272,20 +272,8 @@ def dense_tostype(self: NDArray, stype: str) -> NDArray:
     check_stype(stype)
     if stype == "default":
         return self.copy()
-    host = np.asarray(self._data)
-    if stype == "csr":
-        if host.ndim != 2:
-            raise ValueError(
-                f"To convert to a CSR, the NDArray should be 2 Dimensional. Current shape "
-                f"is {self.shape}"
-            )
-        rows, cols = np.nonzero(host)
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=host.shape[0]))])
-        return CSRNDArray._from_parts(self.shape, host[rows, cols], [indptr, cols], self._ctx)
-    if host.ndim == 0:
-        raise ValueError("a row_sparse array needs at least 1 dimension; got a 0-d NDArray")
-    keep = np.flatnonzero(host.reshape(host.shape[0], int(np.prod(host.shape[1:]))).any(axis=1))
-    return RowSparseNDArray._from_parts(self.shape, host[keep], [keep], self._ctx)
+    cls = CSRNDArray if stype == "csr" else RowSparseNDArray
+    return cls._from_dense(np.asarray(self._data), self._ctx)
 
 
 def cast_storage(data: NDArray, stype: str) -> NDArray:
