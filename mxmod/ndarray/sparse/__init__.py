@@ -8,7 +8,9 @@ gradients are not implemented yet; other arithmetic raises NotImplementedError.
 """
 
 from ..ndarray import NDArray
-from ._base import BaseSparseNDArray, CSRNDArray, RowSparseNDArray, retain
+from ._base import BaseSparseNDArray
+from ._csr import CSRNDArray
+from ._row_sparse import RowSparseNDArray, retain
 from ._create import array, cast_storage, csr_matrix, dense_tostype, empty, row_sparse_array, zeros
 
 NDArray.tostype = dense_tostype  # dense -> sparse casts live here (as _arith sets operators)

@@ -15,7 +15,9 @@ from ...base import MXNetError, mx_real_t
 from ...context import Context, current_context
 from .._device import requested_dtype
 from ..ndarray import NDArray
-from ._base import CSRNDArray, RowSparseNDArray, check_stype
+from ._base import check_stype
+from ._csr import CSRNDArray
+from ._row_sparse import RowSparseNDArray
 
 __all__ = ["csr_matrix", "row_sparse_array", "zeros", "empty", "array", "cast_storage"]
 
