@@ -10,6 +10,7 @@ import pickle
 import sys
 import warnings
 
+import jax
 import numpy as np
 import pytest
 
@@ -266,6 +267,20 @@ def test_unsupported_operations_name_themselves():
         nd_io.record_from_bytes(nd_io.to_bytes([c])[24:])
     c *= 2
     assert c.stype == "csr" and c.asnumpy().max() == 6
+
+
+def test_truncated_sparse_files_raise_mxnet_error_at_every_cut():
+    raw = open(os.path.join(GOLD, "list.nd"), "rb").read()
+    for cut in range(len(raw)):
+        with pytest.raises(MXNetError, match="Invalid NDArray file format: buffer: "):
+            mx.nd.load_frombuffer(raw[:cut])
+
+
+def test_indices_beyond_int32_need_x64():
+    if jax.config.jax_enable_x64:
+        pytest.skip("x64 mode keeps int64 indices")
+    with pytest.raises(ValueError, match="do not fit the int32.*jax_enable_x64"):
+        SP.row_sparse_array(([[1.0]], [2**31]), shape=(2**31 + 1, 1))
 
 
 def test_sparse_and_0d_arrays_cannot_share_a_file():

@@ -30,7 +30,14 @@ INDEX_DTYPE = np.dtype(jax.dtypes.canonicalize_dtype(np.int64))
 
 
 def _put(host: Any, ctx: Context, dtype: Any = None) -> jax.Array:
-    arr = np.asarray(host) if dtype is None else np.asarray(host).astype(dtype)
+    arr = np.asarray(host)
+    if dtype is not None:
+        if arr.size and np.dtype(dtype) == np.int32 and np.abs(arr).max() > 2**31 - 1:
+            raise ValueError(
+                f"sparse indices up to {np.abs(arr).max()} do not fit the int32 that JAX keeps "
+                f"while x64 mode is off; call jax.config.update('jax_enable_x64', True) first"
+            )
+        arr = arr.astype(dtype)
     return jax.device_put(arr.astype(jax.dtypes.canonicalize_dtype(arr.dtype)), ctx.jax_device)
 
 
