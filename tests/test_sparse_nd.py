@@ -152,6 +152,10 @@ def test_copy_copyto_astype_context():
     assert (rsp.asnumpy() == BUILDS["rsp_def"](mx, np).asnumpy()).all()
     rsp[:] = np.ones((6, 2), "float32")
     assert rsp.indices.asnumpy().tolist() == list(range(6))
+    rsp[:] = 2.5  # MXNet stores every row
+    assert rsp.indices.asnumpy().tolist() == list(range(6)) and (rsp.asnumpy() == 2.5).all()
+    with pytest.raises(ValueError, match="Assigning numeric types to CSRNDArray"):
+        c[:] = 1
 
 
 def test_pickle_round_trip():

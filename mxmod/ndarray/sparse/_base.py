@@ -247,6 +247,12 @@ class BaseSparseNDArray(NDArray):
             f"with .tostype('default') first"
         )
 
+    def _fill(self, value: Any) -> None:
+        raise ValueError(
+            f"Assigning numeric types to {type(self).__name__} is not implemented yet (as in "
+            f"MXNet); assign an NDArray or numpy array"
+        )
+
     def _scaled(self, scalar: Any, op: str) -> BaseSparseNDArray:
         if not isinstance(scalar, numbers.Number) or isinstance(scalar, bool):
             raise NotImplementedError(
@@ -276,7 +282,8 @@ class BaseSparseNDArray(NDArray):
         return self
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """Only ``arr[:] = value`` (an NDArray or numpy array), as MXNet."""
+        """Only ``arr[:] = value``: an NDArray or numpy array, or (row_sparse only, as MXNet)
+        a scalar, which stores every row."""
         if not isinstance(key, slice) or key != slice(None):
             raise ValueError(f"{type(self).__name__} only supports [:] for assignment, got {key!r}")
         if isinstance(value, NDArray):
@@ -285,6 +292,9 @@ class BaseSparseNDArray(NDArray):
             return
         if isinstance(value, (np.ndarray, np.generic)):
             NDArray(np.asarray(value, dtype=self.dtype), self._ctx).copyto(self)
+            return
+        if isinstance(value, numbers.Number) and not isinstance(value, bool):
+            self._fill(value)
             return
         raise NotImplementedError(
             f"assigning a {type(value).__name__} to a {type(self).__name__}; assign an "

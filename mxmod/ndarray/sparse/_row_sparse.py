@@ -59,6 +59,11 @@ class RowSparseNDArray(BaseSparseNDArray):
             f".retain(rows) or .tostype('default')[...]"
         )
 
+    def _fill(self, value: Any) -> None:
+        rows = np.arange(self.shape[0])
+        data = jnp.full(self.shape, value, self._sdata.dtype, device=self._ctx.jax_device)
+        self._set_parts(self.shape, data, [rows])
+
     def retain(self, indices: Any) -> RowSparseNDArray:
         """The rows ``indices`` of this array (see :func:`mxmod.ndarray.sparse.retain`)."""
         return retain(self, indices)
