@@ -17,7 +17,9 @@ or an object without one makes the program an ordinary ``jax.jit`` one. Files ar
 atomically (temporary file, then rename), so processes can share the folder; a file that
 cannot be read is recompiled and rewritten. The folder is pruned to ``MXMOD_CACHE_MAX_MB``
 like JAX's. Executables load like JAX's own cache entries: only from the user's own
-cache folder, never from files someone else supplied.
+cache folder, never from files someone else supplied. Stored programs are compiled past
+JAX's cache (see ``_jax_cache_off``), so a changed mxmod (an upgrade, an edited source file)
+compiles them afresh once.
 """
 
 from __future__ import annotations
