@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...base import MXNetError
 from ...context import Context
 from ..ndarray import NDArray
 from ._base import BaseSparseNDArray
@@ -64,26 +65,31 @@ class RowSparseNDArray(BaseSparseNDArray):
         data = jnp.full(self.shape, value, self._sdata.dtype, device=self._ctx.jax_device)
         self._set_parts(self.shape, data, [rows])
 
-    def retain(self, indices: Any) -> RowSparseNDArray:
+    def retain(self, *args: Any, **kwargs: Any) -> RowSparseNDArray:
         """The rows ``indices`` of this array (see :func:`mxmod.ndarray.sparse.retain`)."""
-        return retain(self, indices)
+        return retain(self, *args, **kwargs)
 
 
-def retain(data: Any, indices: Any) -> RowSparseNDArray:
+def retain(data: Any, indices: Any = None, **kwargs: Any) -> RowSparseNDArray:
     """MXNet's ``sparse.retain``: a RowSparseNDArray holding the rows ``indices`` of ``data``.
 
     The result stores one row per requested index (in the order given, as MXNet): the
     stored row where ``data`` has it, zeros otherwise; nothing if ``data`` stores nothing.
 
     Raises:
-        TypeError: ``data`` is not a RowSparseNDArray.
+        MXNetError: ``data`` is not a RowSparseNDArray, ``indices`` is missing, or an
+            unknown keyword is given (MXNet's operator errors).
         ValueError: ``indices`` is not 1-D or names a row outside ``data``.
     """
+    if kwargs:
+        raise MXNetError(f"retain got unknown arguments {sorted(kwargs)}; it takes data, indices")
     if not isinstance(data, RowSparseNDArray):
-        raise TypeError(
+        raise MXNetError(
             f"retain needs a RowSparseNDArray, got a {type(data).__name__} (stype "
             f"{getattr(data, 'stype', None)!r}); convert with .tostype('row_sparse')"
         )
+    if indices is None:
+        raise MXNetError("retain needs indices: the rows to keep")
     want = np.asarray(indices.asnumpy() if isinstance(indices, NDArray) else indices)
     if want.ndim != 1:
         raise ValueError(f"retain: indices must be 1-D, got shape {want.shape}")
