@@ -155,8 +155,9 @@ def folder() -> Optional[str]:
 
 
 def program_key(*parts: Any) -> Optional[str]:
-    """The text naming a program built from ``parts``, or None when it cannot be stored."""
-    if folder() is None:
+    """The text naming a program built from ``parts``, or None when it cannot be stored
+    (no cache folder; a multi-process job, whose programs span other hosts' devices)."""
+    if folder() is None or jax.process_count() > 1:
         return None
     try:
         return stable_text(parts)
