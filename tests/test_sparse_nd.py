@@ -294,3 +294,9 @@ def test_indices_beyond_int32_need_x64():
 def test_sparse_and_0d_arrays_cannot_share_a_file():
     with pytest.raises(ValueError, match="0-d arrays"):
         mx.nd.save("/nonexistent/x.nd", [BUILDS["csr_def"](mx, np), mx.nd.array(np.float32(1))])
+
+
+def test_ndarray_iter_refuses_csr_input_until_it_yields_csr_batches():
+    c = mx.nd.sparse.csr_matrix(([1.0, 2.0], [0, 1], [0, 1, 2]), shape=(2, 2))
+    with pytest.raises(NotImplementedError, match="NDArrayIter: sparse input 'data'"):
+        mx.io.NDArrayIter(c, batch_size=1)

@@ -29,14 +29,19 @@ _HANDLES = ("pad", "discard", "roll_over")
 def _to_host(name, value):
     """Host numpy copy of one input: NDArray/jax arrays keep their dtype, anything else
     becomes float32 (as MXNet's ``mx.nd.array``)."""
-    if isinstance(value, NDArray):
+    sparse = getattr(value, "stype", "default") != "default"
+    if isinstance(value, NDArray) and not sparse:
         return value.asnumpy()
     if isinstance(value, jax.Array):
         return np.asarray(value)
-    if type(value).__module__.startswith("scipy.sparse") or hasattr(value, "tostype"):
+    if (
+        sparse
+        or type(value).__module__.startswith("scipy.sparse")
+        or (not isinstance(value, NDArray) and hasattr(value, "tostype"))
+    ):
         raise NotImplementedError(
-            f"NDArrayIter: sparse input {name!r} is not supported by mxmod; "
-            "convert it to a dense array (e.g. .toarray())"
+            f"NDArrayIter: sparse input {name!r} is not supported by mxmod yet (csr batches); "
+            "convert it to a dense array (e.g. .tostype('default') or .toarray())"
         )
     try:
         out = np.asarray(value, dtype=np.float32)

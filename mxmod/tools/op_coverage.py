@@ -50,7 +50,7 @@ WRAPPERS = {
     ),
 }
 
-SPARSE = "out of scope: sparse storage (row_sparse/CSR); mxmod arrays are dense"
+SPARSE = "out of scope: sparse operators (mx.nd.sparse arrays exist, operators on them do not)"
 SPARSE_OPS = {"cast_storage", "_square_sum", "_contrib_getnnz", "_contrib_SparseEmbedding"}
 GLUON = "out of scope: Gluon-only"
 INTERNAL = "out of scope: inserted by MXNet's executor or autograd, never written in a graph"
