@@ -102,6 +102,19 @@ def requested_dtype(dtype: Any, op: str) -> np.dtype:
     return got
 
 
+def shape_tuple(shape: Any) -> tuple:
+    """An MXNet shape argument (an int or a sequence of ints) as a tuple, checked."""
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    try:
+        out = tuple(int(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"shape {out} has a negative dimension")
+    return out
+
+
 def _put(data: jax.Array, src: Context, dst: Context) -> jax.Array:
     """Move ``data`` from context ``src`` to ``dst`` (no-op when they map to one device)."""
     if src == dst:

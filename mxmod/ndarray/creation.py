@@ -17,7 +17,7 @@ import numpy as np
 
 from ..base import mx_real_t
 from ..context import Context, current_context
-from ._device import HOST_FILL_BYTES, requested_dtype
+from ._device import HOST_FILL_BYTES, requested_dtype, shape_tuple
 from .ndarray import NDArray, _fresh, _put
 from .sparse import BaseSparseNDArray
 from .sparse import array as _sparse_array
@@ -32,18 +32,6 @@ def _ctx(ctx: Any) -> Context:
 
 def _dtype(dtype: Any) -> np.dtype:
     return requested_dtype(mx_real_t if dtype is None else dtype, "mx.nd")
-
-
-def _shape(shape: Any) -> tuple:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    try:
-        out = tuple(int(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
-    if any(d < 0 for d in out):
-        raise ValueError(f"shape {out} has a negative dimension")
-    return out
 
 
 def _check_stype(stype: Any, op: str, kwargs: dict | None = None) -> None:
@@ -120,7 +108,7 @@ def _filled(shape: Any, val: Any, ctx: Any, dtype: Any) -> NDArray:
     ctx = _ctx(ctx)
     dt = _dtype(dtype)
     fill = np.asarray(val).astype(dt)
-    shape = _shape(shape)
+    shape = shape_tuple(shape)
     dev = ctx.jax_device
     if dev.platform == "cpu" or math.prod(shape) * fill.itemsize <= HOST_FILL_BYTES:
         return NDArray(jax.device_put(np.full(shape, fill, dtype=dt), dev), ctx)
@@ -131,8 +119,8 @@ def _filled_out(shape: Any, val: Any, ctx: Any, dtype: Any, out: NDArray | None)
     """``_filled``, or (given ``out``) ``out`` filled in place, as MXNet's ``out=``."""
     if out is None:
         return _filled(shape, val, ctx, dtype)
-    if tuple(out.shape) != _shape(shape):
-        raise ValueError(f"out= has shape {out.shape}, expected {_shape(shape)}")
+    if tuple(out.shape) != shape_tuple(shape):
+        raise ValueError(f"out= has shape {out.shape}, expected {shape_tuple(shape)}")
     out[:] = val
     return out
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...base import MXNetError, mx_real_t
 from ...context import Context, current_context
-from .._device import requested_dtype
+from .._device import requested_dtype, shape_tuple
 from ..ndarray import NDArray
 from ._base import check_stype
 from ._csr import CSRNDArray
@@ -53,18 +53,6 @@ def _check_shape(given: Any, shape: Any) -> None:
         raise ValueError(f"Shape mismatch detected. {tuple(given)} v.s. {tuple(shape)}")
 
 
-def _shape(shape: Any) -> tuple:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    try:
-        out = tuple(int(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
-    if any(d < 0 for d in out):
-        raise ValueError(f"shape {out} has a negative dimension")
-    return out
-
-
 # ------------------------------------------------------------------ zeros
 def zeros(stype: str, shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
     """An all-zero array of storage type ``stype`` (nothing stored), as ``mx.nd.sparse.zeros``.
@@ -75,10 +63,11 @@ def zeros(stype: str, shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: 
     if kwargs:
         raise TypeError(f"sparse.zeros() got unsupported keyword arguments {sorted(kwargs)}")
     if stype == "default":
-        return NDArray(np.zeros(_shape(shape), requested_dtype(dtype or mx_real_t, "zeros")), ctx)
+        dt = requested_dtype(dtype or mx_real_t, "zeros")
+        return NDArray(np.zeros(shape_tuple(shape), dt), ctx)
     if stype not in ("csr", "row_sparse"):
         raise ValueError(f"unknown storage type {stype!r}; use 'default', 'csr' or 'row_sparse'")
-    shape, ctx = _shape(shape), _ctx(ctx)
+    shape, ctx = shape_tuple(shape), _ctx(ctx)
     dt = requested_dtype(mx_real_t if dtype is None else dtype, "mx.nd.sparse.zeros")
     if stype == "csr":
         if len(shape) != 2:
@@ -147,7 +136,7 @@ def _csr_from_parts(data, indices, indptr, shape=None, ctx=None, dtype=None) -> 
         if indices.shape[0] == 0:
             raise ValueError("invalid shape: give shape= when indices is empty")
         shape = (len(indptr) - 1, int(indices.max()) + 1)
-    shape = _shape(shape)
+    shape = shape_tuple(shape)
     if len(shape) != 2:
         raise ValueError(f"invalid shape: a csr array is 2-D, got shape {shape}")
     if data.shape != indices.shape:
@@ -172,7 +161,7 @@ def _csr_from_coo(data, row, col, shape=None, ctx=None, dtype=None) -> CSRNDArra
     inferred = (int(row.max()) + 1, int(col.max()) + 1) if len(row) else None
     if shape is None and inferred is None:
         raise ValueError("cannot infer dimensions from empty row/col; give shape=")
-    shape = _shape(shape) if shape is not None else inferred
+    shape = shape_tuple(shape) if shape is not None else inferred
     if inferred and (inferred[0] > shape[0] or inferred[1] > shape[1]):
         raise ValueError(f"row/col index exceeds matrix dimensions {shape}")
     key = row * shape[1] + col
@@ -218,7 +207,7 @@ def _rsp_from_parts(data, indices, shape=None, ctx=None, dtype=None) -> RowSpars
         if indices.ndim != 1 or indices.shape[0] == 0:
             raise ValueError("invalid shape: give shape= when indices is empty")
         shape = (int(indices[-1]) + 1,) + data.shape[1:]
-    shape = _shape(shape)
+    shape = shape_tuple(shape)
     if data.ndim != len(shape) or indices.ndim != 1 or int(np.prod(shape[1:])) == 0:
         raise ValueError(
             f"invalid shape: data {data.shape} must have the {len(shape)} dims of shape "
