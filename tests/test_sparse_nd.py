@@ -300,3 +300,15 @@ def test_ndarray_iter_refuses_csr_input_until_it_yields_csr_batches():
     c = mx.nd.sparse.csr_matrix(([1.0, 2.0], [0, 1], [0, 1, 2]), shape=(2, 2))
     with pytest.raises(NotImplementedError, match="NDArrayIter: sparse input 'data'"):
         mx.io.NDArrayIter(c, batch_size=1)
+
+
+@pytest.mark.parametrize("rows", [2**40, 1])  # an absurd axis; fewer rows than stored
+def test_a_sparse_record_whose_parts_do_not_fit_its_shape_is_refused(rows):
+    rsp = mx.nd.sparse.row_sparse_array(([[1.0, 2.0], [3.0, 4.0]], [1, 3]), shape=(5, 2))
+    buf = nd_io.to_bytes([rsp])
+    ndim = np.array([2], "<i4").tobytes()  # the logical shape: int32 ndim, int64 axes
+    shape = ndim + np.array([5, 2], "<i8").tobytes()
+    assert buf.count(shape) == 1
+    bad = buf.replace(shape, ndim + np.array([rows, 2], "<i8").tobytes())
+    with pytest.raises(MXNetError, match="parts .* do not fit its shape|axis over"):
+        nd_io.load_frombuffer(bad)

@@ -156,11 +156,41 @@ def _read_sparse(r: Reader, stype: int, sshape: tuple, shape: tuple, label: str)
         (aflag,) = r.unpack("<i", f"{label} aux {k} dtype")
         adt = _dtype_of_flag(r, aflag, label)
         aux.append((adt, _tshape(r, f"{label} aux {k} shape", False)))
+    _check_sparse_shapes(r, name, shape, sshape, [a for _, a in aux], label)
     data = _data(r, dtype, sshape, f"{label} {name} values")
     aux_data = [
         _data(r, adt, ashape, f"{label} {name} aux {k}") for k, (adt, ashape) in enumerate(aux)
     ]
     return SparseRecord(name, shape, data, aux_data, (dev_type, dev_id))
+
+
+def _check_sparse_shapes(r: Reader, name: str, shape, sshape, aux_shapes, label: str) -> None:
+    """The parts must fit the logical shape, as MXNet's own arrays always do."""
+    if any(d > _MAX_DIM for d in shape):
+        raise r.fail(f"{label} shape {shape} has an axis over {_MAX_DIM}", "real axis sizes")
+    if name == "row_sparse":  # values (rows, *shape[1:]); indices (rows,)
+        ok = (
+            len(shape) >= 1
+            and tuple(sshape[1:]) == tuple(shape[1:])
+            and len(aux_shapes[0]) == 1
+            and aux_shapes[0][0] == sshape[0] <= shape[0]
+        )
+        want = "values (rows, *shape[1:]) and one index per stored row"
+    else:  # csr: values (nnz,); indptr (rows + 1,); indices (nnz,)
+        ok = (
+            len(shape) == 2
+            and len(sshape) == 1
+            and tuple(aux_shapes[0]) == (shape[0] + 1,)
+            and tuple(aux_shapes[1]) == (sshape[0],)
+        )
+        want = "a 2-D shape, values (nnz,), indptr (rows + 1,) and indices (nnz,)"
+    if not ok:
+        parts = ", ".join(str(tuple(a)) for a in aux_shapes)
+        raise r.fail(
+            f"{label} {name} parts (values {tuple(sshape)}, aux {parts}) do not fit its "
+            f"shape {tuple(shape)}",
+            want,
+        )
 
 
 _NONE = (
