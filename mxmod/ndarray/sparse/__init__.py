@@ -3,8 +3,10 @@
 What exists: :class:`CSRNDArray` and :class:`RowSparseNDArray` (parts, ``tostype``,
 ``copy``/``copyto``/``astype``, ``check_format``, csr row slicing, ``retain``, scalar ``*``
 and ``/``), the creation functions, ``mx.nd.save``/``load`` of sparse records and
-``NDArray.tostype('csr' | 'row_sparse')``. Sparse operators (``sparse.dot`` ...) and sparse
-gradients are not implemented yet; other arithmetic raises NotImplementedError.
+``NDArray.tostype('csr' | 'row_sparse')``, and MXNet's imperative sparse operators
+(``_ops``: ``dot``, ``_square_sum``, elementwise ``add``/``subtract``/``multiply``/``divide``
+and ``+ - * /``, zero-keeping unary operators, ``zeros_like``) with MXNet's output storage.
+Sparse gradients and the other sparse operators are not implemented yet.
 """
 
 from ..ndarray import NDArray
@@ -12,13 +14,45 @@ from ._base import BaseSparseNDArray
 from ._csr import CSRNDArray
 from ._row_sparse import RowSparseNDArray, retain
 from ._create import array, cast_storage, csr_matrix, dense_tostype, empty, row_sparse_array, zeros
+from . import _ops
+from ._ops import (
+    add,
+    divide,
+    dot,
+    elemwise_add,
+    elemwise_div,
+    elemwise_mul,
+    elemwise_sub,
+    multiply,
+    subtract,
+    zeros_like,
+)
+from ._ops import square_sum as _square_sum  # noqa: F401  (MXNet: mx.nd._internal._square_sum)
 
 NDArray.tostype = dense_tostype  # dense -> sparse casts live here (as _arith sets operators)
+for _name, _method in _ops.OPERATORS.items():  # sparse + - * / (scalar * and / keep storage)
+    setattr(BaseSparseNDArray, _name, _method)
+BaseSparseNDArray.__neg__ = _ops.unary("negative")
+BaseSparseNDArray.__abs__ = _ops.unary("abs")
+for _name in (*_ops.ZERO_KEEPING, *_ops.DENSE_RESULT):
+    globals()[_name] = _ops.unary(_name)
 
 __all__ = [
     "BaseSparseNDArray",
     "CSRNDArray",
     "RowSparseNDArray",
+    "add",
+    "divide",
+    "dot",
+    "elemwise_add",
+    "elemwise_div",
+    "elemwise_mul",
+    "elemwise_sub",
+    "multiply",
+    "subtract",
+    "zeros_like",
+    *_ops.ZERO_KEEPING,
+    *_ops.DENSE_RESULT,
     "array",
     "cast_storage",
     "csr_matrix",
@@ -28,17 +62,14 @@ __all__ = [
     "zeros",
 ]
 
-# MXNet's sparse operators (mx.nd.sparse.<op>, from its generated gen_sparse module) that
+# MXNet's other sparse operators (mx.nd.sparse.<op>, from its generated gen_sparse module) that
 # mxmod does not have yet: named in the error rather than a bare AttributeError
 _SPARSE_OPS = frozenset(
-    "ElementWiseSum Embedding FullyConnected LinearRegressionOutput LogisticRegressionOutput "
-    "MAERegressionOutput abs adagrad_update adam_update add_n arccos arccosh arcsin arcsinh "
-    "arctan arctanh broadcast_add broadcast_div broadcast_minus broadcast_mul broadcast_plus "
-    "broadcast_sub ceil clip concat cos cosh degrees dot elemwise_add elemwise_div "
-    "elemwise_mul elemwise_sub exp expm1 fix floor ftrl_update group_adagrad_update log "
-    "log1p make_loss mean negative norm radians relu rint round rsqrt sgd_mom_update "
-    "sgd_update sigmoid sign sin sinh slice sqrt square square_sum sum tan tanh trunc where "
-    "zeros_like".split()
+    "ElementWiseSum Embedding FullyConnected LinearRegressionOutput "
+    "LogisticRegressionOutput MAERegressionOutput adagrad_update adam_update add_n "
+    "arccos arccosh broadcast_add broadcast_div broadcast_minus broadcast_mul "
+    "broadcast_plus broadcast_sub clip concat ftrl_update group_adagrad_update "
+    "make_loss mean norm sgd_mom_update sgd_update slice square_sum sum where".split()
 )
 
 

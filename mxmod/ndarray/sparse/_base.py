@@ -5,9 +5,10 @@ A sparse array keeps its parts (``data`` plus the aux arrays ``indptr``/``indice
 ``jax.Array``s on its context. MXNet's aux arrays are int64; with ``jax_enable_x64`` off they
 are int32 inside JAX, while ``_aux_types`` reports int64 and ``mx.nd.save`` writes int64,
 exactly as MXNet. Conversions to dense run on the device; conversions from dense find the
-non-zeros on the host (their count decides the part sizes). Only MXNet's storage-keeping
-scalar ``*`` and ``/`` are defined; every other operation raises NotImplementedError naming
-itself (convert with ``tostype('default')`` first).
+non-zeros on the host (their count decides the part sizes). Scalar ``*`` and ``/`` are
+defined here; ``sparse/__init__.py`` installs ``+ - * /``, ``-x`` and ``abs`` from ``_ops``;
+every other operation raises NotImplementedError naming itself (convert with
+``tostype('default')`` first).
 """
 
 from __future__ import annotations
@@ -305,18 +306,17 @@ class BaseSparseNDArray(NDArray):
 def _unsupported(op: str):
     def method(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
-            f"{op} is not supported for a {type(self).__name__} in mxmod (only scalar * and / "
-            f"keep sparse storage); convert with .tostype('default') first"
+            f"{op} is not supported for a {type(self).__name__} in mxmod (+ - * / and the "
+            f"mx.nd.sparse operators are); convert with .tostype('default') first"
         )
 
     method.__name__ = op
     return method
 
 
-for _op in (
-    "__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__", "__rtruediv__",
-    "__neg__", "__pow__", "__rpow__", "__mod__", "__rmod__", "__eq__", "__ne__", "__lt__",
-    "__le__", "__gt__", "__ge__", "__abs__", "__matmul__",
+for _op in (  # + - * / -x abs(x): see sparse/_ops.py
+    "__rsub__", "__rtruediv__", "__pow__", "__rpow__", "__mod__", "__rmod__", "__eq__",
+    "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__matmul__",
 ):  # fmt: skip
     setattr(BaseSparseNDArray, _op, _unsupported(_op))
 BaseSparseNDArray.__hash__ = object.__hash__
