@@ -71,6 +71,11 @@ def dot(
         raise NotImplementedError("sparse.dot(forward_stype=...) is not supported by mxmod")
     _check_2d("sparse.dot", lhs, rhs)
     ls, rs = _stype(lhs), _stype(rhs)
+    if (ls != "default" and len(rhs.shape) != 2) or (rs != "default" and len(lhs.shape) != 2):
+        raise MXNetError(
+            f"sparse dot only supports 2 dimensional rhs and lhs: got lhs {lhs.shape} ({ls}) "
+            f"and rhs {rhs.shape} ({rs})"
+        )
     m_l = lhs.shape[::-1] if transpose_a else lhs.shape
     m_r = rhs.shape[::-1] if transpose_b else rhs.shape
     if len(m_l) != 2 or len(m_r) != 2 or m_l[1] != m_r[0]:
@@ -91,8 +96,8 @@ def dot(
         used = np.unique(np.asarray(cols))
         out_shape = (lhs.shape[1], right.shape[1])
         return RowSparseNDArray._from_parts(out_shape, full[used], [used], lhs._ctx)
-    if ls == "default" and rs == "csr":
-        left = lhs._data.T if transpose_a else lhs._data
+    if ls == "default" and rs == "csr" and not transpose_a:
+        left = lhs._data
         rows, (_, cols) = _csr_rows(rhs), rhs._saux
         if not transpose_b:  # out[:, c] += left[:, r] * v
             cols_out = jax.ops.segment_sum(rhs._sdata[:, None] * left.T[rows], cols, rhs.shape[1])
