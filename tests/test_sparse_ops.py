@@ -128,3 +128,9 @@ MISTAKES = [
 def test_mistakes_raise_clear_errors(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
+
+
+def test_square_sum_is_also_mx_nd_internal():
+    r = mx.nd.sparse.row_sparse_array(([[1.0, 2.0], [3.0, 4.0]], [0, 2]), shape=(3, 2))
+    out = mx.nd._internal._square_sum(r, axis=1)
+    assert out.asnumpy().tolist() == [5.0, 0.0, 25.0]

@@ -44,4 +44,7 @@ _crop_assign_scalar = _slice_assign_scalar
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    return getattr(sys.modules[__package__], name)  # the package, loaded before this module
+    package = sys.modules[__package__]  # loaded before this module
+    if name == "_square_sum":  # a sparse operator (row_sparse input)
+        return package.sparse._square_sum
+    return getattr(package, name)  # the package, loaded before this module
