@@ -27,20 +27,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import io
 import os
-import pickle
 import sys
-import tempfile
 from typing import Any, Optional
 
 import jax
 import jaxlib
 import numpy as np
-from jax.experimental import serialize_executable
 from jax.experimental.compilation_cache import compilation_cache as jax_cache
 
 from . import compile_cache
+from . import program_files as files
 
 FORMAT = "mxmod-program-1"
 # this process's programs: loaded from disk, built (traced and compiled), written
@@ -146,6 +143,10 @@ def environment_text() -> str:
     return _ENVIRONMENT
 
 
+def environment_digest() -> str:
+    return hashlib.sha256(environment_text().encode()).hexdigest()
+
+
 def folder() -> Optional[str]:
     """Where programs are stored: beside JAX's cache entries when mxmod keeps them."""
     jax_folder = compile_cache.ours()
@@ -160,9 +161,12 @@ def program_key(*parts: Any) -> Optional[str]:
     if folder() is None or jax.process_count() > 1:
         return None
     try:
-        return stable_text(parts)
+        key = stable_text(parts)
     except Unstable:
         return None
+    # start loading the programs the previous process used, while this one binds
+    files.ahead(folder(), environment_digest())
+    return key
 
 
 class Stored:
@@ -204,16 +208,21 @@ class Stored:
         base = folder()
         path = os.path.join(base, digest) if base else None
         if path is not None:
-            exe = _load(path)
+            record = files.ahead(base, environment_digest())
+            exe = record.take(digest)
+            if exe is None:
+                exe = files.load(path)
             if exe is not None:
                 COUNTS["loaded"] += 1
+                record.note_used(digest)
                 return exe
         COUNTS["built"] += 1
         lowered = self._jitted.lower(*args)
         with _jax_cache_off():
             exe = lowered.compile(self._options) if self._options else lowered.compile()
-        if path is not None:
-            _save(path, exe)
+        if path is not None and files.save(path, exe):
+            COUNTS["saved"] += 1
+            record.note_used(digest)
         return exe
 
 
@@ -231,76 +240,3 @@ def _jax_cache_off():
     finally:
         jax.config.update("jax_enable_compilation_cache", before)
         jax_cache.reset_cache()
-
-
-class _TreeUnpickler(pickle.Unpickler):
-    """Reads back only what ``_save`` wrote: bytes, ids and pytree structures (JAX's
-    ``PyTreeDef`` over mxmod's registered node types), nothing else."""
-
-    def find_class(self, module: str, name: str):
-        allowed = (module, name) in (
-            ("jaxlib._jax.pytree", "PyTreeDef"),
-            ("jax._src.tree_util", "default_registry"),
-            ("jax._src.tree_util", "tracing_registry"),
-        ) or (module.split(".")[0] == "mxmod" and name[:1].isupper())
-        if not allowed:
-            raise pickle.UnpicklingError(f"{module}.{name} is not part of a stored program")
-        return super().find_class(module, name)
-
-
-def _load(path: str):
-    try:
-        with open(path, "rb") as f:
-            blob = f.read()
-        payload, in_tree, out_tree, device_ids = _TreeUnpickler(io.BytesIO(blob)).load()
-        by_id = {d.id: d for d in jax.devices()}
-        devices = [by_id[i] for i in device_ids]  # KeyError: not this machine's
-        exe = serialize_executable.deserialize_and_load(
-            payload, in_tree, out_tree, execution_devices=devices
-        )
-        os.utime(path)  # least recently used is pruned first
-        return exe
-    except FileNotFoundError:
-        return None
-    except Exception:  # a torn or foreign file: rebuild and overwrite it
-        return None
-
-
-def _save(path: str, exe) -> None:
-    try:
-        # the devices it runs on, in order (XLA aborts the process on a wrong count)
-        device_ids = [d.id for d in exe._executable._unloaded_executable.device_list]
-        blob = pickle.dumps((*serialize_executable.serialize(exe), device_ids))
-    except Exception:  # host callbacks, constants, another JAX: not stored, kept in memory
-        return
-    folder_ = os.path.dirname(path)
-    try:
-        os.makedirs(folder_, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder_, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
-        COUNTS["saved"] += 1
-        _prune(folder_)
-    except OSError:
-        return
-
-
-def _prune(folder_: str) -> None:
-    """Delete the least recently used programs beyond ``MXMOD_CACHE_MAX_MB``."""
-    limit = compile_cache.max_bytes()
-    entries = []
-    with os.scandir(folder_) as it:
-        for e in it:
-            if e.is_file() and not e.name.startswith(".tmp-"):
-                st = e.stat()
-                entries.append((st.st_mtime, st.st_size, e.path))
-    total = sum(size for _, size, _ in entries)
-    for _, size, path in sorted(entries):
-        if total <= limit:
-            break
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-        total -= size

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mxmod as mx
-from mxmod import compile_cache
+from mxmod import compile_cache, program_files
 from mxmod import program_store as stored
 
 PROGRAM = r"""
@@ -54,7 +54,31 @@ def test_a_second_process_runs_the_stored_programs_untraced(tmp_path):
     assert second["counts"]["built"] == 0, second["counts"]
     assert second["counts"]["loaded"] == first["counts"]["built"]
     assert second["w"] == first["w"] and second["pred"] == first["pred"]  # bit for bit
-    assert len(os.listdir(first["folder"])) == first["counts"]["saved"]
+    names = os.listdir(first["folder"])
+    programs = [n for n in names if not n.startswith("recent-")]
+    assert len(programs) == first["counts"]["saved"]
+    # the record of what the processes used, in first-use order, for loading ahead
+    (record,) = [n for n in names if n.startswith("recent-")]
+    with open(os.path.join(first["folder"], record)) as f:
+        assert sorted(f.read().split()) == sorted(programs)
+
+
+def test_the_next_process_loads_the_recorded_programs_ahead(tmp_path):
+    first = run(tmp_path, "two")
+    folder = first["folder"]
+    (record,) = [n for n in os.listdir(folder) if n.startswith("recent-")]
+    with open(os.path.join(folder, record)) as f:
+        digests = f.read().split()
+    ahead = program_files.Ahead(folder, record[len("recent-") :])  # its environment
+    assert ahead._record.endswith(record)
+    loaded = [ahead.take(d) for d in digests]
+    # each was loaded by the background thread (or, if not started yet, left to the caller)
+    assert all(exe is None or hasattr(exe, "execute") or callable(exe) for exe in loaded)
+    assert any(exe is not None for exe in loaded)
+    assert ahead.take(digests[0]) is None  # handed over once
+    ahead.note_used("f" * 64)
+    with open(os.path.join(folder, record)) as f:
+        assert f.read().split() == ["f" * 64, *digests]  # this process's first
 
 
 @pytest.mark.slow
@@ -142,5 +166,5 @@ def test_a_file_holding_anything_but_a_program_is_refused(tmp_path, capsys):
 
     path = tmp_path / "entry"
     path.write_bytes(pickle.dumps((b"", _Evil(), None, [0])))
-    assert stored._load(str(path)) is None  # rebuilt, never run
+    assert program_files.load(str(path)) is None  # rebuilt, never run
     assert "ran code" not in capsys.readouterr().out
