@@ -6,12 +6,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from ..ndarray import NDArray, array
+from ..ndarray import NDArray, array, sparse
 from ..symbol.graph import aux_var_ids
+from ..symbol.stype import infer_stypes, variable_stypes
 from ..symbol.infer import propagate_shapes, propagate_types, unknown_shape_error
 from .grad_check import check_differentiable
 from .arrays import args_list, device_of, grad_reqs, group_devices, out_specs, zeros
 from .executor import Executor, compiled_for
+
+
+def sparse_zeros(stype, shape, dtype, ctx, device):
+    """A zero array of ``stype`` (MXNet allocates sparse arguments and gradients empty)."""
+    if stype == "default":
+        return zeros(shape, dtype, device)
+    return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
 
 
 def simple_bind(
@@ -30,8 +38,6 @@ def simple_bind(
 
     ``shared_arg_names`` and ``shared_buffer`` (MXNet's memory-sharing hints) are accepted
     and unused; arguments of ``shared_exec`` with the same name and shape are shared."""
-    if stype_dict:
-        raise NotImplementedError("simple_bind(stype_dict=...): sparse storage is not supported")
     ctx, device = device_of(ctx)
     group_device = group_devices(sym, group2ctx)
     inputs = set(sym.list_inputs())
@@ -56,6 +62,8 @@ def simple_bind(
     if any((id(n), 0) not in inferred for n in variables):
         raise unknown_shape_error(sym, shapes)
     arg_names = [n.name for n in variables if id(n) not in aux_ids]
+    stypes = variable_stypes(sym, stype_dict)
+    _, grad_stypes = infer_stypes(sym, stypes)
     reqs = grad_reqs(grad_req, arg_names)
     check_differentiable(sym, [n for n, r in reqs.items() if r != "null"])
     shared = shared_exec.arg_dict if shared_exec is not None else {}
@@ -69,8 +77,10 @@ def simple_bind(
             continue
         s = shared.get(n.name)
         dev = group_device.get(n.name, device)
-        args.append(s if s is not None and s.shape == shape else zeros(shape, dtype, dev))
-        grads.append(None if reqs[n.name] == "null" else zeros(shape, dtype, dev))
+        new = sparse_zeros(stypes[n.name], shape, dtype, ctx, dev)
+        args.append(s if s is not None and s.shape == shape else new)
+        grad = sparse_zeros(grad_stypes[n.name], shape, dtype, ctx, dev)
+        grads.append(None if reqs[n.name] == "null" else grad)
     return Executor(
         sym, ctx, arg_names, args, grads, reqs, aux_names, aux, out_specs(sym, inferred, types)
     )
@@ -108,7 +118,7 @@ def bind(
     check_differentiable(sym, [n for n, r in reqs.items() if r != "null"])
     arrays = dict(zip(arg_names + aux_names, arg_list + aux_list))
     _, shapes = propagate_shapes(sym, {n: a.shape for n, a in arrays.items()})
-    _, types = propagate_types(sym, {n: a._data.dtype.name for n, a in arrays.items()})
+    _, types = propagate_types(sym, {n: np.dtype(a.dtype).name for n, a in arrays.items()})
     return Executor(
         sym,
         ctx,

@@ -20,7 +20,10 @@ from ..symbol.cse import eliminate_common_expr
 from ..symbol.cse import enabled as cse_enabled
 from ..symbol.graph import copy_graph
 from ..symbol.symbol import Symbol
+from ..ndarray.sparse import BaseSparseNDArray, RowSparseNDArray
+from ..ndarray.sparse.parts import RowParts
 from .arrays import reshaped_arrays
+from .sparse_io import program_value, store_sparse_grad
 from .head_grads import missing_head_grads_error, outputs_needing_head_grads
 from .lower import GraphFn
 from .memory import allocated_bytes, allocated_line
@@ -45,7 +48,7 @@ class Compiled:
         def forward(args, aux, key, is_train):
             return g(args, aux, key, is_train)
 
-        def forward_backward(diff, const, aux, key, head_grads, is_train):
+        def forward_backward(diff, const, aux, key, head_grads, is_train, row_sparse=()):
             return vjp_step(
                 g,
                 {**const, **diff},
@@ -55,13 +58,16 @@ class Compiled:
                 head_grads,
                 is_train,
                 g.aux_reached(list(diff)),
+                row_sparse=row_sparse,
             )
 
         if g.dynamic_nodes:  # output shapes depend on values (boolean_mask): op by op
             self.forward, self.forward_backward = forward, forward_backward
         else:
             self.forward = jax.jit(forward, static_argnames=("is_train",))
-            self.forward_backward = jax.jit(forward_backward, static_argnames=("is_train",))
+            self.forward_backward = jax.jit(
+                forward_backward, static_argnames=("is_train", "row_sparse")
+            )
 
 
 _BY_STRUCTURE: OrderedDict = OrderedDict()  # canonical JSON -> Compiled, least recent first
@@ -93,6 +99,8 @@ def forget_compiled() -> None:
 
 
 def _to_jax(value: Any, like: Any, what: str):
+    if isinstance(value, BaseSparseNDArray):
+        value = value.tostype("default")
     arr = value._data if isinstance(value, NDArray) else jnp.asarray(np.asarray(value))
     if tuple(arr.shape) != tuple(like.shape):
         raise MXNetError(
@@ -100,6 +108,24 @@ def _to_jax(value: Any, like: Any, what: str):
             f"{tuple(like.shape)}; use reshape() to bind new shapes"
         )
     return arr.astype(like.dtype) if arr.dtype != like.dtype else arr
+
+
+def set_argument(target: NDArray, value: Any, what: str) -> None:
+    """Write ``value`` into a bound argument array (a sparse one keeps its storage type)."""
+    if not isinstance(target, BaseSparseNDArray):
+        target._set_data(_to_jax(value, target._data, what))
+        return
+    if tuple(value.shape) != tuple(target.shape):
+        raise MXNetError(
+            f"{what}: got shape {tuple(value.shape)} but the executor is bound with "
+            f"{tuple(target.shape)}; use reshape() to bind new shapes"
+        )
+    if type(value) is type(target):
+        target._set_parts(target.shape, value._sdata.astype(target.dtype), list(value._saux))
+        return
+    if isinstance(value, BaseSparseNDArray):
+        value = value.tostype("default")
+    target._set_data(value.asnumpy() if isinstance(value, NDArray) else np.asarray(value))
 
 
 class Executor:
@@ -181,9 +207,14 @@ class Executor:
         ]
 
     # ----------------------------------------------------------- running
-    def _args(self) -> dict:
+    def _args(self, dense_names=()) -> dict:
+        """The program's arguments: a csr argument as ``CsrParts`` (dense where its
+        gradient is asked for), a row_sparse one dense (``sparse_io.program_value``)."""
         dev = self._ctx.jax_device
-        return {n: _on(a._data, dev) for n, a in zip(self._arg_names, self.arg_arrays)}
+        return {
+            n: program_value(a, dev, n in dense_names)
+            for n, a in zip(self._arg_names, self.arg_arrays)
+        }
 
     def _aux(self) -> dict:
         dev = self._ctx.jax_device
@@ -201,7 +232,7 @@ class Executor:
                     f"forward got {name!r}, which is not an argument of the symbol; "
                     f"arguments are {self._arg_names}"
                 )
-            args[name]._set_data(_to_jax(value, args[name]._data, f"forward {name!r}"))
+            set_argument(args[name], value, f"forward {name!r}")
         key = self._key()
         outs, new_aux = self._compiled.forward(
             self._args(), self._aux(), key, is_train=bool(is_train)
@@ -221,17 +252,22 @@ class Executor:
         if self._last is None:
             raise MXNetError("backward() needs a forward(is_train=True) first")
         key, fwd_train = self._last
-        dev = self._ctx.jax_device
-        diff = {
-            n: _on(a._data, dev)
-            for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays)
+        wanted = [
+            n
+            for n, g in zip(self._arg_names, self.grad_arrays)
             if g is not None and self._grad_req.get(n, "null") != "null"
-        }
-        const = {n: v for n, v in self._args().items() if n not in diff}
+        ]
+        values = self._args(dense_names=wanted)
+        diff = {n: values[n] for n in wanted}
+        const = {n: v for n, v in values.items() if n not in diff}
         head_grads = self._head_grads(out_grads, {**const, **diff}, list(diff), key, fwd_train)
+        row_sparse = tuple(
+            n for n, g in zip(self._arg_names, self.grad_arrays)
+            if n in diff and isinstance(g, RowSparseNDArray)
+        )  # fmt: skip
         # MXNet differentiates the graph in the mode of the last forward
         _, new_aux, grads = self._compiled.forward_backward(
-            diff, const, self._aux(), key, head_grads, is_train=fwd_train
+            diff, const, self._aux(), key, head_grads, is_train=fwd_train, row_sparse=row_sparse
         )
         self._store_grads(grads)
         if self._monitor is not None:  # MXNet's monitor also sees the backward nodes
@@ -285,6 +321,11 @@ class Executor:
             if n not in grads:
                 continue
             grad = grads[n]
+            if isinstance(g, BaseSparseNDArray):
+                store_sparse_grad(g, grad, self._grad_req.get(n) == "add")
+                continue
+            if isinstance(grad, RowParts):
+                grad = grad.dense()
             if grad.dtype == jax.dtypes.float0:  # an integer argument: zeros of its dtype
                 grad = jnp.zeros(g.shape, g._data.dtype)
             new = _on(grad, _device_of(g._data))  # a gradient array stays where it is
@@ -310,7 +351,7 @@ class Executor:
                         f"copy_params_from: {kind} parameter {name!r} is not in the "
                         "symbol; pass allow_extra_params=True to skip it"
                     )
-                index[name]._set_data(_to_jax(value, index[name]._data, f"parameter {name!r}"))
+                set_argument(index[name], value, f"parameter {name!r}")
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs):
         """A new executor for new input shapes, sharing arrays whose shapes are unchanged."""

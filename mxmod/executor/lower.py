@@ -8,6 +8,7 @@ import jax
 
 from ..base import MXNetError
 from ..ops import LowerCtx
+from ..ops.sparse import dense, is_sparse, lower_sparse
 from ..ops.transformer import DYNAMIC_SHAPE_OPS
 from ..symbol.graph import aux_var_ids, topo_order
 from ..symbol.infer import propagate_shapes
@@ -126,43 +127,68 @@ class GraphFn:
                 for (n, o), v in res.items():
                     env.set((self._pos[id(n)], o), v)
                 continue
-            i, node, refs, aux_refs, aux_vars, _ = step
-            if node is None:
-                name = refs
-                src = args if name in args else aux
-                if name not in src:
-                    raise MXNetError(f"no value bound for input {name!r}")
-                env.set((i, 0), src[name])
-                continue
-            aux_in = [new_aux.get(v, env.first(r)) for v, r in zip(aux_vars, aux_refs)]
-            rng = jax.random.fold_in(key, i) if (node.op.random and key is not None) else None
-            ctx = LowerCtx(
-                is_train=is_train,
-                node_name=node.name,
-                rng=rng,
-                axis_name=axis_name,
-                out_shapes=out_shapes.get(id(node)),
-            )
-            a = node.parsed()
-            done = (
-                lower_channel_last(node, a, refs, env, aux_in, ctx) if self.channel_last else None
-            )
-            if done is None:
-                res, last = node.op.lower(a, [env.first(r) for r in refs], aux_in, ctx), ()
-            else:
-                res, last = done
-            if aux_vars:
-                outs, updated = res
-                if updated is not None:
-                    for v, val in zip(aux_vars, updated):
-                        new_aux[v] = val
-            else:
-                outs = res
-            for k, o in enumerate(outs):
-                env.set((i, k), o, last=k < len(last) and last[k])
+            self._eval(step, env, args, aux, new_aux, key, is_train, axis_name, out_shapes)
         missing = [h for h in self._heads if h not in env]
         if missing:
             raise MXNetError(
                 f"output {missing[0]} of the graph is a hidden output mxmod does not compute"
             )
-        return [env.first(h) for h in self._heads], new_aux
+        return [dense(env.first(h)) for h in self._heads], new_aux
+
+    def _eval(self, step, env, args, aux, new_aux, key, is_train, axis_name, out_shapes):
+        """Evaluate one node (or bind one variable) into ``env``."""
+        i, node, refs, aux_refs, aux_vars, _ = step
+        if node is None:
+            name = refs
+            src = args if name in args else aux
+            if name not in src:
+                raise MXNetError(f"no value bound for input {name!r}")
+            env.set((i, 0), src[name])
+            return
+        aux_in = [new_aux.get(v, env.first(r)) for v, r in zip(aux_vars, aux_refs)]
+        rng = jax.random.fold_in(key, i) if (node.op.random and key is not None) else None
+        ctx = LowerCtx(
+            is_train=is_train,
+            node_name=node.name,
+            rng=rng,
+            axis_name=axis_name,
+            out_shapes=out_shapes.get(id(node)),
+        )
+        a = node.parsed()
+        ins = [env.first(r) for r in refs]
+        if any(is_sparse(v) for v in ins):  # csr / gathered rows (ops/sparse.py)
+            res, last = lower_sparse(node.op, a, ins, aux_in, ctx), ()
+        else:
+            done = (
+                lower_channel_last(node, a, refs, env, aux_in, ctx) if self.channel_last else None
+            )
+            if done is None:
+                res, last = node.op.lower(a, ins, aux_in, ctx), ()
+            else:
+                res, last = done
+        if aux_vars:
+            outs, updated = res
+            if updated is not None:
+                for v, val in zip(aux_vars, updated):
+                    new_aux[v] = val
+        else:
+            outs = res
+        for k, o in enumerate(outs):
+            env.set((i, k), o, last=k < len(last) and last[k])
+
+    def values_of(self, args: dict, aux: dict, key: Any, is_train: bool, entries, axis_name=None):
+        """The values of graph ``entries`` (``(node, output)``), evaluating only the nodes
+        they depend on (the index inputs a row_sparse gradient reads: ``rows.py``)."""
+        need: set = set()
+        stack = [n for n, _ in entries]
+        while stack:
+            n = stack.pop()
+            if id(n) not in need:
+                need.add(id(n))
+                stack.extend(c for c, _ in n.inputs)
+        env, new_aux = Values(), {}
+        out_shapes = self._out_shapes(args, aux) if self._needs_shapes else {}
+        for step, node in zip(self._steps, self._order):
+            if id(node) in need:
+                self._eval(step, env, args, aux, new_aux, key, is_train, axis_name, out_shapes)
+        return [env.first((self._pos[id(n)], k)) for n, k in entries]

@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
+from ..ndarray.sparse.parts import RowParts
+from . import rows
 from .placement import AXIS, spec
 from .step import SUM, Keyed, compose_step, make_update, scan_steps, split_per_device
 from ..program_store import program_key
@@ -31,16 +33,21 @@ def vjp_step(
     is_train: bool = True,
     aux_trained=None,
     axis_name=None,
+    row_sparse=(),
 ):
     """Outputs, updated aux states and gradients of ``graph`` w.r.t. ``diff_names``.
 
     Head gradients default to ones (loss heads ignore them, as in MXNet). Only the aux
     states in ``aux_trained`` (default: all) are returned as updated: MXNet's CPU
     BatchNorm moves its statistics in backward, so a BatchNorm the backward pass does
-    not reach keeps them.
+    not reach keeps them. The gradients of the arguments in ``row_sparse`` are
+    ``RowParts`` of the rows the batch reads (``rows.py``).
     """
     diff = {n: args[n] for n in diff_names if n in args}
     const = {n: v for n, v in args.items() if n not in diff}
+    sparse = [n for n in row_sparse if n in diff]
+    views = rows.gathered(graph, args, aux, rng, is_train, sparse, axis_name) if sparse else {}
+    diff.update(views)
 
     def f(d):
         return graph({**const, **d}, aux, rng, is_train, axis_name)
@@ -49,10 +56,11 @@ def vjp_step(
     if head_grads is None:
         head_grads = [jnp.ones_like(o) for o in outs]
     (grads,) = vjp(list(head_grads))
+    grads.update({n: rows.as_rows(grads[n], views.get(n)) for n in sparse})
     # an integer argument's gradient is JAX's float0 placeholder: zeros of its dtype (MXNet)
     grads = {
         n: jnp.zeros(jnp.shape(diff[n]), jnp.result_type(diff[n]))
-        if g.dtype == jax.dtypes.float0
+        if not isinstance(g, RowParts) and g.dtype == jax.dtypes.float0
         else g
         for n, g in grads.items()
     }

@@ -4,7 +4,7 @@ import importlib
 
 from ..ops import OPS, get_op
 from . import arith as _arith
-from . import contrib, linalg, random
+from . import contrib, linalg, random, sparse
 from .creation import Group, Variable, creator, full, load, load_json, ones, var, zeros
 from .naming import AttrScope, NameManager, Prefix
 from .symbol import Symbol
@@ -22,11 +22,6 @@ _arith.install()
 
 
 def __getattr__(name):
-    if name == "sparse":
-        raise NotImplementedError(
-            "mx.sym.sparse: sparse storage (row_sparse/csr) is not supported by mxmod; use "
-            "dense symbols (mx.sym.*)"
-        )
     if name == "_internal":
         return importlib.import_module(f"{__name__}._internal")
     if name in OPS:
@@ -42,6 +37,7 @@ __all__ = [
     "contrib",
     "linalg",
     "random",
+    "sparse",
     "Symbol",
     "Variable",
     "var",

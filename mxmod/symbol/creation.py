@@ -56,11 +56,6 @@ def Variable(
         flags = {"default": "0", "row_sparse": "1", "csr": "2"}
         if stype not in flags:
             raise ValueError(f"unknown stype {stype!r}; use 'default', 'row_sparse' or 'csr'")
-        if stype != "default":
-            raise NotImplementedError(
-                f"Variable stype={stype!r}: sparse storage is not supported "
-                "by mxmod; use dense arrays"
-            )
         attrs["__storage_type__"] = flags[stype]  # MXNet records the default too
     for k, v in kwargs.items():
         if not (k.startswith("__") and k.endswith("__")):

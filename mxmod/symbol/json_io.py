@@ -205,11 +205,11 @@ def _node(raw: dict, version: int, source: str, i: int) -> Node:
         attrs, aside = legacy_json.set_aside(attrs)
     if raw["op"] == "null":
         _check_int_flag(attrs, "__storage_type__", source, i, "'0' (default), '1' (row_sparse)")
-        if attrs.get("__storage_type__", "0") not in ("0", "-1"):
+        if attrs.get("__storage_type__", "0") not in ("0", "-1", "1", "2"):
             raise NotImplementedError(
                 f"{source}: nodes[{i}] ({raw['name']!r}) has __storage_type__="
-                f"{attrs['__storage_type__']} (row_sparse/csr): sparse storage is not supported "
-                f"by mxmod; remove the attribute to use dense arrays"
+                f"{attrs['__storage_type__']}: mxmod knows 0 (default), 1 (row_sparse) and "
+                f"2 (csr)"
             )
         _check_int_flag(attrs, "__dtype__", source, i, "'0' (float32), '2' (float16)")
         var = Node(None, raw["name"], attrs)
