@@ -70,9 +70,8 @@ def test_variable_shape_and_dtype_attrs_drive_inference():
     assert net.infer_type()[1] == [np.float16]
 
 
-def test_sparse_stype_is_refused():
-    with pytest.raises(NotImplementedError, match="sparse storage"):
-        mx.sym.Variable("w", stype="row_sparse")
+def test_sparse_stype_is_recorded_and_unknown_refused():
+    assert mx.sym.Variable("w", stype="row_sparse").attr("__storage_type__") == "1"
     with pytest.raises(ValueError, match="unknown stype"):
         mx.sym.Variable("w", stype="dense")
 
@@ -103,16 +102,14 @@ def test_module_init_params_matches_mxnet():
         assert_almost_equal(auxs[name], np.array(value, np.float32), names=(name, "mxnet"))
 
 
-def test_sparse_storage_in_mxnet_json_is_refused():
+def test_unknown_storage_flag_in_mxnet_json_is_refused():
     net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
     doc = json.loads(net.tojson())
-    doc["nodes"][1].setdefault("attrs", {})["__storage_type__"] = "1"  # fc_weight row_sparse
-    with pytest.raises(
-        NotImplementedError,
-        match=r"\('fc_weight'\) has __storage_type__=1 .* "
-        "sparse storage is not supported",
-    ):
+    doc["nodes"][1].setdefault("attrs", {})["__storage_type__"] = "5"
+    with pytest.raises(NotImplementedError, match=r"\('fc_weight'\) has __storage_type__=5"):
         mx.sym.load_json(json.dumps(doc))
+    doc["nodes"][1]["attrs"]["__storage_type__"] = "1"  # row_sparse (issue 28)
+    assert mx.sym.load_json(json.dumps(doc)).attr_dict()["fc_weight"]["__storage_type__"] == "1"
     doc["nodes"][1]["attrs"]["__storage_type__"] = "0"
     assert mx.sym.load_json(json.dumps(doc)).list_arguments() == ["data", "fc_weight", "fc_bias"]
 
