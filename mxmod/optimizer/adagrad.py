@@ -38,6 +38,8 @@ class AdaGrad(Optimizer):
 
     _rule_attrs = ("float_stable_eps",)
     _checks = (("float_stable_eps", NONNEG),)
+    _lazy_kernel = "always"  # a row_sparse gradient takes _sparse_adagrad_update (lazy.py)
+    _lazy_no_wd = True
 
     def __init__(self, eps=1e-7, **kwargs):
         super().__init__(**kwargs)
@@ -52,6 +54,12 @@ class AdaGrad(Optimizer):
         h = s + jnp.square(g)
         div = g / jnp.sqrt(h + float(self.float_stable_eps))
         return w + (div + w * wd) * -lr, h
+
+    def _lazy_rule(self, w, g, s, leaf):
+        # _sparse_adagrad_update: the kernels' clipping rule (clip only when truthy), no wd
+        g = clip_kernel(g * float(self.rescale_grad), self.clip_gradient)
+        h = s + jnp.square(g)
+        return w - leaf.lr * g / jnp.sqrt(h + float(self.float_stable_eps)), h
 
 
 @register
@@ -176,6 +184,7 @@ class Ftrl(Optimizer):
 
     _rule_attrs = ("lamda1", "beta")
     _checks = (("lamda1", NONNEG), ("beta", NONNEG))
+    _lazy_kernel = "row_sparse_weight"  # ftrl_update is lazy on row_sparse weight/states
 
     def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
         super().__init__(**kwargs)

@@ -58,6 +58,8 @@ class Adam(Optimizer):
     _rule_attrs = ("beta1", "beta2", "epsilon")
     _checks = (("beta1", UNIT), ("beta2", UNIT), ("epsilon", NONNEG))
 
+    _lazy_kernel = "lazy_update"  # see lazy.py
+
     def __init__(
         self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=True, **kwargs
     ):

@@ -196,8 +196,10 @@ def init_leaf_mp(opt, w: jax.Array) -> Any:
     return opt._init_leaf(w)
 
 
-def leaf_step(opt, w, g, s, leaf: LeafInfo, mp: bool):
-    """One parameter's ``opt._rule``, unwrapping the float32 master copy when ``mp``."""
+def leaf_step(opt, w, g, s, leaf: LeafInfo, mp: bool, rule=None):
+    """One parameter's ``opt._rule`` (or ``rule``, same signature), unwrapping the float32
+    master copy when ``mp``."""
+    rule = opt._rule if rule is None else rule
     if mp:
         w32, inner = s if opt._mp_master_first else (s[1], s[0])
         leaf = leaf._replace(
@@ -205,12 +207,12 @@ def leaf_step(opt, w, g, s, leaf: LeafInfo, mp: bool):
             wd=jnp.asarray(leaf.wd, jnp.float32),
             low_dtype=w.dtype,
         )
-        nw32, ninner = opt._rule(w32, g.astype(jnp.float32), inner, leaf)
+        nw32, ninner = rule(w32, g.astype(jnp.float32), inner, leaf)
         ns = (nw32, ninner) if opt._mp_master_first else (ninner, nw32)
         return nw32.astype(w.dtype), _cast_like(ns, s)
     # MXNet computes in the weight's DType
     leaf = leaf._replace(lr=jnp.asarray(leaf.lr, w.dtype), wd=jnp.asarray(leaf.wd, w.dtype))
-    nw, ns = opt._rule(w, g.astype(w.dtype), s, leaf)
+    nw, ns = rule(w, g.astype(w.dtype), s, leaf)
     return nw.astype(w.dtype), _cast_like(ns, s)
 
 

@@ -49,6 +49,7 @@ class SGD(Optimizer):
 
     _rule_attrs = ("momentum",)
     _mp_master_first = False
+    _lazy_kernel = "lazy_update"  # see lazy.py
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs):
         super().__init__(**kwargs)
