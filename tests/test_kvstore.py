@@ -145,14 +145,17 @@ def test_init_copies_value():
     assert out.asnumpy().tolist() == [1, 2]
 
 
-def test_row_sparse_pull_dense_emulation():
+def test_row_sparse_pull_refuses_dense():
+    # MXNet: row_sparse_pull needs a row_sparse stored value and row_sparse outs (the
+    # row_sparse semantics themselves: tests/test_kvstore_sparse.py)
     kv = mx.kv.create("local")
     kv.init("w", nd(np.arange(8).reshape(4, 2)))
-    o1, o2 = nd(np.zeros((4, 2))), nd(np.zeros((4, 2)))
-    kv.row_sparse_pull("w", out=[o1, o2], row_ids=nd([1, 3]))
-    for o in (o1, o2):
-        np.testing.assert_array_equal(o.asnumpy(), [[0, 0], [2, 3], [0, 0], [6, 7]])
-    with pytest.raises(ValueError, match="needs out=... and row_ids"):
+    o1 = nd(np.zeros((4, 2)))
+    with pytest.raises(MXNetError, match="Expected row_sparse storage type"):
+        kv.row_sparse_pull("w", out=o1, row_ids=nd([1, 3]))
+    with pytest.raises(MXNetError, match="PullRowSparse expects row_sparse src"):
+        kv.row_sparse_pull("w", out=o1.tostype("row_sparse"), row_ids=nd([1, 3]))
+    with pytest.raises(ValueError, match="needs out="):
         kv.row_sparse_pull("w", out=o1)
 
 

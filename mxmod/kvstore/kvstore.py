@@ -18,6 +18,7 @@ one process without a launcher use a ``dist_*`` store as a one-worker store.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -31,9 +32,23 @@ from ..optimizer import get_updater
 from ..fileio import atomic_write
 from . import dist as _dist
 from ..base import as_list
+from . import sparse as _sparse
 from .base import KVStoreBase, _on
 
 __all__ = ["KVStore", "create"]
+
+_LOG = logging.getLogger(__name__)
+
+
+def _dense_data(value: Any) -> jax.Array:
+    return value._data if _sparse.stype_of(value) == "default" else value.tostype("default")._data
+
+
+def _place(data: Any, like: Any, stored: Any) -> jax.Array:
+    """``data`` in ``stored``'s dtype, where the dense ``like`` lives (else on its context)."""
+    if like is not None:
+        return _on(data, like)
+    return jax.device_put(jnp.asarray(data).astype(stored.dtype), stored.context.jax_device)
 
 
 def _pairs(key: Any, value: Any, what: str) -> list:
@@ -61,6 +76,8 @@ class KVStore(KVStoreBase):
         self._compression: dict | None = None
         self._residuals: dict = {}
         self._multi = "dist" in name and _dist.num_workers() > 1
+        self._order: dict = {}  # MXNet's push order: int keys, str keys in init order
+        self._ignored_logged: set = set()
 
     # ------------------------------------------------------------------ properties
     @property
@@ -110,9 +127,9 @@ class KVStore(KVStoreBase):
 
     # ------------------------------------------------------------------ data movement
     def init(self, key: Any, value: Any) -> None:
-        """Store a copy of ``value`` under ``key`` (lists of keys and values allowed). In a
-        multi-worker ``dist_*`` store every worker stores rank 0's value (MXNet's servers
-        take worker 0's).
+        """Store a copy of ``value`` under ``key`` (lists of keys and values allowed), in
+        its storage type (dense, row_sparse or csr). In a multi-worker ``dist_*`` store
+        every worker stores rank 0's value (MXNet's servers take worker 0's).
 
         Raises:
             MXNetError: the key was already initialised, or mixed key types.
@@ -122,21 +139,59 @@ class KVStore(KVStoreBase):
             if k in self._store:
                 raise MXNetError(f"duplicate init of key {k!r}")
             v = as_list(v)[0]
-            data = v._data
-            if self._multi:
-                from jax.experimental import multihost_utils
+            self._store[k] = self._rank0(v) if self._multi else v.copyto(v.context)
+            self._order.setdefault(k, k if isinstance(k, int) else len(self._order))
 
-                data = _on(multihost_utils.broadcast_one_to_all(np.asarray(data)), v)
-            self._store[k] = NDArray(data, v.context)
+    def _rank0(self, v: Any) -> Any:
+        """Rank 0's ``v`` on every worker (a multi-worker store's ``init``)."""
+        from jax.experimental import multihost_utils
 
-    def _sum(self, key: Any, values: list, stored: Any) -> jax.Array:
-        parts = [_on(v._data, stored) for v in values]
+        if _sparse.stype_of(v) == "row_sparse":
+            dense = multihost_utils.broadcast_one_to_all(v.asnumpy())
+            mask = multihost_utils.broadcast_one_to_all(_sparse.to_host_mask(v))
+            return _sparse.from_dense_rows(np.asarray(dense), np.asarray(mask), v.dtype, v.context)
+        if _sparse.stype_of(v) != "default":
+            raise NotImplementedError(
+                f"init of a {v.stype} value in a multi-worker store; init a dense or "
+                f"row_sparse value"
+            )
+        data = multihost_utils.broadcast_one_to_all(np.asarray(v._data))
+        return NDArray(_on(data, v), v.context)
+
+    def _grouped(self, key: Any, value: Any, what: str) -> list:
+        """``(key, [values])`` per distinct key, the values of a repeated key together,
+        in MXNet's order (int keys ascending, str keys in the order of their init)."""
+        groups: dict = {}
+        for k, v in _pairs(key, value, what):
+            k = self._key(k)
+            groups.setdefault(k, []).extend(as_list(v))
+        return sorted(groups.items(), key=lambda kv: self._order.get(kv[0], 0))
+
+    def _sum(self, key: Any, values: list, stored: Any) -> Any:
+        """The merged push value of ``key``: an NDArray on ``stored``'s context in the
+        storage type of the first value (``kvstore/sparse.py``)."""
         for v in values:
+            _sparse.check_push_value(key, v)
             if tuple(v.shape) != tuple(stored.shape):
                 raise MXNetError(
                     f"push: key {key!r} holds shape {tuple(stored.shape)} but a value has shape "
                     f"{tuple(v.shape)}"
                 )
+        if _sparse.stype_of(values[0]) == "row_sparse":
+            if self._compression is not None:
+                raise NotImplementedError(
+                    f"push: 2-bit gradient compression of row_sparse values (key {key!r}); "
+                    f"MXNet 1.9.1 quantises their stored rows as if they were dense and sums "
+                    f"the wrong rows. Push dense values or create the store without compression"
+                )
+            merged = _sparse.merge_row_sparse(values, stored.shape, stored.dtype, stored.context)
+            if self._multi:
+                dense = _dist.allgather(merged.asnumpy()).sum(0)
+                mask = _dist.allgather(_sparse.to_host_mask(merged)).any(0)
+                merged = _sparse.from_dense_rows(dense, mask, stored.dtype, stored.context)
+            return merged
+        like = stored if _sparse.stype_of(stored) == "default" else None
+        parts = [_place(_dense_data(v), like, stored) for v in values]
         # 2-bit compression quantises what each sender sends: every device of a local
         # store; the merged local sum of a worker of a dist store (as MXNet's KVStoreDist)
         if self._compression is not None and not self._multi:
@@ -147,8 +202,8 @@ class KVStore(KVStoreBase):
         if self._multi:
             if self._compression is not None:
                 total = self._quantize(key, "worker", total)
-            total = _on(jnp.asarray(_dist.allgather(np.asarray(total)).sum(0)), stored)
-        return total
+            total = _place(jnp.asarray(_dist.allgather(np.asarray(total)).sum(0)), like, stored)
+        return NDArray(total, stored.context)
 
     def _quantize(self, key: Any, sender: int, grad: jax.Array) -> jax.Array:
         th = self._compression["threshold"]
@@ -158,39 +213,58 @@ class KVStore(KVStoreBase):
         return q
 
     def push(self, key: Any, value: Any, priority: int = 0) -> None:
-        """Sum the value(s) of each key; apply the updater, or replace the stored value.
+        """Sum the value(s) of each key (dense or row_sparse; the values of a repeated key
+        together); apply the updater to the stored value, or store the sum (in the sum's
+        storage type, as MXNet).
 
         Raises:
-            MXNetError: uninitialised key or shape mismatch.
+            MXNetError: uninitialised key, shape mismatch or a csr value.
         """
-        for k, v in _pairs(key, value, "push"):
+        for k, values in self._grouped(key, value, "push"):
             stored = self._stored(k, "push")
-            k = self._key(k)
-            total = self._sum(k, as_list(v), stored)
+            merged = self._sum(k, values, stored)
             if self._updater is not None:
                 ukey = k.encode("utf-8") if isinstance(k, str) else k
-                self._updater(ukey, NDArray(total, stored.context), stored)
+                self._updater(ukey, merged, stored)
+            elif _sparse.stype_of(merged) == "default" and _sparse.stype_of(stored) == "default":
+                stored._set_data(merged._data)
             else:
-                stored._set_data(total)
+                self._store[k] = merged
 
     def pull(self, key: Any, out: Any = None, priority: int = 0, ignore_sparse: bool = True):
         """Copy the stored value of each key into every array of ``out``.
 
+        ``out`` arrays that are not dense are left alone unless ``ignore_sparse=False``
+        (MXNet logs this once per key; use :meth:`row_sparse_pull` for row_sparse ones);
+        then they take the stored value in their own storage type.
+
         Raises:
             ValueError: ``out`` is missing.
-            MXNetError: uninitialised key or shape mismatch.
+            MXNetError: uninitialised key, shape mismatch, a row_sparse value into a csr
+                ``out`` (or csr into row_sparse), or ``ignore_sparse=False`` on a
+                ``dist_*`` store (MXNet's dist store does not support it).
         """
         if out is None:
             raise ValueError("pull needs out=<NDArray or list of NDArrays> to copy into")
+        if not ignore_sparse and "dist" in self._type:
+            raise MXNetError(
+                "dist kvstore pull doesn't support ignore_sparse=False; use row_sparse_pull "
+                "for row_sparse outputs"
+            )
         for k, o in _pairs(key, out, "pull"):
             stored = self._stored(k, "pull")
             for dst in as_list(o):
-                if tuple(dst.shape) != tuple(stored.shape):
-                    raise MXNetError(
-                        f"pull: key {k!r} holds shape {tuple(stored.shape)}, out has shape "
-                        f"{tuple(dst.shape)}"
-                    )
-                dst._set_data(_on(stored._data, dst))
+                if _sparse.stype_of(dst) != "default" and ignore_sparse:
+                    if k not in self._ignored_logged:
+                        self._ignored_logged.add(k)
+                        _LOG.info(
+                            "Warning: non-default weights detected during kvstore pull of key "
+                            "%r. This call has been ignored. Please make sure to use "
+                            "row_sparse_pull with row_ids.",
+                            k,
+                        )
+                    continue
+                _sparse.copy_into(k, stored, dst)
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """``push`` then ``pull`` (into ``value`` itself when ``out`` is None)."""
@@ -203,23 +277,61 @@ class KVStore(KVStoreBase):
         self.pull(key, out, priority)
 
     def row_sparse_pull(self, key: Any, out: Any = None, priority: int = 0, row_ids: Any = None):
-        """Dense emulation: ``out`` gets the stored rows listed in ``row_ids``, zeros elsewhere.
+        """Pull only the rows ``row_ids`` of row_sparse stored values (MXNet semantics).
+
+        Each ``out`` (a RowSparseNDArray) then stores one row per distinct id of its
+        ``row_ids`` (any shape, need not be unique or sorted), ascending: the stored row, or
+        zeros where the store has none. ``row_ids`` is an NDArray (used for every ``out``)
+        or a list matching ``out`` (nested per key like ``out``). With one ``row_ids`` and a
+        list of ``out``, the first is pulled and copied to the others.
 
         Raises:
-            ValueError: ``out`` or ``row_ids`` missing.
+            ValueError: ``out`` or ``row_ids`` missing, or their counts differ.
+            TypeError: ``row_ids`` is not an NDArray or a list of them.
+            MXNetError: uninitialised key, mixed key types, a stored value or ``out`` that
+                is not row_sparse, sparse ``row_ids``, a shape mismatch, or a row id
+                outside the stored value's rows.
         """
         if out is None or row_ids is None:
-            raise ValueError("row_sparse_pull needs out=... and row_ids=...")
-        outs, ids = as_list(out), as_list(row_ids)
-        if len(ids) == 1 and len(outs) > 1:
-            ids = ids * len(outs)
-        for k, o in _pairs(key, out, "row_sparse_pull"):
-            self.pull(k, o, priority)
-        for dst, rid in zip(outs, ids):
-            rows = jnp.asarray(rid._data if hasattr(rid, "_data") else rid).astype(jnp.int32)
-            mask = jnp.zeros((dst.shape[0],), bool).at[rows].set(True)
-            mask = mask.reshape((-1,) + (1,) * (len(dst.shape) - 1))
-            dst._set_data(jnp.where(mask, dst._data, 0).astype(dst._data.dtype))
+            raise ValueError(
+                "row_sparse_pull needs out=<RowSparseNDArray or list> and row_ids=<NDArray "
+                "or list of NDArrays>"
+            )
+        if isinstance(row_ids, NDArray):
+            row_ids = [row_ids]
+        if not isinstance(row_ids, list):
+            raise TypeError(
+                f"row_ids should be NDArray or list of NDArray, got {type(row_ids).__name__}"
+            )
+        first_out, rest = out, []
+        if len(row_ids) == 1 and isinstance(out, list):  # pull once, copy to the others
+            first_out, rest = [out[0]], out[1:]
+        pairs = self._flat(key, first_out, "row_sparse_pull")
+        id_pairs = self._flat(key, row_ids, "row_sparse_pull row_ids")
+        if len(pairs) != len(id_pairs):
+            raise ValueError(
+                f"row_sparse_pull: the number of row_ids ({len(id_pairs)}) doesn't match the "
+                f"number of values ({len(pairs)}); pass one row_ids per out array, or one "
+                f"NDArray for all"
+            )
+        for (k, dst), (_, rid) in zip(pairs, id_pairs):
+            self._key(k)
+            _sparse.check_row_sparse_pair(k, dst, rid)
+        for (k, dst), (_, rid) in zip(pairs, id_pairs):
+            _sparse.row_sparse_into(k, self._stored(k, "row_sparse_pull"), dst, rid)
+        for other in rest:
+            out[0].copyto(other)
+
+    def _flat(self, key: Any, values: Any, what: str) -> list:
+        """``(key, array)`` for every array of ``values`` (MXNet's key-value flattening)."""
+        if isinstance(key, (list, tuple)):
+            if not isinstance(values, (list, tuple)) or len(values) != len(key):
+                raise ValueError(
+                    f"{what}: {len(key)} keys need {len(key)} entries, got "
+                    f"{len(values) if isinstance(values, (list, tuple)) else 1}"
+                )
+            return [p for k, v in zip(key, values) for p in self._flat(k, v, what)]
+        return [(key, v) for v in as_list(values)]
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer: Any) -> None:

@@ -1,0 +1,149 @@
+"""Row_sparse values in the KVStore (MXNet 1.9.1's ``kvstore_local.h`` / ``comm.h`` rules).
+
+* **push**: a value is dense or row_sparse (csr is refused). The values of a key merge into
+  the storage type of the first one; row_sparse values sum over the union of their stored
+  rows (sorted), a single value is taken as it is (its stored zero rows stay stored).
+* **pull**: ``out`` arrays that are not dense are skipped unless ``ignore_sparse=False``;
+  then each ``out`` takes the stored value cast to its own storage (dense -> row_sparse
+  stores the non-zero rows; nothing converts between row_sparse and csr).
+* **row_sparse_pull**: the stored value must be row_sparse and every ``out`` row_sparse;
+  ``out`` stores one row per distinct id of ``row_ids`` (flattened, truncated to integers,
+  sorted), the stored row or zeros.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import MXNetError
+from ..ndarray import NDArray
+from ..ndarray.sparse import RowSparseNDArray, retain
+
+__all__ = ["check_push_value", "copy_into", "merge_row_sparse", "row_sparse_into", "unique_ids"]
+
+
+def stype_of(arr: Any) -> str:
+    return getattr(arr, "stype", "default")
+
+
+def check_push_value(key: Any, value: Any) -> None:
+    """Refuse what MXNet's push refuses: non-NDArrays and csr values."""
+    if not isinstance(value, NDArray):
+        raise TypeError(
+            f"push: key {key!r} got a {type(value).__name__}; push an NDArray or a list of "
+            f"NDArrays (one per device)"
+        )
+    if stype_of(value) not in ("default", "row_sparse"):
+        raise MXNetError(
+            f"Unexpected storage type detected during kvstore push: {value.stype} (key "
+            f"{key!r}); push dense or row_sparse values (convert with .tostype('default'))"
+        )
+
+
+def _as_row_sparse(value: NDArray) -> RowSparseNDArray:
+    return value if isinstance(value, RowSparseNDArray) else value.tostype("row_sparse")
+
+
+def merge_row_sparse(values: list, shape: tuple, dtype: Any, ctx: Any) -> RowSparseNDArray:
+    """The sum of ``values`` (row_sparse, or dense cast to row_sparse) as a row_sparse
+    array on ``ctx``: the union of the stored rows, ascending."""
+    device = ctx.jax_device
+    parts = [_as_row_sparse(v) for v in values]
+    if len(parts) == 1:
+        rows = np.asarray(parts[0]._saux[0])
+        data = jax.device_put(parts[0]._sdata.astype(dtype), device)
+        return RowSparseNDArray._from_parts(shape, jnp.copy(data), [rows], ctx)
+    rows_each = [np.asarray(p._saux[0]).astype(np.int64) for p in parts]
+    union = np.unique(np.concatenate(rows_each))
+    total = jnp.zeros((len(union),) + tuple(shape[1:]), dtype, device=device)
+    for p, rows in zip(parts, rows_each):
+        if len(rows):
+            data = jax.device_put(p._sdata, device).astype(dtype)
+            total = total.at[np.searchsorted(union, rows)].add(data)
+    return RowSparseNDArray._from_parts(shape, total, [union], ctx)
+
+
+def copy_into(key: Any, stored: NDArray, dst: NDArray) -> None:
+    """Write ``stored`` into ``dst`` in ``dst``'s storage type, dtype and context."""
+    if tuple(dst.shape) != tuple(stored.shape):
+        raise MXNetError(
+            f"pull: key {key!r} holds shape {tuple(stored.shape)}, out has shape {tuple(dst.shape)}"
+        )
+    src_stype, dst_stype = stype_of(stored), stype_of(dst)
+    if "default" not in (src_stype, dst_stype) and src_stype != dst_stype:
+        raise MXNetError(
+            f"pull: key {key!r} holds a {src_stype} value, which cannot be copied into a "
+            f"{dst_stype} out (copying ndarray of stype {src_stype} to stype {dst_stype} is "
+            f"not supported); pull into a dense or {src_stype} array"
+        )
+    stored.copyto(dst)
+
+
+def unique_ids(key: Any, row_ids: NDArray, num_rows: int) -> np.ndarray:
+    """The distinct rows of ``row_ids`` (any shape; floats truncated, as MXNet's int64
+    cast), ascending.
+
+    Raises:
+        MXNetError: a row id outside ``[0, num_rows)``.
+    """
+    ids = np.unique(np.asarray(row_ids.asnumpy()).ravel().astype(np.int64))
+    bad = ids[(ids < 0) | (ids >= num_rows)]
+    if bad.size:
+        raise MXNetError(
+            f"row_sparse_pull: key {key!r} has {num_rows} rows but row_ids ask for rows "
+            f"{bad.tolist()}; pass row ids in [0, {num_rows})"
+        )
+    return ids
+
+
+def row_sparse_into(key: Any, stored: NDArray, dst: NDArray, row_ids: NDArray) -> None:
+    """``dst`` stores the rows ``row_ids`` of the row_sparse ``stored`` value."""
+    if not isinstance(stored, RowSparseNDArray):
+        raise MXNetError(
+            f"PullRowSparse expects row_sparse src NDArray: key {key!r} holds a "
+            f"{stype_of(stored)} value; use pull(key, out=...) for it"
+        )
+    if tuple(dst.shape) != tuple(stored.shape):
+        raise MXNetError(
+            f"row_sparse_pull: key {key!r} holds shape {tuple(stored.shape)}, out has shape "
+            f"{tuple(dst.shape)}"
+        )
+    retain(stored, unique_ids(key, row_ids, stored.shape[0])).copyto(dst)
+
+
+def check_row_sparse_pair(key: Any, dst: Any, row_ids: Any) -> None:
+    """MXNet's checks of one (out, row_ids) pair of ``row_sparse_pull``."""
+    if not isinstance(dst, NDArray) or stype_of(dst) != "row_sparse":
+        raise MXNetError(
+            f"Expected row_sparse storage type for row_sparse_pull values, but detected "
+            f"storage type {stype_of(dst) if isinstance(dst, NDArray) else type(dst).__name__} "
+            f"(key {key!r}); pull into a RowSparseNDArray (mx.nd.sparse.zeros('row_sparse', "
+            f"shape)) or use pull() for dense outputs"
+        )
+    if not isinstance(row_ids, NDArray):
+        raise TypeError(
+            f"row_sparse_pull: row_ids of key {key!r} must be an NDArray or a list of "
+            f"NDArrays, got {type(row_ids).__name__}; wrap them with mx.nd.array(...)"
+        )
+    if stype_of(row_ids) != "default":
+        raise MXNetError(
+            f"Expected default storage type for row_sparse_pull rowids, but detected storage "
+            f"type {row_ids.stype} (key {key!r}); pass dense row ids"
+        )
+
+
+def to_host_mask(value: NDArray) -> np.ndarray:
+    """Which rows a row_sparse value stores, as a boolean mask (for gathering workers)."""
+    mask = np.zeros(value.shape[0], bool)
+    mask[np.asarray(value._saux[0]).astype(np.int64)] = True
+    return mask
+
+
+def from_dense_rows(dense: np.ndarray, mask: np.ndarray, dtype: Any, ctx: Any) -> RowSparseNDArray:
+    """A row_sparse array storing the rows ``mask`` of the host array ``dense``."""
+    rows = np.flatnonzero(mask)
+    return RowSparseNDArray._from_parts(dense.shape, dense[rows].astype(dtype), [rows], ctx)
