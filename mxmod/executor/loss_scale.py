@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .step import Keyed
+from .step import Keyed, dense_grads
 
 INIT_SCALE = 2.0**16
 MAX_SCALE = 2.0**24
@@ -68,6 +68,8 @@ def scaled_step_parts(rule: Keyed) -> tuple:
     fused_rule = rule.fn
 
     def scaled_rule(trained, grads, opt, hyper, scaler):
+        grads = dense_grads(grads)  # row_sparse gradients: MXNet's std update
+
         def update(params, grads, opt, hyper):
             new, opt, _ = fused_rule(params, grads, opt, hyper, scaler)
             return new, opt

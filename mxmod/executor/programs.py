@@ -17,6 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 from ..ndarray.sparse.parts import RowParts
 from . import rows
+from .sparse_io import local_inputs
 from .placement import AXIS, spec
 from .step import SUM, Keyed, compose_step, make_update, scan_steps, split_per_device
 from ..program_store import program_key
@@ -111,6 +112,8 @@ class Programs:
         self.output_axes = list(output_axes)
         self.diff_names = list(diff_names)
         self.aux_trained = graph.aux_reached(self.diff_names)
+        # arguments whose gradients are row_sparse (MXNet's storage rules): RowParts
+        self.row_sparse = rows.row_sparse_args(graph, self.diff_names)
         self.names = (tuple(label_names), tuple(output_names))
         self._axis = AXIS if placement.multi else None
         self._cache: dict = {}
@@ -163,7 +166,7 @@ class Programs:
 
         def build(disk_key):
             def per_device(params, aux, inputs, rng):
-                params, inputs = split_per_device(params, inputs)
+                params, inputs = split_per_device(params, local_inputs(inputs))
                 outs, new_aux = self.graph(
                     {**params, **inputs}, aux, pl.device_key(rng), is_train, self._axis
                 )
@@ -194,7 +197,7 @@ class Programs:
         pl = self.placement
 
         def per_device(params, aux, inputs, rng, head_grads=None):
-            params, inputs = split_per_device(params, inputs)
+            params, inputs = split_per_device(params, local_inputs(inputs))
             outs, new_aux, grads = vjp_step(
                 self.graph,
                 {**params, **inputs},
@@ -205,10 +208,18 @@ class Programs:
                 True,
                 self.aux_trained,
                 self._axis,
+                row_sparse=self.row_sparse,
             )
             pgrads = {n: g for n, g in grads.items() if n in params}
-            igrads = {n: g for n, g in grads.items() if n not in params}
-            pgrads = pl.stack(pgrads) if stacked else pl.psum(pgrads)
+            igrads = rows.dense_grads({n: g for n, g in grads.items() if n not in params})
+            if stacked:
+                pgrads = pl.stack(rows.dense_grads(pgrads))
+            else:
+                sparse = {n: g for n, g in pgrads.items() if isinstance(g, RowParts)}
+                pgrads = pl.psum({n: g for n, g in pgrads.items() if n not in sparse})
+                if self._axis is not None:
+                    sparse = {n: rows.combine(g, self._axis) for n, g in sparse.items()}
+                pgrads.update(sparse)
             return outs, pl.pmean(new_aux), pgrads, igrads, self._stats(metric, inputs, outs)
 
         ins = self._in_specs(input_names)

@@ -21,6 +21,8 @@ import jax.numpy as jnp
 
 from ..ndarray.sparse.parts import CsrParts, RowParts, unique_rows
 from ..ops.sparse import ZERO_KEEPING
+from ..symbol.stype import infer_stypes, variable_stypes
+from .step import dense_grads  # noqa: F401  (re-exported for programs.py)
 
 _READERS = ("Embedding", "_contrib_SparseEmbedding")
 
@@ -138,6 +140,8 @@ def combine(grad: RowParts, axis_name) -> RowParts:
     return RowParts(uniq, summed, grad.shape)
 
 
-def dense_grads(grads: dict) -> dict:
-    """Gradients with every ``RowParts`` made dense (paths that need dense values)."""
-    return {n: g.dense() if isinstance(g, RowParts) else g for n, g in grads.items()}
+def row_sparse_args(graph, diff_names) -> tuple:
+    """The arguments among ``diff_names`` whose gradient MXNet stores row_sparse, by the
+    variables' ``__storage_type__`` (what a Module binds)."""
+    _, grad_st = infer_stypes(graph.symbol, variable_stypes(graph.symbol))
+    return tuple(n for n in diff_names if grad_st.get(n) == "row_sparse")

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..ndarray.sparse import BaseSparseNDArray, CSRNDArray, RowSparseNDArray
-from ..ndarray.sparse.parts import RowParts, csr_parts
+from ..ndarray.sparse.parts import CsrParts, RowParts, csr_parts, padded_size
 
 
 def _on(arr, device):
@@ -53,3 +53,31 @@ def store_sparse_grad(target, grad, add: bool) -> None:
         np.add.at(summed, inv.reshape(-1), values)
         rows, values = uniq, summed
     target._set_parts(target.shape, values.astype(target.dtype), [rows])
+
+
+def device_csr_parts(arr, n_devices: int) -> CsrParts:
+    """A csr batch split by rows over ``n_devices`` for a mesh program: each part's arrays
+    gain a leading device axis (split by the batch's ``P(axis)``; ``local_inputs`` drops it
+    inside the program), rows numbered within each device's slice, one padded size."""
+    n_rows = arr.shape[0]
+    if n_rows % n_devices:
+        raise ValueError(f"a csr batch of {n_rows} rows does not split over {n_devices} devices")
+    step = n_rows // n_devices
+    indptr = np.asarray(arr._saux[0])
+    nnz = [int(indptr[(k + 1) * step] - indptr[k * step]) for k in range(n_devices)]
+    size = padded_size(max(nnz))
+    parts = [csr_parts(arr[k * step : (k + 1) * step], size) for k in range(n_devices)]
+    return CsrParts(
+        *(np.stack([getattr(p, f) for p in parts]) for f in ("data", "rows", "cols")),
+        shape=(step, arr.shape[1]),
+    )
+
+
+def local_inputs(inputs: dict) -> dict:
+    """Inside a per-device program: a ``device_csr_parts`` input without its device axis."""
+    return {
+        n: CsrParts(v.data[0], v.rows[0], v.cols[0], v.shape)
+        if isinstance(v, CsrParts) and v.data.ndim == 2
+        else v
+        for n, v in inputs.items()
+    }

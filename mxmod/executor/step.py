@@ -27,6 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..ndarray.sparse.parts import RowParts
+
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
@@ -151,23 +153,80 @@ class Keyed:
     fn: Callable = dataclasses.field(compare=False, hash=False)
 
 
-def optimizer_rule(optimizer) -> Keyed:
+def optimizer_rule(optimizer, lazy_rows=frozenset()) -> Keyed:
     """An optimizer's fused update as a step rule ``(trained, grads, opt, hyper, scaler) ->
-    (new params, opt, scaler)`` (the scaler passes through)."""
+    (new params, opt, scaler)`` (the scaler passes through).
+
+    ``lazy_rows``: the parameters whose row_sparse (``RowParts``) gradients MXNet applies
+    lazily (``optimizer.lazy.supports_lazy``): only their gradient's rows of the weight and
+    of its state move. Other row_sparse gradients are applied dense (MXNet's std update)."""
     fused_update = optimizer.fused_update
 
     def rule(trained, grads, opt, hyper, scaler):
-        new, opt = fused_update(trained, grads, opt, hyper)
+        new, opt = fused_update(trained, dense_grads(grads), opt, hyper)
         return new, opt, scaler
 
-    return Keyed(("optimizer", optimizer.fused_signature()), rule)
+    lazy_rows = frozenset(lazy_rows)
+    fn = lazy_rule(rule, lazy_rows) if lazy_rows else rule
+    return Keyed(("optimizer", optimizer.fused_signature(), tuple(sorted(lazy_rows))), fn)
+
+
+def lazy_rule(rule: Callable, names: frozenset) -> Callable:
+    """``rule`` applied to the rows a ``RowParts`` gradient stores, for the parameters
+    ``names`` (MXNet's lazy update): their weight and every state leaf with the weight's
+    leading dimension are gathered at the rows, ``rule`` runs on the gathered rows (the
+    optimizer's own formula, row by row) and the results are scattered back."""
+
+    def per_row(x, n):
+        return jnp.ndim(x) >= 1 and x.shape[0] == n
+
+    def apply(trained, grads, opt, hyper, scaler):
+        lazy = {k for k, g in grads.items() if isinstance(g, RowParts) and k in names}
+        if not lazy or not isinstance(opt, dict):
+            return rule(trained, dense_grads(grads), opt, hyper, scaler)
+        rows = {k: grads[k].rows for k in lazy}
+
+        def gather(x, k):
+            if not per_row(x, trained[k].shape[0]):
+                return x
+            return jnp.take(x, rows[k], axis=0, mode="fill", fill_value=0)
+
+        def scatter(full, new, k):
+            if not per_row(full, trained[k].shape[0]):
+                return new
+            return full.at[rows[k]].set(new.astype(full.dtype), mode="drop")
+
+        view_w = {k: gather(w, k) if k in lazy else w for k, w in trained.items()}
+        view_g = {k: grads[k].values if k in lazy else g for k, g in dense_grads(grads).items()}
+        view_opt = dict(opt)
+        for k in lazy:
+            view_opt[k] = jax.tree_util.tree_map(lambda x, k=k: gather(x, k), opt[k])
+        new, new_opt, scaler = rule(view_w, view_g, view_opt, hyper, scaler)
+        new, new_opt = dict(new), dict(new_opt)
+        for k in lazy:
+            new[k] = scatter(trained[k], new[k], k)
+            new_opt[k] = jax.tree_util.tree_map(
+                lambda full, x, k=k: scatter(full, x, k), opt[k], new_opt[k]
+            )
+        return new, new_opt, scaler
+
+    return apply
+
+
+def dense_grads(grads: dict) -> dict:
+    """Gradients with every row_sparse (``RowParts``) one made dense."""
+    return {n: g.dense() if isinstance(g, RowParts) else g for n, g in grads.items()}
 
 
 def make_update(rule: Callable, reduction=SUM) -> Callable:
     """``update(state, grads, hyper) -> (state, reduced grads)``: reduce the gradients, then
-    apply ``rule`` (``optimizer_rule(optimizer).fn`` or a loss-scaled rule)."""
+    apply ``rule`` (``optimizer_rule(optimizer).fn`` or a loss-scaled rule). ``RowParts``
+    gradients reach ``rule`` as they are (``lazy_rule`` applies them) unless the reduction
+    needs each device's dense gradient."""
 
     def update(state: StepState, grads: dict, hyper):
+        if reduction is not SUM:
+            grads = dense_grads(grads)
         grads, residual = reduction(grads, state.residual)
         trained = {n: state.params[n] for n in grads}
         new, opt, scaler = rule(trained, grads, state.opt, hyper, state.scaler)

@@ -1,0 +1,91 @@
+"""The fused training step with sparse inputs and row_sparse gradients (issue 28):
+csr batches as ``CsrParts``, lazy row updates, and the devices' row gradients combined."""
+
+import pathlib
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+import mxmod as mx
+from mxmod.executor.executor import compiled_for
+from mxmod.executor.placement import MeshPlacement, OneDevice
+from mxmod.executor.programs import Programs
+from mxmod.executor.sparse_io import device_csr_parts
+from mxmod.executor.step import Batch, StepState, optimizer_rule, zero_key
+from mxmod.ndarray.sparse.parts import RowParts, csr_parts
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "fixtures"))
+import symbol_sparse_cases as cases  # noqa: E402
+
+PARAMS = ("v", "w1_weight", "w1_bias")
+
+
+def _fm():
+    sym, _, _, inputs, _, _ = cases.fm(mx)
+    params = {n: inputs[n] for n in PARAMS}
+    return sym, params, inputs["data"], inputs["label"]
+
+
+def _step(placement, lazy, csr_input, batch_x, label):
+    sym, params, _, _ = _fm()
+    graph = compiled_for(sym).graph
+    progs = Programs(graph, placement, {"data": 0, "label": 0}, [0], list(PARAMS), ["label"])
+    assert progs.row_sparse == ("v", "w1_weight")
+    opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.1, rescale_grad=0.5)
+    state = StepState(params=dict(params), aux={}, opt=opt.fused_init(dict(params)))
+    rule = optimizer_rule(opt, lazy_rows=progs.row_sparse if lazy else ())
+    step = progs.train_step(("data", "label"), rule, keep=("grads",))
+    state, res = step(state, Batch({"data": csr_input, "label": label}, zero_key()),
+                      opt.fused_hyper(list(PARAMS)))  # fmt: skip
+    return state, res
+
+
+def test_lazy_step_moves_only_the_rows_the_batch_reads():
+    sym, params, x, label = _fm()
+    csr = mx.nd.array(x).tostype("csr")
+    state, res = _step(OneDevice(jax.devices()[0]), True, csr_parts(csr), x, label)
+    g = res.grads["v"]
+    assert isinstance(g, RowParts)
+    touched = np.unique(np.nonzero(x)[1])
+    rows = np.asarray(g.rows)
+    np.testing.assert_array_equal(rows[rows < 8], touched)
+    new_v = np.asarray(state.params["v"])
+    untouched = np.setdiff1d(np.arange(8), touched)
+    np.testing.assert_array_equal(new_v[untouched], params["v"][untouched])  # no wd there
+    # the touched rows: SGD momentum from zero state, g from the executor (golden-tested)
+    req = {"v": "write", "w1_weight": "write", "w1_bias": "write"}
+    exe = sym.simple_bind(mx.cpu(), data=x.shape, label=label.shape, grad_req=req)
+    exe.copy_params_from({k: mx.nd.array(v) for k, v in params.items()})
+    exe.forward(is_train=True, data=csr, label=mx.nd.array(label))
+    exe.backward()
+    gv = exe.grad_dict["v"].asnumpy()[touched]
+    w = params["v"][touched]
+    np.testing.assert_allclose(new_v[touched], w - 0.1 * (0.5 * gv + 0.1 * w), rtol=1e-5)
+    # dense (std) update: every row decays
+    state_d, _ = _step(OneDevice(jax.devices()[0]), False, csr_parts(csr), x, label)
+    assert not np.allclose(np.asarray(state_d.params["v"])[untouched], params["v"][untouched])
+    np.testing.assert_allclose(np.asarray(state_d.params["v"])[touched], new_v[touched], rtol=1e-5)
+
+
+@pytest.mark.parametrize("n_dev", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_devices_row_gradients_are_combined(n_dev):
+    _, _, x, label = _fm()
+    csr = mx.nd.array(x).tostype("csr")
+    one, res1 = _step(OneDevice(jax.devices()[0]), True, csr_parts(csr), x, label)
+    mesh = MeshPlacement(jax.devices()[:n_dev])
+    many, res = _step(mesh, True, device_csr_parts(csr, n_dev), x, label)
+    for n in PARAMS:
+        np.testing.assert_allclose(np.asarray(many.params[n]), np.asarray(one.params[n]),
+                                   rtol=1e-5, atol=1e-6)  # fmt: skip
+    g = res.grads["v"]
+    assert isinstance(g, RowParts)
+    np.testing.assert_allclose(np.asarray(g.dense()), np.asarray(res1.grads["v"].dense()),
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
+def test_csr_batch_that_does_not_split_is_refused():
+    csr = mx.nd.array(np.eye(5, dtype=np.float32)).tostype("csr")
+    with pytest.raises(ValueError, match="5 rows does not split over 2 devices"):
+        device_csr_parts(csr, 2)
