@@ -32,6 +32,7 @@ from ..optimizer import get_updater
 from ..fileio import atomic_write
 from . import dist as _dist
 from ..base import as_list
+from . import compression as _compression
 from . import sparse as _sparse
 from .base import KVStoreBase, _on
 
@@ -42,6 +43,10 @@ _LOG = logging.getLogger(__name__)
 
 def _dense_data(value: Any) -> jax.Array:
     return value._data if _sparse.stype_of(value) == "default" else value.tostype("default")._data
+
+
+def _pairs_keys(key: Any) -> list:
+    return list(key) if isinstance(key, (list, tuple)) else [key]
 
 
 def _place(data: Any, like: Any, stored: Any) -> jax.Array:
@@ -139,24 +144,8 @@ class KVStore(KVStoreBase):
             if k in self._store:
                 raise MXNetError(f"duplicate init of key {k!r}")
             v = as_list(v)[0]
-            self._store[k] = self._rank0(v) if self._multi else v.copyto(v.context)
+            self._store[k] = _sparse.rank0_copy(v) if self._multi else v.copyto(v.context)
             self._order.setdefault(k, k if isinstance(k, int) else len(self._order))
-
-    def _rank0(self, v: Any) -> Any:
-        """Rank 0's ``v`` on every worker (a multi-worker store's ``init``)."""
-        from jax.experimental import multihost_utils
-
-        if _sparse.stype_of(v) == "row_sparse":
-            dense = multihost_utils.broadcast_one_to_all(v.asnumpy())
-            mask = multihost_utils.broadcast_one_to_all(_sparse.to_host_mask(v))
-            return _sparse.from_dense_rows(np.asarray(dense), np.asarray(mask), v.dtype, v.context)
-        if _sparse.stype_of(v) != "default":
-            raise NotImplementedError(
-                f"init of a {v.stype} value in a multi-worker store; init a dense or "
-                f"row_sparse value"
-            )
-        data = multihost_utils.broadcast_one_to_all(np.asarray(v._data))
-        return NDArray(_on(data, v), v.context)
 
     def _grouped(self, key: Any, value: Any, what: str) -> list:
         """``(key, [values])`` per distinct key, the values of a repeated key together,
@@ -297,41 +286,13 @@ class KVStore(KVStoreBase):
                 "row_sparse_pull needs out=<RowSparseNDArray or list> and row_ids=<NDArray "
                 "or list of NDArrays>"
             )
-        if isinstance(row_ids, NDArray):
-            row_ids = [row_ids]
-        if not isinstance(row_ids, list):
-            raise TypeError(
-                f"row_ids should be NDArray or list of NDArray, got {type(row_ids).__name__}"
-            )
-        first_out, rest = out, []
-        if len(row_ids) == 1 and isinstance(out, list):  # pull once, copy to the others
-            first_out, rest = [out[0]], out[1:]
-        pairs = self._flat(key, first_out, "row_sparse_pull")
-        id_pairs = self._flat(key, row_ids, "row_sparse_pull row_ids")
-        if len(pairs) != len(id_pairs):
-            raise ValueError(
-                f"row_sparse_pull: the number of row_ids ({len(id_pairs)}) doesn't match the "
-                f"number of values ({len(pairs)}); pass one row_ids per out array, or one "
-                f"NDArray for all"
-            )
-        for (k, dst), (_, rid) in zip(pairs, id_pairs):
+        for k in _pairs_keys(key):
             self._key(k)
-            _sparse.check_row_sparse_pair(k, dst, rid)
-        for (k, dst), (_, rid) in zip(pairs, id_pairs):
+        pairs, rest = _sparse.row_sparse_pairs(key, out, row_ids)
+        for k, dst, rid in pairs:
             _sparse.row_sparse_into(k, self._stored(k, "row_sparse_pull"), dst, rid)
         for other in rest:
             out[0].copyto(other)
-
-    def _flat(self, key: Any, values: Any, what: str) -> list:
-        """``(key, array)`` for every array of ``values`` (MXNet's key-value flattening)."""
-        if isinstance(key, (list, tuple)):
-            if not isinstance(values, (list, tuple)) or len(values) != len(key):
-                raise ValueError(
-                    f"{what}: {len(key)} keys need {len(key)} entries, got "
-                    f"{len(values) if isinstance(values, (list, tuple)) else 1}"
-                )
-            return [p for k, v in zip(key, values) for p in self._flat(k, v, what)]
-        return [(key, v) for v in as_list(values)]
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer: Any) -> None:
@@ -381,26 +342,7 @@ class KVStore(KVStoreBase):
             NotImplementedError: a compression type other than ``'2bit'``.
             ValueError: missing ``type``, unknown keys or ``threshold <= 0``.
         """
-        if "device" not in self._type and "dist" not in self._type:
-            raise MXNetError(
-                f"Gradient compression is not supported for this type of kvstore "
-                f"({self._type!r}); create a 'device' or 'dist_*' store to use it"
-            )
-        params = dict(compression_params)
-        if "type" not in params:
-            raise ValueError("compression_params needs a 'type', e.g. {'type': '2bit'}")
-        if params["type"] != "2bit":
-            raise NotImplementedError(
-                f"gradient compression type {params['type']!r} is not supported; mxmod "
-                f"implements {{'type': '2bit', 'threshold': t}}"
-            )
-        unknown = set(params) - {"type", "threshold"}
-        if unknown:
-            raise ValueError(f"unknown gradient compression option(s) {sorted(unknown)}")
-        threshold = float(params.get("threshold", 0.5))
-        if threshold <= 0:
-            raise ValueError(f"2bit compression threshold must be > 0, got {threshold}")
-        self._compression = {"type": "2bit", "threshold": threshold}
+        self._compression = _compression.checked_params(self._type, compression_params)
 
     # ------------------------------------------------------------------ private API
     def barrier(self) -> None:

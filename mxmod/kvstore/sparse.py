@@ -22,6 +22,7 @@ import numpy as np
 from ..base import MXNetError
 from ..ndarray import NDArray
 from ..ndarray.sparse import RowSparseNDArray, retain
+from .base import _on
 
 __all__ = ["check_push_value", "copy_into", "merge_row_sparse", "row_sparse_into", "unique_ids"]
 
@@ -115,6 +116,41 @@ def row_sparse_into(key: Any, stored: NDArray, dst: NDArray, row_ids: NDArray) -
     retain(stored, unique_ids(key, row_ids, stored.shape[0])).copyto(dst)
 
 
+def row_sparse_pairs(key: Any, out: Any, row_ids: Any) -> tuple:
+    """``row_sparse_pull``'s arguments as checked ``(key, out, row_ids)`` triples, and the
+    outs that take a copy of ``out[0]`` (one ``row_ids`` for a list of outs, as MXNet)."""
+    if isinstance(row_ids, NDArray):
+        row_ids = [row_ids]
+    if not isinstance(row_ids, list):
+        raise TypeError(
+            f"row_ids should be NDArray or list of NDArray, got {type(row_ids).__name__}"
+        )
+    first_out, rest = out, []
+    if len(row_ids) == 1 and isinstance(out, list):  # pull once, copy to the others
+        first_out, rest = [out[0]], out[1:]
+    outs = _flat(key, first_out, "row_sparse_pull")
+    ids = _flat(key, row_ids, "row_sparse_pull row_ids")
+    if len(outs) != len(ids):
+        raise ValueError(
+            f"row_sparse_pull: the number of row_ids ({len(ids)}) doesn't match the number "
+            f"of values ({len(outs)}); pass one row_ids per out array, or one NDArray for all"
+        )
+    triples = [(k, dst, rid) for (k, dst), (_, rid) in zip(outs, ids)]
+    for k, dst, rid in triples:
+        check_row_sparse_pair(k, dst, rid)
+    return triples, rest
+
+
+def _flat(key: Any, values: Any, what: str) -> list:
+    """``(key, array)`` for every array of ``values`` (MXNet's key-value flattening)."""
+    if isinstance(key, (list, tuple)):
+        if not isinstance(values, (list, tuple)) or len(values) != len(key):
+            n = len(values) if isinstance(values, (list, tuple)) else 1
+            raise ValueError(f"{what}: {len(key)} keys need {len(key)} entries, got {n}")
+        return [p for k, v in zip(key, values) for p in _flat(k, v, what)]
+    return [(key, v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+
+
 def check_row_sparse_pair(key: Any, dst: Any, row_ids: Any) -> None:
     """MXNet's checks of one (out, row_ids) pair of ``row_sparse_pull``."""
     if not isinstance(dst, NDArray) or stype_of(dst) != "row_sparse":
@@ -134,6 +170,22 @@ def check_row_sparse_pair(key: Any, dst: Any, row_ids: Any) -> None:
             f"Expected default storage type for row_sparse_pull rowids, but detected storage "
             f"type {row_ids.stype} (key {key!r}); pass dense row ids"
         )
+
+
+def rank0_copy(v: NDArray) -> NDArray:
+    """Rank 0's ``v`` on every worker (a multi-worker store's ``init``)."""
+    from jax.experimental import multihost_utils
+
+    if stype_of(v) == "row_sparse":
+        dense = multihost_utils.broadcast_one_to_all(v.asnumpy())
+        mask = multihost_utils.broadcast_one_to_all(to_host_mask(v))
+        return from_dense_rows(np.asarray(dense), np.asarray(mask), v.dtype, v.context)
+    if stype_of(v) != "default":
+        raise NotImplementedError(
+            f"init of a {v.stype} value in a multi-worker store; init a dense or row_sparse value"
+        )
+    data = multihost_utils.broadcast_one_to_all(np.asarray(v._data))
+    return NDArray(_on(data, v), v.context)
 
 
 def to_host_mask(value: NDArray) -> np.ndarray:
