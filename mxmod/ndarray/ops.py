@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError, named
+from ._programs import program as _program
 from .ndarray import NDArray, _fresh, _put, jax_dtype
 
 __all__ = [
@@ -46,13 +47,6 @@ __all__ = [
     "zeros_like",
     "ones_like",
 ]
-
-
-@functools.lru_cache(maxsize=4096)
-def _program(fn, static: tuple):
-    """``fn`` with keyword arguments ``static`` as one jitted program (one compile per
-    operator, arguments and input shapes, instead of one per JAX primitive inside)."""
-    return jax.jit(functools.partial(fn, **dict(static)))
 
 
 def _check(x: Any, op: str, arg: str = "data") -> NDArray:
