@@ -4,8 +4,8 @@
 (one per device; across workers for ``dist_*``) and either applies the optimizer's
 updater to the stored value or replaces it by the sum; ``pull`` copies the stored value
 out. Values may be row_sparse (``kvstore/sparse.py``: MXNet's merge, pull and
-``row_sparse_pull`` rules). Inside the Module the real reduction is a ``psum`` in the compiled train step; this
-object is the facade the Module and user code talk to.
+``row_sparse_pull`` rules). Inside the Module the real reduction is a ``psum`` in the
+compiled train step; this object is the facade the Module and user code talk to.
 
 Types (``mx.kv.create(name)``, lower-cased): ``local`` (and MXNet's ``local_update_cpu``,
 ``local_allreduce_cpu``, ``local_allreduce_device``), ``device`` and ``nccl`` (an alias of
