@@ -89,3 +89,57 @@ def test_csr_batch_that_does_not_split_is_refused():
     csr = mx.nd.array(np.eye(5, dtype=np.float32)).tostype("csr")
     with pytest.raises(ValueError, match="5 rows does not split over 2 devices"):
         device_csr_parts(csr, 2)
+
+
+def _dot_exe(**kw):
+    x, w = mx.sym.var("x", stype="csr"), mx.sym.var("w")
+    return mx.sym.dot(x, w).simple_bind(mx.cpu(), x=(4, 6), w=(6, 2), grad_req=kw)
+
+
+def test_csr_batches_with_different_nnz_share_one_program():
+    exe = _dot_exe(x="null", w="write")
+    rng = np.random.RandomState(0)
+    for nnz in (3, 5, 9):
+        dense = np.zeros((4, 6), np.float32)
+        dense.flat[rng.choice(24, nnz, replace=False)] = rng.uniform(1, 2, nnz)
+        exe.forward(is_train=True, x=mx.nd.array(dense).tostype("csr"))
+        exe.backward(mx.nd.ones((4, 2)))
+        np.testing.assert_allclose(exe.outputs[0].asnumpy(), dense @ exe.arg_dict["w"].asnumpy())
+        got = exe.grad_dict["w"]
+        assert got.stype == "row_sparse"
+        np.testing.assert_array_equal(got.indices.asnumpy(), np.unique(np.nonzero(dense)[1]))
+    assert exe._compiled.forward._cache_size() == 1  # nnz padded to 16 each time
+    assert exe._compiled.forward_backward._cache_size() == 1
+
+
+def test_row_sparse_grad_req_add_unites_rows():
+    d, w = mx.sym.var("d"), mx.sym.var("w", stype="row_sparse")
+    sym = mx.sym.contrib.SparseEmbedding(d, weight=w, input_dim=10, output_dim=2)
+    exe = sym.simple_bind(mx.cpu(), d=(3,), grad_req={"d": "null", "w": "add"})
+    for idx in ([1, 4, 4], [4, 7, 0]):
+        exe.forward(is_train=True, d=mx.nd.array(idx))
+        exe.backward(mx.nd.ones((3, 2)))
+    g = exe.grad_dict["w"]
+    np.testing.assert_array_equal(g.indices.asnumpy(), [0, 1, 4, 7])
+    want = np.zeros((10, 2), np.float32)
+    np.add.at(want, [1, 4, 4, 4, 7, 0], 1.0)
+    np.testing.assert_array_equal(g.asnumpy(), want)
+
+
+def test_bind_takes_sparse_arrays_and_sparse_gradient_arrays():
+    x, w = mx.sym.var("x", stype="csr"), mx.sym.var("w")
+    dense = np.array([[0, 2, 0], [1, 0, 0]], np.float32)
+    wv = np.arange(6, dtype=np.float32).reshape(3, 2)
+    exe = mx.sym.dot(x, w).bind(
+        mx.cpu(),
+        args={"x": mx.nd.array(dense).tostype("csr"), "w": mx.nd.array(wv)},
+        args_grad={"w": mx.nd.sparse.zeros("row_sparse", (3, 2))},
+        grad_req={"w": "write"},
+    )
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.ones((2, 2)))
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), dense @ wv)
+    np.testing.assert_array_equal(exe.grad_dict["w"].indices.asnumpy(), [0, 1])
+    np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), dense.T @ np.ones((2, 2)))
+    with pytest.raises(mx.base.MXNetError, match=r"got shape \(3, 3\)"):
+        exe.forward(x=mx.nd.sparse.zeros("csr", (3, 3)))

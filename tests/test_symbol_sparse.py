@@ -37,6 +37,7 @@ def test_forward_backward_and_storage_types_match_mxnet(name):
     exe = _run(cases.CASES[name])
     for i, o in enumerate(exe.outputs):
         np.testing.assert_allclose(o.asnumpy(), gold[f"out{i}"], rtol=1e-5, atol=1e-6)
+        assert o.stype == str(gold[f"out{i}_stype"])
     for k, a in exe.arg_dict.items():
         assert a.stype == str(gold[f"arg_{k}_stype"]), k
     grads = {k: g for k, g in exe.grad_dict.items() if g is not None}

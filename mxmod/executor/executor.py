@@ -20,7 +20,9 @@ from ..symbol.cse import eliminate_common_expr
 from ..symbol.cse import enabled as cse_enabled
 from ..symbol.graph import copy_graph
 from ..symbol.symbol import Symbol
+from ..ndarray import sparse
 from ..ndarray.sparse import BaseSparseNDArray, RowSparseNDArray
+from ..symbol.stype import infer_stypes
 from ..ndarray.sparse.parts import RowParts
 from .arrays import reshaped_arrays
 from .sparse_io import program_value, store_sparse_grad
@@ -202,9 +204,22 @@ class Executor:
             outs, _ = jax.eval_shape(forward, self._args(), self._aux(), zero_key())
             out_specs = [(o.shape, o.dtype) for o in outs]
         device = self._ctx.jax_device
+        stypes = self._output_stypes()
         return [
-            NDArray(jax.device_put(jnp.zeros(shape, dtype), device)) for shape, dtype in out_specs
+            NDArray(jax.device_put(jnp.zeros(shape, dtype), device))
+            if st == "default"
+            else sparse.zeros(st, shape, ctx=self._ctx, dtype=dtype)
+            for (shape, dtype), st in zip(out_specs, stypes)
         ]
+
+    def _output_stypes(self) -> list:
+        """MXNet's storage type of each output (``symbol/stype.py``) for the bound arrays:
+        a row_sparse or csr output is held as such (written from the program's values)."""
+        if not any(isinstance(a, BaseSparseNDArray) for a in self.arg_arrays):
+            return ["default"] * len(self._symbol._outputs)
+        arg_st = {n: a.stype for n, a in zip(self._arg_names, self.arg_arrays)}
+        entries, _ = infer_stypes(self._symbol, arg_st)
+        return [entries[(id(n), k)] for n, k in self._symbol._outputs]
 
     # ----------------------------------------------------------- running
     def _args(self, dense_names=()) -> dict:
@@ -282,7 +297,7 @@ class Executor:
 
     def _head_grads(self, out_grads: Any, args: dict, diff: list, key, is_train: bool) -> list:
         shapes = [o.shape for o in self.outputs]
-        dtypes = [o._data.dtype for o in self.outputs]
+        dtypes = [np.dtype(o.dtype) for o in self.outputs]
         if out_grads is None or (isinstance(out_grads, (list, tuple)) and not out_grads):
             # MXNet reads backward([]) as backward(): only the head gradients the
             # gradients read must be given (head_grads.py); the others are unused
@@ -297,8 +312,8 @@ class Executor:
         if len(out_grads) != len(shapes):
             raise MXNetError(f"backward got {len(out_grads)} out_grads for {len(shapes)} outputs")
         return [
-            _on(_to_jax(g, o._data, f"out_grads[{i}]"), self._ctx.jax_device)
-            for i, (g, o) in enumerate(zip(out_grads, self.outputs))
+            _on(_to_jax(g, jax.ShapeDtypeStruct(s, d), f"out_grads[{i}]"), self._ctx.jax_device)
+            for i, (g, s, d) in enumerate(zip(out_grads, shapes, dtypes))
         ]
 
     def _set_outputs(self, outs: list) -> None:
