@@ -24,6 +24,7 @@ from .test_utils import (
     default_dtype,
     default_numeric_eps,
     get_tolerance,
+    rand_ndarray,
 )
 
 __all__ = [
@@ -333,22 +334,18 @@ def compare_optimizer(
     """Apply one update of ``opt1`` and ``opt2`` to the same random weight and gradient and
     check states and weights agree (``shape`` a list: ``opt2`` updates ``ntensors`` at once).
 
+    Sparse ``w_stype``/``g_stype`` (``'row_sparse'``, ``'csr'``) give ``opt2`` a random
+    sparse weight (every row stored) / gradient and ``opt1`` their dense copies, as MXNet.
+
     Raises:
-        NotImplementedError: for sparse ``w_stype``/``g_stype``.
+        ValueError: an unknown ``w_stype``/``g_stype``, or sparse with a list of shapes.
     """
-    if w_stype != "default" or g_stype != "default":
-        raise NotImplementedError(
-            "compare_optimizer: sparse weights/gradients are not "
-            "supported by mxmod; use stype 'default'"
-        )
     ctx = default_context()
     if not isinstance(shape, list):
         if ntensors != 1:
             raise ValueError("compare_optimizer: ntensors > 1 needs a list of shapes")
-        w2 = mx_random.uniform(shape=shape, ctx=ctx, dtype=dtype)
-        w1 = w2.copyto(ctx)
-        g2 = mx_random.uniform(shape=shape, ctx=ctx, dtype=dtype)
-        g1 = g2.copyto(ctx)
+        w1, w2 = _optimizer_inputs(shape, dtype, w_stype, ctx, density=1)
+        g1, g2 = _optimizer_inputs(shape, dtype, g_stype, ctx, density=None)
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:
@@ -359,6 +356,8 @@ def compare_optimizer(
             compare_ndarray_tuple(state1, state2, rtol=rtol, atol=atol)
         assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
         return
+    if w_stype != "default" or g_stype != "default":
+        raise ValueError("compare_optimizer: sparse stypes need a single shape, not a list")
     w1 = tuple(mx_random.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shape)
     g1 = tuple(mx_random.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shape)
     w2 = tuple(w.copy() for w in w1)
@@ -371,3 +370,14 @@ def compare_optimizer(
         if compare_states:
             compare_ndarray_tuple(state1, state2[i], rtol, atol)
         compare_ndarray_tuple(w1[i], w2[i], rtol, atol)
+
+
+def _optimizer_inputs(shape: Any, dtype: Any, stype: str, ctx: Any, density: Any) -> tuple:
+    """``(dense copy for the reference optimizer, array for the tested one)``."""
+    if stype == "default":
+        arr = mx_random.uniform(shape=shape, ctx=ctx, dtype=dtype)
+        return arr.copyto(ctx), arr
+    if stype in ("row_sparse", "csr"):
+        arr = rand_ndarray(shape, stype, density=density, dtype=dtype)
+        return arr.copyto(ctx).tostype("default"), arr
+    raise ValueError(f"compare_optimizer: unknown stype {stype!r}; use default, row_sparse or csr")

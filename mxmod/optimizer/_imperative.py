@@ -19,11 +19,15 @@ import numpy as np
 from ..base import as_list
 from ..ndarray import NDArray
 from ._settings import static_key
+from ._sparse_update import any_sparse, is_sparse, update_one, wrap_sparse_state
 from .rules import LeafInfo, leaf_step, use_mp, warn_fp16
 
 
 def create_state(opt: Any, weight: Any) -> Any:
-    """``opt._init_leaf`` of one weight NDArray, as NDArrays on the weight's device."""
+    """``opt._init_leaf`` of one weight NDArray, as NDArrays on the weight's device (a
+    sparse weight's states in the storage types MXNet gives them)."""
+    if is_sparse(weight):
+        return wrap_sparse_state(opt, opt._init_leaf(weight._densify()), weight)
     return _wrap_state(opt._init_leaf(weight._data), weight)
 
 
@@ -74,6 +78,13 @@ def update_chunk(opt: Any, index, weight, grad, state, multi_precision: bool) ->
     extra = opt._host_extras(indices, ts)
     mps = tuple(bool(multi_precision) and use_mp(opt, w.dtype) for w in weights)
     names = tuple(_index_name(opt, i) for i in indices) if opt._uses_names else None
+    if any_sparse(weights, grads, states):  # MXNet's sparse kernels or storage fallback
+        key = static_key(opt)
+        for i, (w, g, s) in enumerate(zip(weights, grads, states)):
+            name = names[i] if names else None
+            leaf = LeafInfo(lrs[i], wds[i], ts[i], name, i, extra, first=i == 0)
+            update_one(opt, w, g, s, leaf, mps[i], key)
+        return
     leaves, treedef = jax.tree_util.tree_flatten(states)
     s_data = treedef.unflatten([leaf._data for leaf in leaves])
     new_w, new_s = _step_fn(opt)(

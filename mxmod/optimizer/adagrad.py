@@ -39,6 +39,7 @@ class AdaGrad(Optimizer):
     _rule_attrs = ("float_stable_eps",)
     _checks = (("float_stable_eps", NONNEG),)
     _lazy_kernel = "always"  # a row_sparse gradient takes _sparse_adagrad_update (lazy.py)
+    _state_stype = "weight"  # create_state gives states the weight's storage type
     _lazy_no_wd = True
 
     def __init__(self, eps=1e-7, **kwargs):
@@ -80,6 +81,7 @@ class RMSProp(Optimizer):
     """
 
     _rule_attrs = ("gamma1", "gamma2", "epsilon", "centered", "clip_weights")
+    _state_stype = "weight"  # create_state gives states the weight's storage type
     _checks = (("gamma1", UNIT), ("gamma2", UNIT), ("epsilon", NONNEG))
 
     def __init__(
@@ -185,6 +187,7 @@ class Ftrl(Optimizer):
     _rule_attrs = ("lamda1", "beta")
     _checks = (("lamda1", NONNEG), ("beta", NONNEG))
     _lazy_kernel = "row_sparse_weight"  # ftrl_update is lazy on row_sparse weight/states
+    _state_stype = "weight"
 
     def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
         super().__init__(**kwargs)

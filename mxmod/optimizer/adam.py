@@ -59,6 +59,7 @@ class Adam(Optimizer):
     _checks = (("beta1", UNIT), ("beta2", UNIT), ("epsilon", NONNEG))
 
     _lazy_kernel = "lazy_update"  # see lazy.py
+    _state_stype = "lazy_update"  # create_state: the weight's stype when lazy_update
 
     def __init__(
         self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=True, **kwargs

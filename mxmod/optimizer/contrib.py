@@ -39,6 +39,7 @@ class GroupAdaGrad(Optimizer):
     _rule_attrs = ("float_stable_eps",)
     _checks = (("float_stable_eps", NONNEG),)
     _lazy_kernel = "always"  # a row_sparse gradient takes group_adagrad_update (lazy.py)
+    _state_stype = "weight"
 
     def __init__(self, eps=1e-5, **kwargs):
         super().__init__(**kwargs)

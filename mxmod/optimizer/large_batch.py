@@ -61,6 +61,7 @@ class LARS(Optimizer):
     """
 
     _rule_attrs = ("momentum", "eta", "eps", "momentum_correction")
+    _state_stype = "lazy_update"  # create_state: the weight's stype when lazy_update
     _mp_master_first = False
     _extra_keys = ("momentum",)
     _uses_names = True
@@ -163,6 +164,7 @@ class LAMB(Optimizer):
     """
 
     _rule_attrs = ("beta1", "beta2", "epsilon", "lower_bound", "upper_bound", "bias_correction")
+    _state_stype = "weight"
     _checks = (("beta1", UNIT), ("beta2", UNIT), ("epsilon", NONNEG))
 
     def __init__(
@@ -245,6 +247,7 @@ class LBSGD(Optimizer):
         ValueError: a hyperparameter out of range or an unknown warmup_strategy.
     """
 
+    _state_stype = "weight"
     _rule_attrs = ("momentum", "warmup_strategy", "warmup_epochs", "batch_scale",
                    "updates_per_epoch", "init_updates", "begin_num_update")  # fmt: skip
     _extra_keys = ("lr_pre",)

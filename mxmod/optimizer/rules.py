@@ -133,7 +133,11 @@ def rewrite_caller_grads(weight, grad, multi_precision: bool, opt, fn) -> None:
     ws = weight if isinstance(weight, (list, tuple)) else [weight]
     gs = grad if isinstance(grad, (list, tuple)) else [grad]
     for w, g in zip(ws, gs):
-        if not (multi_precision and use_mp(opt, w.dtype)):
+        if multi_precision and use_mp(opt, w.dtype):
+            continue
+        if hasattr(g, "_sdata"):  # sparse: fn keeps zeros (a scale, a clip)
+            g._set_parts(g.shape, fn(g._sdata).astype(g._sdata.dtype), list(g._saux))
+        else:
             g._set_data(fn(g._data).astype(g._data.dtype))
 
 

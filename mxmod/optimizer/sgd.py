@@ -50,6 +50,7 @@ class SGD(Optimizer):
     _rule_attrs = ("momentum",)
     _mp_master_first = False
     _lazy_kernel = "lazy_update"  # see lazy.py
+    _state_stype = "lazy_update"  # create_state: the weight's stype when lazy_update
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs):
         super().__init__(**kwargs)
@@ -133,6 +134,7 @@ class Signum(Optimizer):
     """
 
     _rule_attrs = ("momentum", "wd_lh")
+    _state_stype = "weight"  # create_state gives the momentum the weight's storage type
     _checks = (("momentum", UNIT), ("wd_lh", NONNEG))
 
     def __init__(
@@ -175,6 +177,7 @@ class DCASGD(Optimizer):
     """
 
     _rule_attrs = ("momentum", "lamda")
+    _state_stype = "weight"  # the previous weight is weight.copy()
     _checks = (("lamda", (float("-inf"), None)),)
 
     def __init__(self, momentum: float = 0.0, lamda: float = 0.04, **kwargs):
