@@ -89,3 +89,16 @@ def test_dist_store_in_one_process(monkeypatch):
     # as MXNet's dist store: a sparse out takes row_sparse_pull, not pull
     with pytest.raises(MXNetError, match="doesn't support ignore_sparse=False"):
         kv.pull("w", out=out, ignore_sparse=False)
+
+
+def test_teststore_with_row_sparse_values():
+    # MXNet's TestStore: the sum of the values assigned to each out (o[:] = sum)
+    kv = mx.kv.create("teststore")
+    out = mx.nd.sparse.zeros("row_sparse", SHAPE)
+    kv.pushpull("w", [_rsp([0, 2], 1.0), _rsp([2], 2.0, ctx=mx.cpu(1))], out=[out])
+    np.testing.assert_array_equal(out.indices.asnumpy(), [0, 2])
+    np.testing.assert_array_equal(out.data.asnumpy(), [[1, 1], [3, 3]])
+    with pytest.raises(TypeError, match="cannot be assigned to a dense out"):
+        kv.pushpull("w", [_rsp([0], 1.0)], out=[mx.nd.zeros(SHAPE)])
+    kv.broadcast("w", _rsp([3], 4.0), out=[out])
+    np.testing.assert_array_equal(out.indices.asnumpy(), [3])

@@ -78,11 +78,20 @@ class TestStore(KVStoreBase):
     """MXNet's minimal Python store: broadcast = assign, pushpull = sum then assign."""
 
     def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
+        if _is_sparse(value):
+            _assign_sparse(value, as_list(out))
+            return
         for o in as_list(out):
             o._set_data(_on(value._data, o))
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         values = as_list(value)
+        if any(_is_sparse(v) for v in values):  # MXNet's sum of the values, then o[:] = sum
+            total = values[0]
+            for v in values[1:]:
+                total = total + v.as_in_context(values[0].context)
+            _assign_sparse(total, as_list(out if out is not None else value))
+            return
         total = values[0]._data
         for v in values[1:]:
             total = total + _on(v._data, values[0])
@@ -109,6 +118,22 @@ class TestStore(KVStoreBase):
     @property
     def num_workers(self) -> int:
         return 1
+
+
+def _is_sparse(arr: Any) -> bool:
+    return getattr(arr, "stype", "default") != "default"
+
+
+def _assign_sparse(value: Any, outs: list) -> None:
+    """``o[:] = value`` for every ``o`` (MXNet cannot assign a sparse value to a dense one)."""
+    for o in outs:
+        if _is_sparse(value) and not _is_sparse(o):
+            raise TypeError(
+                f"TestStore: a {value.stype} result cannot be assigned to a dense out (as in "
+                f"MXNet); pass {value.stype} outs or dense values"
+            )
+        if o is not value:
+            value.copyto(o)
 
 
 def _on(data: Any, like: Any) -> Any:
