@@ -202,28 +202,47 @@ class Stored:
         return self._jitted.lower(*args)
 
     def _load_or_build(self, args: tuple):
-        digest = hashlib.sha256(
-            "\n".join((environment_text(), self._key, args_text(args))).encode()
-        ).hexdigest()
-        base = folder()
-        path = os.path.join(base, digest) if base else None
-        if path is not None:
-            record = files.ahead(base, environment_digest())
-            exe = record.take(digest)
-            if exe is None:
-                exe = files.load(path)
-            if exe is not None:
-                COUNTS["loaded"] += 1
-                record.note_used(digest)
-                return exe
-        COUNTS["built"] += 1
-        lowered = self._jitted.lower(*args)
-        with _jax_cache_off():
-            exe = lowered.compile(self._options) if self._options else lowered.compile()
-        if path is not None and files.save(path, exe):
-            COUNTS["saved"] += 1
-            record.note_used(digest)
+        digest = program_digest(self._key, args)
+        exe = load_program(digest)
+        if exe is None:
+            COUNTS["built"] += 1
+            exe = compile_past_cache(self._jitted.lower(*args), self._options)
+            save_program(digest, exe)
         return exe
+
+
+def program_digest(key: str, args: tuple) -> str:
+    """The file name of the program ``key`` for arguments like ``args``."""
+    text = "\n".join((environment_text(), key, args_text(args)))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_program(digest: str):
+    """The stored executable ``digest`` (loaded ahead or now), or None."""
+    base = folder()
+    if base is None:
+        return None
+    record = files.ahead(base, environment_digest())
+    exe = record.take(digest)
+    if exe is None:
+        exe = files.load(os.path.join(base, digest))
+    if exe is not None:
+        COUNTS["loaded"] += 1
+        record.note_used(digest)
+    return exe
+
+
+def save_program(digest: str, exe) -> None:
+    base = folder()
+    if base is not None and files.save(os.path.join(base, digest), exe):
+        COUNTS["saved"] += 1
+        files.ahead(base, environment_digest()).note_used(digest)
+
+
+def compile_past_cache(lowered, options: Optional[dict] = None):
+    """``lowered.compile(options)`` past JAX's persistent cache (``_jax_cache_off``)."""
+    with _jax_cache_off():
+        return lowered.compile(options) if options else lowered.compile()
 
 
 @contextlib.contextmanager

@@ -50,13 +50,54 @@ def test_tiered_switches_to_the_optimised_build(monkeypatch):
     assert isinstance(prog, tiers.Tiered)
     a = jnp.ones((4, 4))
     first = prog(a, a)  # the level-0 build
+    build = prog._builds[tiers.signature((a, a))]
+    assert not build.optimised and build.future is None  # a few calls compile nothing more
     prog.wait()
     second = prog(a, a)  # the optimised build now
-    build = prog._builds[tiers.signature((a, a))]
-    assert build[1] is None and prog._cache_size() == 1
+    assert build.optimised and prog._cache_size() == 1
     np.testing.assert_allclose(np.asarray(first), np.asarray(second))
     prog(jnp.ones((2, 4)), jnp.ones((4, 3)))  # new shapes: a new pair of builds
     assert prog._cache_size() == 2
+
+
+def test_tiered_optimises_a_program_called_in_a_loop(monkeypatch):
+    import jax.numpy as jnp
+
+    monkeypatch.setenv("MXMOD_COMPILE", "tiered")
+    monkeypatch.setattr(tiers, "PROMOTE_AFTER", 3)
+    prog = tiers.program_jit(lambda a: a * 2.0)
+    a = jnp.ones(3)
+    for _ in range(3):
+        prog(a)
+    build = prog._builds[tiers.signature((a,))]
+    assert build.future is not None  # compiling in the background after the 3rd call
+    build.future.result()
+    np.testing.assert_array_equal(np.asarray(prog(a)), [2.0, 2.0, 2.0])
+    assert build.optimised and build.lowered is None  # the trace is released
+
+
+def test_tiered_keeps_its_quick_builds_on_disk(tmp_path, monkeypatch):
+    import jax.numpy as jnp
+
+    from mxmod import program_store
+
+    monkeypatch.setenv("MXMOD_COMPILE", "tiered")
+    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
+    program_store._ENVIRONMENT = None
+    try:
+        a = jnp.arange(4.0)
+        first = tiers.program_jit(lambda x: x + 1.0, key="test-tiered")
+        np.testing.assert_array_equal(np.asarray(first(a)), [1, 2, 3, 4])
+        loaded = program_store.COUNTS["loaded"]
+        again = tiers.program_jit(lambda x: x + 1.0, key="test-tiered")  # as a new process
+        np.testing.assert_array_equal(np.asarray(again(a)), [1, 2, 3, 4])
+        assert program_store.COUNTS["loaded"] == loaded + 1
+        build = again._builds[tiers.signature((a,))]
+        assert build.lowered is None and build.spec is not None  # nothing traced
+        again.wait()  # the optimised build is lowered from the kept shapes
+        assert build.optimised
+    finally:
+        program_store._ENVIRONMENT = None
 
 
 def test_an_unknown_mode_names_the_choices(monkeypatch):
