@@ -214,8 +214,10 @@ def test_ndarrayiter_errors():
     with pytest.raises(ValueError, match="the data has no samples"):
         mx.io.NDArrayIter(np.zeros((0, 2)))
     scipy_sparse = pytest.importorskip("scipy.sparse")
-    with pytest.raises(NotImplementedError, match="sparse input 'data' is not supported"):
-        mx.io.NDArrayIter(scipy_sparse.csr_matrix(x))
+    with pytest.raises(NotImplementedError, match="only supports ``CSRNDArray`` with"):
+        mx.io.NDArrayIter(scipy_sparse.csr_matrix(x))  # MXNet: csr needs 'discard'
+    with pytest.raises(NotImplementedError, match="has scipy csc storage.*tocsr"):
+        mx.io.NDArrayIter(scipy_sparse.csc_matrix(x), last_batch_handle="discard")
 
 
 def test_ndarrayiter_is_fast():

@@ -1,6 +1,7 @@
-"""mx.io.LibSVMIter with dense batches: MXNet 1.9.1's values and batch stream (round-robin
+"""mx.io.LibSVMIter with csr batches: MXNet 1.9.1's values and batch stream (round-robin
 last batch, next epoch continuing after the wrap, as checked side by side with MXNet on
-this file), labels from the data file or a label file, parts and errors."""
+this file), labels from the data file or a label file, parts and errors (MXNet goldens:
+tests/test_io_sparse.py)."""
 
 import numpy as np
 import pytest
@@ -46,7 +47,7 @@ def test_rows_labels_and_round_batch_stream(files):
     for d, lab, _, idx in got:
         np.testing.assert_allclose(d, ROWS[idx])
         np.testing.assert_allclose(lab, LABEL_ROWS[idx])
-        assert isinstance(it.getdata(), mx.nd.NDArray)
+        assert it.getdata().stype == "csr" and it.getlabel().stype == "csr"
 
 
 def test_label_from_data_file_parts_and_dtype(files):
@@ -55,15 +56,22 @@ def test_label_from_data_file_parts_and_dtype(files):
     assert it.provide_label[0].shape == (2,)
     batches = _stream(it, 1)
     np.testing.assert_allclose(np.concatenate([b[1] for b in batches]), HEADS)
+    # parts split the file by bytes (dmlc): part 1 of 2 starts after byte 27, in row 2
     it = mx.io.LibSVMIter(
-        data_libsvm=data, data_shape=(3,), batch_size=2, num_parts=2, part_index=1
+        data_libsvm=data, data_shape=(3,), batch_size=1, num_parts=2, part_index=1
     )
     (d, lab, pad, idx), *rest = _stream(it, 1)
     assert not rest and pad == 0
-    np.testing.assert_allclose(d, ROWS[2:])
-    np.testing.assert_allclose(lab, HEADS[2:])
-    it = mx.io.LibSVMIter(data_libsvm=data, data_shape=(1, 3), batch_size=4, dtype="float64")
-    assert it.next().data[0].shape == (4, 1, 3)
+    np.testing.assert_allclose(d, ROWS[3:])
+    np.testing.assert_allclose(lab, HEADS[3:])
+    it = mx.io.LibSVMIter(
+        data_libsvm=data, data_shape=(3,), batch_size=3, num_parts=2, part_index=0
+    )
+    assert [b[3] for b in _stream(it, 1)] == [[0, 1, 2]]
+    it = mx.io.LibSVMIter(data_libsvm=data, data_shape=(3,), batch_size=4)
+    batch = it.next()
+    assert batch.data[0].shape == (4, 3) and batch.data[0].dtype == np.float32
+    assert batch.data[0].stype == "csr" and batch.label[0].stype == "default"
 
 
 def test_errors(files, tmp_path):
@@ -79,6 +87,15 @@ def test_errors(files, tmp_path):
         mx.io.LibSVMIter(data_libsvm=str(bad), data_shape=(3,), batch_size=1)
     with pytest.raises(MXNetError, match="label_shape \\(3,\\) needs label_libsvm"):
         mx.io.LibSVMIter(data_libsvm=data, data_shape=(3,), label_shape=(3,), batch_size=1)
+    with pytest.raises(MXNetError, match="not expected to be \\(1,\\) when label_libsvm"):
+        mx.io.LibSVMIter(data_libsvm=data, label_libsvm=label, data_shape=(3,), batch_size=1)
+    with pytest.raises(MXNetError, match=r"data_shape is expected to be 1.*data_shape=\(3,\)"):
+        mx.io.LibSVMIter(data_libsvm=data, data_shape=(1, 3), batch_size=1)
+    with pytest.raises(MXNetError, match="round_batch == false.*leave round_batch=True"):
+        mx.io.LibSVMIter(data_libsvm=data, data_shape=(3,), batch_size=1, round_batch=False)
+    bad.write_text("1 2:1 0:2\n2 1:1 1:3\n")
+    with pytest.raises(MXNetError, match="bad.t:2: an index appears twice"):
+        mx.io.LibSVMIter(data_libsvm=str(bad), data_shape=(3,), batch_size=1)
     with pytest.raises(MXNetError, match="cannot open 'nope.t'"):
         mx.io.LibSVMIter(data_libsvm="nope.t", data_shape=(3,), batch_size=1)
     with pytest.raises(TypeError, match="keyword arguments"):

@@ -298,8 +298,9 @@ def test_sparse_and_0d_arrays_cannot_share_a_file():
 
 def test_ndarray_iter_refuses_csr_input_until_it_yields_csr_batches():
     c = mx.nd.sparse.csr_matrix(([1.0, 2.0], [0, 1], [0, 1, 2]), shape=(2, 2))
-    with pytest.raises(NotImplementedError, match="NDArrayIter: sparse input 'data'"):
-        mx.io.NDArrayIter(c, batch_size=1)
+    with pytest.raises(NotImplementedError, match="only supports ``CSRNDArray`` with"):
+        mx.io.NDArrayIter(c, batch_size=1)  # MXNet 1.9.1: csr needs last_batch_handle='discard'
+    assert mx.io.NDArrayIter(c, batch_size=1, last_batch_handle="discard").next().data[0].shape
 
 
 @pytest.mark.parametrize("rows", [2**40, 1])  # an absurd axis; fewer rows than stored

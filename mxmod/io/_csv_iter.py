@@ -132,7 +132,10 @@ class CSVIter(MXDataIter):
         pad = bs - len(rows)
         if pad and self.p["round_batch"]:
             if pad > n:
-                raise MXNetError(f"CSVIter: {n} rows are fewer than the batch size {bs}")
+                raise MXNetError(
+                    f"{type(self).__name__}: {n} rows are fewer than the batch size {bs} "
+                    "(number of input must be bigger than batch size)"
+                )
             rows += list(range(pad))
             self._pos, self._wrapped, self._done = pad, True, True
         elif pad:
@@ -140,8 +143,12 @@ class CSVIter(MXDataIter):
             rows += stale[len(rows) :]
             self._done = True
         self._prev = rows
-        idx = np.asarray(rows)
-        self._current = DataBatch(
+        self._current = self._batch(np.asarray(rows), pad)
+        return True
+
+    def _batch(self, idx, pad):
+        """The DataBatch of rows ``idx`` (``pad`` of them repeated)."""
+        return DataBatch(
             [NDArray(self.placement.put(self.provide_data[0].name, self._data[idx]))],
             [NDArray(self.placement.put(self.provide_label[0].name, self._label[idx]))],
             pad=pad,
@@ -149,4 +156,3 @@ class CSVIter(MXDataIter):
             provide_data=self.provide_data,
             provide_label=self.provide_label,
         )
-        return True

@@ -19,6 +19,7 @@ from ..base import MXNetError
 from ..context import current_context
 from ..ndarray import NDArray
 from ._device_sources import DeviceSources, as_sharding
+from ._host_csr import HostCsr, is_csr_source
 from .io import DataBatch, DataDesc, DataIter
 
 __all__ = ["NDArrayIter"]
@@ -29,19 +30,19 @@ _HANDLES = ("pad", "discard", "roll_over")
 def _to_host(name, value):
     """Host numpy copy of one input: NDArray/jax arrays keep their dtype, anything else
     becomes float32 (as MXNet's ``mx.nd.array``)."""
+    if is_csr_source(value):
+        return HostCsr.from_source(value)
     sparse = getattr(value, "stype", "default") != "default"
     if isinstance(value, NDArray) and not sparse:
         return value.asnumpy()
     if isinstance(value, jax.Array):
         return np.asarray(value)
-    if (
-        sparse
-        or type(value).__module__.startswith("scipy.sparse")
-        or (not isinstance(value, NDArray) and hasattr(value, "tostype"))
-    ):
+    if sparse or type(value).__module__.startswith("scipy.sparse"):
+        kind = getattr(value, "stype", None) or f"scipy {getattr(value, 'format', '?')}"
         raise NotImplementedError(
-            f"NDArrayIter: sparse input {name!r} is not supported by mxmod yet (csr batches); "
-            "convert it to a dense array (e.g. .tostype('default') or .toarray())"
+            f"NDArrayIter: input {name!r} has {kind} storage; NDArrayIter takes dense arrays "
+            "and csr (CSRNDArray or scipy.sparse.csr_matrix): convert it with "
+            ".tostype('csr') / .tocsr() or to a dense array"
         )
     try:
         out = np.asarray(value, dtype=np.float32)
@@ -56,9 +57,16 @@ def _to_host(name, value):
 
 
 def _to_nd(arrays):
-    """NDArrays on the current context from host arrays: one batched ``device_put``."""
+    """NDArrays on the current context from host arrays: one batched ``device_put``
+    (``(HostCsr, positions)`` pairs become CSRNDArrays)."""
     ctx = current_context()
-    return [NDArray(a, ctx) for a in jax.device_put(list(arrays), ctx.jax_device)]
+    arrays = list(arrays)
+    dense = [a for a in arrays if not isinstance(a, tuple)]
+    placed = iter(jax.device_put(dense, ctx.jax_device))
+    return [
+        a[0].to_ndarray(a[1], ctx) if isinstance(a, tuple) else NDArray(next(placed), ctx)
+        for a in arrays
+    ]
 
 
 def _send(arrays, targets):
@@ -111,10 +119,14 @@ class NDArrayIter(DataIter):
     resume. ``last_batch_handle``: ``'pad'`` fills the last batch from the start and
     reports ``pad``; ``'discard'`` drops it; ``'roll_over'`` carries it into the next
     epoch's first batch (whose ``pad`` reports, as MXNet, the number of carried samples).
+    csr inputs (``CSRNDArray``, ``scipy.sparse.csr_matrix``) need ``'discard'`` and, as in
+    MXNet 1.9.1, give **dense** batches (MXNet slices them through a dense fallback); the
+    ``data``/``label`` properties keep them as CSRNDArrays. A Module feeding such a batch
+    to a ``Variable(stype='csr')`` converts it back to csr.
 
     Differences from MXNet: the sample count, shuffling and padding all use the layout's
     batch axis (MXNet mixes axis 0 in for layouts whose ``N`` is not first); bad
-    arguments raise instead of misbehaving; h5py and sparse inputs are not supported;
+    arguments raise instead of misbehaving; h5py inputs are not supported;
     numpy draws made by other code between two ``reset()`` calls do not change the order
     (in MXNet they do); ``seed`` is an mxmod addition; :meth:`place_on` (mxmod addition,
     called by ``fit``/``score``) keeps data of up to ``device_data_limit`` bytes on the
@@ -178,6 +190,17 @@ class NDArrayIter(DataIter):
         self._label = _init_data(label, allow_empty=True, default_name=label_name)
         self.layout = layout
         self._axis = axis = layout.find("N")
+        self._has_csr = any(isinstance(v, HostCsr) for _, v in self._data + self._label)
+        if self._has_csr and last_batch_handle != "discard":
+            raise NotImplementedError(
+                "`NDArrayIter` only supports ``CSRNDArray`` with `last_batch_handle` set to "
+                f"`discard` (got {last_batch_handle!r}); pass last_batch_handle='discard'"
+            )
+        if self._has_csr and axis != 0:
+            raise ValueError(
+                f"NDArrayIter: a csr input needs the batch axis first; layout {layout!r} puts "
+                f"it at {axis}"
+            )
         for name, arr in self._data + self._label:
             if arr.ndim <= axis:
                 raise ValueError(
@@ -236,7 +259,12 @@ class NDArrayIter(DataIter):
         if self._nd_cache is None:
             sources = self._data + self._label
             everything = np.arange(self.num_data)
-            arrays = _to_nd(self._take(v, everything) for _, v in sources)
+            if self._perm is not None:
+                everything = self._perm
+            arrays = _to_nd(
+                (v, everything) if isinstance(v, HostCsr) else self._take(v, slice(None))
+                for _, v in sources
+            )
             self._nd_cache = [(k, a) for (k, _), a in zip(sources, arrays)]
         return self._nd_cache
 
@@ -295,7 +323,8 @@ class NDArrayIter(DataIter):
         # step can deadlock the in-process all-reduce (seen with 2 devices, 2 cores)
         one_device = len(device_sets) == 1 and len(next(iter(device_sets))) == 1
         nbytes = sum(v.nbytes for _, v in sources)
-        if one_device and nbytes <= self.device_data_limit and self.num_data < 2**31:
+        small = nbytes <= self.device_data_limit and self.num_data < 2**31
+        if one_device and small and not self._has_csr:
             self._device = DeviceSources(
                 [v for _, v in sources], shardings, self._axis, self.batch_size
             )
@@ -303,7 +332,7 @@ class NDArrayIter(DataIter):
     def _maybe_auto_place(self):
         """At an epoch boundary: give a long-used, never placed iterator a device copy on
         the current context when that is a CPU (see ``auto_place_after``)."""
-        if self._targets is not None or self._device is not None:
+        if self._targets is not None or self._device is not None or self._has_csr:
             return
         if self._host_batches < self.auto_place_after:
             return
@@ -419,7 +448,9 @@ class NDArrayIter(DataIter):
         """Samples at ``positions`` (a slice or an index array) along the batch axis."""
         if self._perm is not None:
             positions = self._perm[positions]
-        elif isinstance(positions, slice):
+        if isinstance(arr, HostCsr):  # dense rows: MXNet slices csr sources with a fallback
+            return arr.dense_rows(positions)
+        if isinstance(positions, slice):
             index = [slice(None)] * arr.ndim
             index[self._axis] = positions
             return arr[tuple(index)]
