@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..ndarray import NDArray
 from ..registry import Registry
 from ._composite import Load, Mixed
 from ._fill import _assign, _rng
@@ -108,6 +109,13 @@ class Initializer:
                 f"initializer target for {str(desc)!r} must be an mxmod NDArray, got "
                 f"{type(arr).__name__}; wrap it with mx.nd.array(...)"
             )
+        if getattr(arr, "stype", "default") != "default":
+            # MXNet fills a sparse parameter through a dense value it then casts (a
+            # row_sparse one keeps the rows that are not all zero)
+            dense = NDArray(np.zeros(arr.shape, arr.dtype), arr.context)
+            self(desc, dense)
+            arr[:] = dense
+            return
         if not isinstance(desc, InitDesc):
             self._legacy_init(desc, arr)
             return

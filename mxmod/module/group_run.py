@@ -29,6 +29,7 @@ from ..executor.head_grads import missing_head_grads_error, outputs_needing_head
 from ..executor.step import PER_DEVICE, STACKED_SUM, SUM, Batch, zero_key
 from ..metric import note_host_update
 from ..ndarray import NDArray
+from .sparse_inputs import csr_input_names, dense_batch_array, place_csr
 from .train_state import PendingStep
 
 
@@ -124,9 +125,15 @@ def _place(self, descs, arrays) -> dict:
         targets = self._input_targets = (progs, {})
     targets = targets[1]
     out = {}
+    csr_names = csr_input_names(self)
     for desc, arr in zip(descs, arrays):
-        x = arr._data if isinstance(arr, NDArray) else np.asarray(arr)
         name = desc.name
+        if name in csr_names:
+            target = targets.get(name) or targets.setdefault(name, progs.input_sharding(name))
+            out[name] = place_csr(progs, name, desc, arr, target)
+            continue
+        arr = dense_batch_array(arr)
+        x = arr._data if isinstance(arr, NDArray) else np.asarray(arr)
         if x.shape != desc.shape and tuple(x.shape) != tuple(desc.shape):
             kind = "data" if name in self.data_names else "label"
             raise MXNetError(

@@ -397,7 +397,7 @@ def get_params(self, arg_params: dict, aux_params: dict) -> None:
             if host is arr:
                 host = jnp.array(host, copy=True)
             if name in dst and isinstance(dst[name], NDArray):
-                dst[name]._set_data(host.astype(dst[name]._data.dtype))
+                dst[name]._set_data(host.astype(dst[name].dtype))
             else:
                 dst[name] = NDArray(host)
 
@@ -416,6 +416,8 @@ def set_params(self, arg_params: dict, aux_params: dict, allow_extra: bool = Fal
                 raise ValueError(
                     f'Find name "{name}" that is not in {what}; pass allow_extra=True to ignore it'
                 )
+            if getattr(value, "stype", "default") != "default":  # programs keep weights dense
+                value = value.tostype("default")
             arr = value._data if isinstance(value, NDArray) else jnp.asarray(np.asarray(value))
             if tuple(arr.shape) != tuple(names[name].shape):
                 raise MXNetError(

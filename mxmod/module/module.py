@@ -28,6 +28,7 @@ from .module_states import load_states_into
 from ..ndarray import NDArray
 from ..context import Context, cpu
 from ..io import DataDesc
+from ..symbol.stype import variable_stypes
 from ..base import names_list
 from .base_module import BaseModule, _check_input_names_strict
 from .input_checks import normalize_shapes
@@ -214,8 +215,9 @@ class Module(BaseModule):
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
             st = self._exec_group.state
+            stypes = variable_stypes(self._symbol)
             self._arg_params = {
-                n: nd.zeros(st.params[n].shape, dtype=st.params[n].dtype) for n in self._param_names
+                n: _param_zeros(stypes.get(n, "default"), st.params[n]) for n in self._param_names
             }
             self._aux_params = {
                 n: nd.zeros(st.aux[n].shape, dtype=st.aux[n].dtype) for n in self._aux_names
@@ -561,11 +563,19 @@ Module._plain_step_methods = {
 }
 
 
+def _param_zeros(stype: str, like) -> NDArray:
+    """A host parameter array of ``like``'s shape and dtype in the variable's storage type
+    (MXNet's ``Module._arg_params``: a ``stype='row_sparse'`` weight is a RowSparseNDArray)."""
+    if stype == "default":
+        return nd.zeros(like.shape, dtype=like.dtype)
+    return nd.sparse.zeros(stype, like.shape, dtype=like.dtype)
+
+
 def _copy_param(name: str, src: Any, dst) -> None:
-    data = src._data if isinstance(src, NDArray) else np.asarray(src)
+    data = src if isinstance(src, NDArray) else np.asarray(src)
     if tuple(data.shape) != tuple(dst.shape):
         raise MXNetError(
             f"parameter {name!r} has shape {tuple(data.shape)} but the symbol needs "
             f"{tuple(dst.shape)}"
         )
-    dst[:] = src if isinstance(src, NDArray) else data
+    dst[:] = data

@@ -1,0 +1,78 @@
+"""csr batches into the Module's compiled step (issue 28).
+
+A data input whose variable is ``stype='csr'`` enters the program as ``CsrParts`` (nnz padded
+to ``parts.padded_size`` buckets, so batches with different nnz share programs; split by rows
+over the devices of a mesh). A batch for it may be a ``CSRNDArray`` or dense (MXNet casts a
+dense batch to csr; ``NDArrayIter`` over a csr source yields dense batches). A csr batch for a
+dense variable is densified (MXNet's storage fallback).
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from ..base import MXNetError
+from ..executor.placement import MeshPlacement
+from ..executor.sparse_io import device_csr_parts
+from ..ndarray import NDArray
+from ..ndarray.sparse import CSRNDArray
+from ..ndarray.sparse.parts import csr_parts
+from ..symbol.stype import variable_stypes
+
+__all__ = ["csr_input_names", "dense_batch_array", "place_csr"]
+
+
+def csr_input_names(group) -> frozenset:
+    """The bound inputs whose variable is ``stype='csr'`` (computed once per group)."""
+    known = group.__dict__.get("_csr_inputs")
+    if known is None:
+        stypes = variable_stypes(group.symbol)
+        names = list(group.data_names) + list(group.label_names or [])
+        known = group._csr_inputs = frozenset(n for n in names if stypes.get(n) == "csr")
+    return known
+
+
+def dense_batch_array(arr):
+    """A batch array for a dense variable: a sparse one densified (MXNet's fallback)."""
+    if getattr(arr, "stype", "default") != "default":
+        return arr.tostype("default")
+    return arr
+
+
+def _as_csr(name, arr) -> CSRNDArray:
+    if isinstance(arr, CSRNDArray):
+        return arr
+    if getattr(arr, "stype", "default") != "default":
+        raise MXNetError(
+            f"data {name!r} is a csr input but the batch holds a {arr.stype} array; give a "
+            "CSRNDArray or a dense array"
+        )
+    host = arr.asnumpy() if isinstance(arr, NDArray) else np.asarray(arr)
+    if host.ndim != 2:
+        raise MXNetError(f"data {name!r} is a csr input: its batch must be 2-D, got {host.shape}")
+    return NDArray(host).tostype("csr")
+
+
+def place_csr(progs, name, desc, arr, target):
+    """``CsrParts`` of the batch array ``arr`` for the csr input ``name``, on ``target``
+    (the input's sharding)."""
+    csr = _as_csr(name, arr)
+    if tuple(csr.shape) != tuple(desc.shape):
+        raise MXNetError(
+            f"data {name!r} has shape {tuple(csr.shape)} but the module is bound with "
+            f"{tuple(desc.shape)} (provide_data/provide_label)"
+        )
+    if np.dtype(csr.dtype) != np.dtype(desc.dtype):
+        csr = csr.astype(desc.dtype)
+    placement = progs.placement
+    if placement.processes > 1:
+        raise NotImplementedError(
+            f"csr input {name!r} in a multi-process (dist) Module is not supported by mxmod; "
+            "declare the data variable dense (no stype='csr')"
+        )
+    if isinstance(placement, MeshPlacement) and placement.n > 1:
+        parts = device_csr_parts(csr, placement.n)
+    else:
+        parts = csr_parts(csr)
+    return jax.tree_util.tree_map(lambda x: jax.device_put(x, target), parts)
