@@ -17,6 +17,7 @@ from . import random as mx_random
 from . import symbol as sym_mod
 from .context import Context
 from .ndarray import array, empty
+from .ndarray.sparse import zeros as sparse_zeros
 from .test_utils import (
     assert_almost_equal,
     compare_ndarray_tuple,
@@ -175,6 +176,15 @@ def _check_grads(reqs, expected, grads, start, rtol, atol, prefix, equal_nan=Fal
         assert_almost_equal(want, got, rtol, atol, labels, equal_nan=equal_nan)
 
 
+def _sparse_grads(grads: dict, start: dict, stypes: Any) -> None:
+    """Gradient arrays of a sparse storage type (``grad_stypes``) start empty, as MXNet's."""
+    for k, st in (stypes or {}).items():
+        if st not in (None, "default") and k in grads:
+            grads[k] = sparse_zeros(st, grads[k].shape, ctx=grads[k].context,
+                                    dtype=grads[k].dtype)  # fmt: skip
+            start[k] = np.zeros(grads[k].shape, grads[k].dtype)
+
+
 def check_numeric_gradient(
     sym: Any,
     location: Any,
@@ -192,14 +202,9 @@ def check_numeric_gradient(
 
     Raises:
         AssertionError: a gradient differs (names ``NUMERICAL_<arg>``/``BACKWARD_<arg>``).
-        NotImplementedError: ``grad_stype_dict`` asks for sparse gradients.
+    ``grad_stype_dict`` binds those gradient arrays with that storage type (empty).
     """
     _check_dtype(dtype, allow_asnumpy=False)
-    if grad_stype_dict and any(v != "default" for v in grad_stype_dict.values()):
-        raise NotImplementedError(
-            "check_numeric_gradient(grad_stype_dict=...): sparse "
-            "gradients are not supported by mxmod"
-        )
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     location_np = {k: v.asnumpy() for k, v in location.items()}
@@ -214,6 +219,7 @@ def check_numeric_gradient(
     grads_np = {k: np.random.normal(0, 0.01, size=location[k].shape) for k in grad_req}
     grads_np["__random_proj"] = np.random.normal(0, 0.01, size=out_shape[0])
     args_grad = {k: array(v, ctx=ctx, dtype=dtype) for k, v in grads_np.items()}
+    _sparse_grads(args_grad, grads_np, grad_stype_dict)
     exe = out.bind(ctx, grad_req=grad_req, args=location, args_grad=args_grad, aux_states=aux)
     exe.forward(is_train=True)
     eps = get_tolerance(exe.outputs[0], numeric_eps, default_numeric_eps())
@@ -287,10 +293,6 @@ def check_symbolic_backward(
         The gradient arrays by argument name.
     """
     _check_dtype(dtype)
-    if grad_stypes and any(v not in (None, "default") for v in grad_stypes.values()):
-        raise NotImplementedError(
-            "check_symbolic_backward(grad_stypes=...): sparse gradients are not supported by mxmod"
-        )
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     aux = _parse_aux_states(sym, aux_states, ctx, dtype)
@@ -301,6 +303,7 @@ def check_symbolic_backward(
         k: array(v, ctx=ctx, dtype=np.asarray(expected[k]).dtype if _is_asnumpy(dtype) else dtype)
         for k, v in start.items()
     }
+    _sparse_grads(grads, start, grad_stypes)
     if isinstance(grad_req, str):
         grad_req = {k: grad_req for k in sym.list_arguments()}
     elif isinstance(grad_req, (list, tuple)):

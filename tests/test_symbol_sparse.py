@@ -77,3 +77,22 @@ def test_sparse_namespace_and_errors():
         mx.sym.dot(x, mx.sym.var("w")).simple_bind(
             mx.cpu(), x=(2, 3), w=(3, 1), stype_dict={"w": "sparse"}
         )
+
+
+def test_test_utils_checks_take_sparse_gradients():
+    x, w = mx.sym.var("x", stype="csr"), mx.sym.var("w")
+    xv = np.array([[0, 2, 0], [1, 0, 0]], np.float32)
+    loc = {"x": mx.nd.array(xv).tostype("csr"), "w": np.ones((3, 2))}
+    kw = dict(grad_stypes={"w": "row_sparse"}, grad_req={"x": "null", "w": "write"})
+    want = xv.T @ np.ones((2, 2))
+    g = mx.test_utils.check_symbolic_backward(mx.sym.dot(x, w), loc, [np.ones((2, 2))],
+                                              {"w": want}, **kw)  # fmt: skip
+    assert g["w"].stype == "row_sparse"
+    with pytest.raises(AssertionError):
+        mx.test_utils.check_symbolic_backward(mx.sym.dot(x, w), loc, [np.ones((2, 2))],
+                                              {"w": want + 1}, **kw)  # fmt: skip
+    emb = mx.sym.Embedding(mx.sym.var("d"), input_dim=5, output_dim=2, sparse_grad=True, name="e")
+    mx.test_utils.check_numeric_gradient(
+        emb, {"d": np.array([1.0, 3.0, 3.0]), "e_weight": np.random.rand(5, 2)},
+        grad_nodes=["e_weight"], grad_stype_dict={"e_weight": "row_sparse"},
+    )  # fmt: skip
