@@ -20,7 +20,9 @@ import jax
 import jax.numpy as jnp
 
 from ..base import named
+from . import contrib
 from .ndarray import NDArray
+from .sparse._updates import any_sparse, rows_kernel, sparse_update
 
 __all__ = [
     "sgd_update",
@@ -52,7 +54,13 @@ def _check(name: str, *arrays: Any) -> None:
             raise TypeError(f"mx.nd.{name}: inputs must be NDArrays, got {type(a).__name__}")
 
 
-def _update_op(states: tuple, computed: dict | None = None, **defaults: Any) -> Callable:
+def _update_op(
+    states: tuple,
+    computed: dict | None = None,
+    lazy_flag: bool = False,
+    name: str | None = None,
+    **defaults: Any,
+) -> Callable:
     """Make ``mx.nd.<kernel name>(weight, grad, *states, <hyperparameters>, out=None)`` from
     a kernel ``(w, g, *states, *hyperparameters)``.
 
@@ -60,18 +68,26 @@ def _update_op(states: tuple, computed: dict | None = None, **defaults: Any) -> 
     MXNet's (the others are required; ``None`` means -1); ``computed`` gives kernel
     arguments derived from the call (name -> function of the bound arguments). The new
     weight goes to ``out`` (default: the weight), the new states into the state arrays.
+    ``lazy_flag``: the operator takes MXNet's ``lazy_update`` (default True). Sparse inputs
+    take MXNet's sparse kernels or storage fallback (:mod:`.sparse._updates`); ``name``
+    overrides the kernel function's name (MXNet's operator name).
     """
     computed = computed or {}
+    sparse_only = name in ("_sparse_adagrad_update", "group_adagrad_update")
     arrays = ("weight", "grad", *states)
     P = inspect.Parameter
 
     def make(kernel: Callable) -> Callable:
+        op_name = name or kernel.__name__
         jitted = jax.jit(kernel)
+        lazy_kernel = rows_kernel(kernel)
         hyper = list(inspect.signature(kernel).parameters)[len(arrays) :]
         hyper = [h for h in hyper if h not in computed]
+        flags = [P("lazy_update", P.POSITIONAL_OR_KEYWORD, default=True)] if lazy_flag else []
         sig = inspect.Signature(
             [P(n, P.POSITIONAL_OR_KEYWORD, default=defaults.get(n, P.empty)) for n in arrays]
             + [P(n, P.POSITIONAL_OR_KEYWORD, default=defaults.get(n, P.empty)) for n in hyper]
+            + flags
             + [P("out", P.POSITIONAL_OR_KEYWORD, default=None), P("_", P.VAR_KEYWORD)]
         )
 
@@ -83,16 +99,19 @@ def _update_op(states: tuple, computed: dict | None = None, **defaults: Any) -> 
             _check(kernel.__name__, *values)
             kw = {h: -1.0 if a[h] is None else a[h] for h in hyper}
             kw.update({k: f(a) for k, f in computed.items()})
+            target = a["weight"] if a["out"] is None else a["out"]
+            if sparse_only or any_sparse((*values, target)):
+                lazy = bool(a["lazy_update"]) if lazy_flag else True
+                return sparse_update(op_name, jitted, lazy_kernel, values, target, kw, lazy)
             res = jitted(*(v._data for v in values), **kw)
             new_w, *new_states = res if states else (res,)
             for arr, value in zip(values[2:], new_states):
                 arr._set_data(value.astype(arr._data.dtype))
-            target = a["weight"] if a["out"] is None else a["out"]
             target._set_data(new_w.astype(target._data.dtype))
             return target
 
         update.__signature__ = sig
-        return named(update, kernel.__name__, kernel.__doc__)
+        return named(update, op_name, kernel.__doc__)
 
     return make
 
@@ -104,13 +123,13 @@ def _out_is_weight(a: dict) -> bool:
     return a["out"] is None or a["out"] is a["weight"]
 
 
-@_update_op((), **_COMMON)
+@_update_op((), lazy_flag=True, **_COMMON)
 def sgd_update(w, g, lr, wd, rescale_grad, clip_gradient):
     """``weight = (1 - lr*wd) * weight - lr * g``."""
     return (1 - lr * wd) * w - lr * _grad(g, rescale_grad, clip_gradient)
 
 
-@_update_op(("mom",), momentum=0.0, **_COMMON)
+@_update_op(("mom",), lazy_flag=True, momentum=0.0, **_COMMON)
 def sgd_mom_update(w, g, mom, lr, momentum, wd, rescale_grad, clip_gradient):
     """``mom = momentum*mom - lr*wd*weight - lr*g``; ``weight += mom``."""
     m = momentum * mom - lr * wd * w - lr * _grad(g, rescale_grad, clip_gradient)
@@ -155,6 +174,7 @@ def signum_update(w, g, mom, lr, momentum, wd, rescale_grad, clip_gradient, wd_l
     beta1=0.9,
     beta2=0.999,
     epsilon=1e-8,
+    lazy_flag=True,
     **_COMMON,
 )
 def adam_update(w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale_grad, clip_gradient):
@@ -223,3 +243,28 @@ def ftml_update(w, g, d, v, z, lr, t, beta1, beta2, epsilon, wd, rescale_grad, c
     d_t = (1 - beta1**t) / lr * (jnp.sqrt(nv / (1 - beta2**t)) + epsilon)
     nz = beta1 * z + (1 - beta1) * g - (d_t - beta1 * d) * w
     return -nz / d_t, d_t, nv, nz
+
+
+@_update_op(("history",), name="_sparse_adagrad_update", epsilon=1e-7, **_COMMON)
+def sparse_adagrad_update(w, g, history, lr, epsilon, wd, rescale_grad, clip_gradient):
+    """``mx.nd.sparse.adagrad_update`` (row_sparse grad only, ``wd`` must be 0), lazy:
+    ``history += g^2``; ``weight -= lr * g / sqrt(history + epsilon)``."""
+    g = _grad(g, rescale_grad, clip_gradient)
+    h = history + g * g
+    return w - lr * g / jnp.sqrt(h + epsilon), h
+
+
+@_update_op(
+    ("history",), name="group_adagrad_update", rescale_grad=1.0, clip_gradient=-1.0, epsilon=1e-5
+)
+def group_adagrad_update(w, g, history, lr, rescale_grad, clip_gradient, epsilon):
+    """``mx.nd.contrib.group_adagrad_update`` (row_sparse grad only), lazy, one history value
+    per row: ``history += mean(g^2, axis=1)``; ``weight -= lr * g / sqrt(history + epsilon)``."""
+    g = _grad(g, rescale_grad, clip_gradient)
+    h = history + jnp.mean(g * g, axis=1, keepdims=True)
+    return w - lr * g / jnp.sqrt(h + epsilon), h
+
+
+# MXNet's _contrib_group_adagrad_update is mx.nd.contrib.group_adagrad_update (contrib is
+# imported before this module, which needs the sparse package)
+contrib.group_adagrad_update = group_adagrad_update

@@ -18,12 +18,11 @@ import threading
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..ndarray import NDArray
 from ..ndarray.sparse import BaseSparseNDArray, RowSparseNDArray
-from ..ndarray.sparse.parts import padded_size
+from ..ndarray.sparse._updates import padded_rows, write_back
 from .lazy import check_lazy_wd, lazy_step, supports_lazy
 from .rules import LeafInfo, leaf_step
 
@@ -71,40 +70,25 @@ def update_one(opt: Any, w: Any, g: Any, s: Any, leaf: LeafInfo, mp: bool, key: 
     w_dense = dense_value(w)
     traced = (leaf.lr, leaf.wd, leaf.t, leaf.extra)
     static = (key, mp, leaf.name, leaf.pos, leaf.first)
-    if isinstance(g, RowSparseNDArray) and supports_lazy(opt, w.stype):
+    rsp_grad = isinstance(g, RowSparseNDArray)
+    if rsp_grad and supports_lazy(opt, w.stype, mp):
         check_lazy_wd(opt, [leaf.wd])
-        rows, values = _padded_rows(g)
-        new_w, new_s = _fn(opt, True)(static, w_dense, (rows, values), s_dense, traced)
-        touched = np.asarray(g._saux[0])
+        new_w, new_s = _fn(opt, True)(static, w_dense, padded_rows(g), s_dense, traced)
+        all_rows = True
     else:
         new_w, new_s = _fn(opt, False)(static, w_dense, dense_value(g), s_dense, traced)
-        touched = None
-    _write(w, new_w, touched)
+        all_rows = rsp_grad and _has_std_kernel(opt, w, leaves, mp)
+    write_back(w, new_w, all_rows)
     for x, new in zip(leaves, jax.tree_util.tree_leaves(new_s)):
-        _write(x, new, touched)
+        write_back(x, new, all_rows)
 
 
-def _padded_rows(g: RowSparseNDArray) -> tuple:
-    rows, values = g._saux[0].astype(jnp.int32), g._sdata
-    k = rows.shape[0]
-    pad = padded_size(k) - k
-    rows = jnp.concatenate([rows, jnp.full((pad,), g.shape[0], jnp.int32)])
-    values = jnp.concatenate([values, jnp.zeros((pad,) + values.shape[1:], values.dtype)])
-    return rows, values
-
-
-def _write(x: Any, new: jax.Array, touched: np.ndarray | None) -> None:
-    """Store ``new`` (dense) into ``x`` in ``x``'s storage type. After a lazy update a
-    row_sparse array stores its old rows and the gradient's rows (MXNet's kernels write them
-    even where the value is zero)."""
-    if not is_sparse(x):
-        x._set_data(new.astype(x._data.dtype))
-        return
-    if touched is not None and isinstance(x, RowSparseNDArray) and x.shape == tuple(new.shape):
-        rows = np.union1d(np.asarray(x._saux[0]), touched).astype(np.int64)
-        x._set_parts(x.shape, new[jnp.asarray(rows)].astype(x._sdata.dtype), [rows])
-        return
-    x._set_data(new)
+def _has_std_kernel(opt: Any, w: Any, state_leaves: list, mp: bool) -> bool:
+    """MXNet's std (non-lazy) row_sparse kernel runs (its row_sparse outputs then store
+    every row): SGD/Adam, the states in the weight's storage type, no master copy."""
+    if getattr(type(opt), "_lazy_kernel", None) != "lazy_update" or mp:
+        return False
+    return w.stype in ("default", "row_sparse") and all(s.stype == w.stype for s in state_leaves)
 
 
 def _apply(opt, lazy, static, w, g, s, traced):

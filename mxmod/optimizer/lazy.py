@@ -33,14 +33,18 @@ from .rules import LeafInfo, leaf_step, use_mp
 __all__ = ["supports_lazy", "lazy_step", "check_lazy_wd"]
 
 
-def supports_lazy(opt: Any, weight_stype: str = "default") -> bool:
+def supports_lazy(opt: Any, weight_stype: str = "default", mp: bool = False) -> bool:
     """Whether MXNet 1.9.1 updates a parameter of ``opt`` lazily given a row_sparse gradient.
 
     Args:
         opt: an optimizer instance.
         weight_stype: the weight's storage type (``'default'`` or ``'row_sparse'``); only
             Ftrl depends on it.
+        mp: the parameter is updated through a float32 master copy: SGD's ``mp_sgd_*``
+            kernels have no row_sparse form (``_lazy_mp = False``), MXNet falls back to dense.
     """
+    if mp and not getattr(type(opt), "_lazy_mp", True):
+        return False
     kind = getattr(type(opt), "_lazy_kernel", None)
     if kind == "lazy_update":
         return bool(getattr(opt, "lazy_update", False))

@@ -50,6 +50,7 @@ class SGD(Optimizer):
     _rule_attrs = ("momentum",)
     _mp_master_first = False
     _lazy_kernel = "lazy_update"  # see lazy.py
+    _lazy_mp = False  # mp_sgd_update/mp_sgd_mom_update have no row_sparse kernel
     _state_stype = "lazy_update"  # create_state: the weight's stype when lazy_update
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs):

@@ -5,8 +5,9 @@ What exists: :class:`CSRNDArray` and :class:`RowSparseNDArray` (parts, ``tostype
 and ``/``), the creation functions, ``mx.nd.save``/``load`` of sparse records and
 ``NDArray.tostype('csr' | 'row_sparse')``, and MXNet's imperative sparse operators
 (``_ops``: ``dot``, ``_square_sum``, elementwise ``add``/``subtract``/``multiply``/``divide``
-and ``+ - * /``, zero-keeping unary operators, ``zeros_like``) with MXNet's output storage.
-Sparse gradients and the other sparse operators are not implemented yet.
+and ``+ - * /``, zero-keeping unary operators, ``zeros_like``) with MXNet's output storage,
+and the optimizer updates ``sgd_update``, ``sgd_mom_update``, ``adam_update``,
+``ftrl_update``, ``adagrad_update`` with MXNet's lazy/std row_sparse kernels (``_updates``).
 """
 
 from ..ndarray import NDArray
@@ -28,6 +29,8 @@ from ._ops import (
     zeros_like,
 )
 from ._ops import square_sum as _square_sum  # noqa: F401  (MXNet: mx.nd._internal._square_sum)
+from ..update_ops import adam_update, ftrl_update, sgd_mom_update, sgd_update
+from ..update_ops import sparse_adagrad_update as adagrad_update
 
 NDArray.tostype = dense_tostype  # dense -> sparse casts live here (as _arith sets operators)
 for _name, _method in _ops.OPERATORS.items():  # sparse + - * / (scalar * and / keep storage)
@@ -51,6 +54,11 @@ __all__ = [
     "multiply",
     "subtract",
     "zeros_like",
+    "adagrad_update",
+    "adam_update",
+    "ftrl_update",
+    "sgd_mom_update",
+    "sgd_update",
     *_ops.ZERO_KEEPING,
     *_ops.DENSE_RESULT,
     "array",
@@ -66,10 +74,10 @@ __all__ = [
 # mxmod does not have yet: named in the error rather than a bare AttributeError
 _SPARSE_OPS = frozenset(
     "ElementWiseSum Embedding FullyConnected LinearRegressionOutput "
-    "LogisticRegressionOutput MAERegressionOutput adagrad_update adam_update add_n "
+    "LogisticRegressionOutput MAERegressionOutput add_n "
     "arccos arccosh broadcast_add broadcast_div broadcast_minus broadcast_mul "
-    "broadcast_plus broadcast_sub clip concat ftrl_update group_adagrad_update "
-    "make_loss mean norm sgd_mom_update sgd_update slice square_sum sum where".split()
+    "broadcast_plus broadcast_sub clip concat "
+    "make_loss mean norm slice square_sum sum where".split()
 )
 
 

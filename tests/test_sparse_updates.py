@@ -1,0 +1,124 @@
+"""Sparse optimizer updates against MXNet 1.9.1 goldens (tests/fixtures/gen_sparse_updates.py):
+the update operators with row_sparse/csr inputs (lazy, std, storage fallback, errors) and the
+optimizer classes' imperative updates with row_sparse gradients."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import mxmod as mx
+from mxmod.base import MXNetError
+
+HERE = os.path.join(os.path.dirname(__file__), "fixtures", "sparse_updates")
+with open(os.path.join(HERE, "cases.json")) as _f:
+    CASES = json.load(_f)
+ARRAYS = np.load(os.path.join(HERE, "arrays.npz"))
+OPS = [(i, c) for i, c in enumerate(CASES) if c["kind"] == "op"]
+OPTS = [(i, c) for i, c in enumerate(CASES) if c["kind"] == "opt"]
+
+
+def _nd(a, stype, dtype="float32"):
+    arr = mx.nd.array(a, dtype=dtype)
+    return arr if stype == "default" else arr.tostype(stype)
+
+
+def _check(i, key, arr, rtol=1e-5, atol=1e-6):
+    want = ARRAYS[f"{i}_{key}"]
+    np.testing.assert_allclose(arr.asnumpy(), want, rtol=rtol, atol=atol, err_msg=key)
+    rows = f"{i}_{key}__rows"
+    if rows in ARRAYS.files:
+        assert arr.stype == "row_sparse", key
+        np.testing.assert_array_equal(arr.indices.asnumpy(), ARRAYS[rows], err_msg=key)
+
+
+def _op(name):
+    if name == "adagrad_update":
+        return mx.nd.sparse.adagrad_update
+    if name == "group_adagrad_update":
+        return mx.nd.contrib.group_adagrad_update
+    return getattr(mx.nd, name)
+
+
+def _label(case):
+    c = case[1]
+    if c["kind"] == "op":
+        lazy = c["hyper"].get("lazy_update", "")
+        return f"{case[0]}-{c['op']}-{c['wst']}-{c['gst']}-{c['sst']}-{lazy}"
+    return f"{case[0]}-{c['name']}-{c['wst']}-{c['kwargs'].get('lazy_update', '')}"
+
+
+@pytest.mark.parametrize("case", OPS, ids=_label)
+def test_update_operator_matches_mxnet(case):
+    i, c = case
+    w = _nd(ARRAYS[f"{i}_w"], c["wst"])
+    g = _nd(ARRAYS[f"{i}_g"], c["gst"])
+    states = [_nd(ARRAYS[f"{i}_s{k}"], c["sst"]) for k in range(c["n_states"])]
+    if c["error"]:
+        key = "all rows" if "all rows" in c["error"] else "Operator not implemented"
+        with pytest.raises(MXNetError, match=key):
+            _op(c["op"])(w, g, *states, out=w, **c["hyper"])
+        return
+    out = _op(c["op"])(w, g, *states, out=w, **c["hyper"])
+    assert out is w and w.stype == c["wst"]
+    _check(i, "out_w", w)
+    for k, s in enumerate(states):
+        assert s.stype == c["sst"]
+        _check(i, f"out_s{k}", s)
+
+
+@pytest.mark.parametrize("case", OPTS, ids=_label)
+def test_optimizer_update_matches_mxnet(case):
+    i, c = case
+    dtype = c["dtype"]
+    opt = mx.optimizer.create(c["name"], **c["kwargs"])
+    w = _nd(ARRAYS[f"{i}_w"].astype(dtype), c["wst"], dtype)
+    state = opt.create_state_multi_precision(0, w) if c["mp"] else opt.create_state(0, w)
+    flat = [s for s in _leaves(state)]
+    for t in range(c["steps"]):
+        g = _nd(ARRAYS[f"{i}_g{t}"].astype(dtype), c["gst"], dtype)
+        if c["mp"]:
+            opt.update_multi_precision(0, w, g, state)
+        else:
+            opt.update(0, w, g, state)
+    assert w.stype == c["out_stype"]
+    tol = dict(rtol=1e-3, atol=1e-3) if dtype == "float16" else {}
+    _check(i, "out_w", w, **tol)
+    assert len(flat) == c["n_state"]
+    for k, s in enumerate(flat):
+        _check(i, f"out_s{k}", s, **tol)
+    if not c["mp"]:
+        assert [s.stype for s in flat] == c["state_stypes"]
+
+
+def _leaves(state):
+    if state is None:
+        return []
+    if isinstance(state, (tuple, list)):
+        return [x for s in state for x in _leaves(s)]
+    return [state]
+
+
+def test_lazy_update_flag_is_a_parameter():
+    w = mx.nd.ones((3, 2))
+    g = mx.nd.array([[0, 0], [1, 1], [0, 0]]).tostype("row_sparse")
+    mx.nd.sgd_update(w, g, lr=0.5, wd=0.1, lazy_update=False, out=w)
+    np.testing.assert_allclose(w.asnumpy(), [[0.95, 0.95], [0.45, 0.45], [0.95, 0.95]])
+
+
+def test_sparse_adagrad_refuses_dense_grad_and_wd():
+    w, h = mx.nd.ones((3, 2)), mx.nd.zeros((3, 2))
+    with pytest.raises(MXNetError, match="row_sparse grad"):
+        mx.nd.sparse.adagrad_update(w, mx.nd.ones((3, 2)), h, lr=0.1)
+    g = mx.nd.ones((3, 2)).tostype("row_sparse")
+    with pytest.raises(MXNetError, match="wd=0"):
+        mx.nd.sparse.adagrad_update(w, g, h, lr=0.1, wd=0.1)
+
+
+def test_adagrad_optimizer_with_sparse_grad_and_wd_is_refused():
+    opt = mx.optimizer.AdaGrad(wd=0.1)
+    w = mx.nd.ones((3, 2))
+    g = mx.nd.ones((3, 2)).tostype("row_sparse")
+    with pytest.raises(ValueError, match="weight decay"):
+        opt.update(0, w, g, opt.create_state(0, w))
