@@ -176,7 +176,7 @@ class KVStore(KVStoreBase):
                 )
             merged = _sparse.merge_row_sparse(values, stored.shape, stored.dtype, stored.context)
             if self._multi:
-                dense = _dist.allgather(merged.asnumpy()).sum(0)
+                dense = _dist.allgather(_sparse.host_dense(merged)).sum(0)
                 mask = _dist.allgather(_sparse.to_host_mask(merged)).any(0)
                 merged = _sparse.from_dense_rows(dense, mask, stored.dtype, stored.context)
             return merged
@@ -291,9 +291,15 @@ class KVStore(KVStoreBase):
             self._key(k)
         pairs, rest = _sparse.row_sparse_pairs(key, out, row_ids)
         for k, dst, rid in pairs:
-            _sparse.row_sparse_into(k, self._stored(k, "row_sparse_pull"), dst, rid)
-        for other in rest:
-            out[0].copyto(other)
+            stored = self._stored(k, "row_sparse_pull")
+            rows, data = _sparse.retained_rows(k, stored, dst.shape, rid)
+            for target in [dst, *rest]:  # rest: the outs sharing out[0]'s row_ids
+                if tuple(target.shape) != tuple(stored.shape):
+                    raise MXNetError(
+                        f"row_sparse_pull: key {k!r} holds shape {tuple(stored.shape)}, out "
+                        f"has shape {tuple(target.shape)}"
+                    )
+                _sparse.write_row_sparse(target, rows, data)
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer: Any) -> None:

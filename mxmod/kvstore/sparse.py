@@ -15,16 +15,21 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
 from ..ndarray import NDArray
-from ..ndarray.sparse import RowSparseNDArray, retain
+from ..ndarray.sparse import RowSparseNDArray
 from .base import _on
 
-__all__ = ["check_push_value", "copy_into", "merge_row_sparse", "row_sparse_into", "unique_ids"]
+__all__ = [
+    "check_push_value",
+    "copy_into",
+    "merge_row_sparse",
+    "retained_rows",
+    "unique_ids",
+    "write_row_sparse",
+]
 
 
 def stype_of(arr: Any) -> str:
@@ -45,27 +50,58 @@ def check_push_value(key: Any, value: Any) -> None:
         )
 
 
-def _as_row_sparse(value: NDArray) -> RowSparseNDArray:
-    return value if isinstance(value, RowSparseNDArray) else value.tostype("row_sparse")
+def host_rows(value: NDArray) -> tuple:
+    """``(rows, data)`` on the host: a row_sparse value's parts, or a dense value's
+    non-zero rows (MXNet's cast to row_sparse)."""
+    if isinstance(value, RowSparseNDArray):
+        return np.asarray(value._saux[0]).astype(np.int64), np.asarray(value._sdata)
+    host = np.asarray(value._data)
+    rows = np.flatnonzero(host.reshape(host.shape[0], -1).any(axis=1))
+    return rows, host[rows]
+
+
+def write_row_sparse(dst: RowSparseNDArray, rows: np.ndarray, data: np.ndarray) -> None:
+    """``dst`` now stores ``data`` at ``rows`` (its own dtype and context kept); a dense
+    ``dst`` (an extra out of ``row_sparse_pull``, which MXNet fills by ``copyto``) takes
+    them with zeros elsewhere."""
+    if stype_of(dst) == "default":
+        dense = np.zeros(dst.shape, data.dtype)
+        dense[rows] = data
+        dst._set_data(_on(dense, dst))
+        return
+    new = RowSparseNDArray._from_parts(
+        dst.shape, np.ascontiguousarray(data, dtype=dst.dtype), [rows], dst.context
+    )
+    dst._set_parts(new.shape, new._sdata, new._saux)
 
 
 def merge_row_sparse(values: list, shape: tuple, dtype: Any, ctx: Any) -> RowSparseNDArray:
     """The sum of ``values`` (row_sparse, or dense cast to row_sparse) as a row_sparse
-    array on ``ctx``: the union of the stored rows, ascending."""
-    device = ctx.jax_device
-    parts = [_as_row_sparse(v) for v in values]
+    array on ``ctx``: the union of the stored rows, ascending.
+
+    Summed on the host (as MXNet's local store sums on the CPU): the number of rows
+    changes every push, and device programs would compile for each new count."""
+    parts = [host_rows(v) for v in values]
     if len(parts) == 1:
-        rows = np.asarray(parts[0]._saux[0])
-        data = jax.device_put(parts[0]._sdata.astype(dtype), device)
-        return RowSparseNDArray._from_parts(shape, jnp.copy(data), [rows], ctx)
-    rows_each = [np.asarray(p._saux[0]).astype(np.int64) for p in parts]
-    union = np.unique(np.concatenate(rows_each))
-    total = jnp.zeros((len(union),) + tuple(shape[1:]), dtype, device=device)
-    for p, rows in zip(parts, rows_each):
-        if len(rows):
-            data = jax.device_put(p._sdata, device).astype(dtype)
-            total = total.at[np.searchsorted(union, rows)].add(data)
-    return RowSparseNDArray._from_parts(shape, total, [union], ctx)
+        rows, total = parts[0]
+    else:
+        rows = np.unique(np.concatenate([r for r, _ in parts]))
+        total = np.zeros((len(rows),) + tuple(shape[1:]), dtype)
+        for part_rows, data in parts:  # a row_sparse value's rows are unique
+            total[np.searchsorted(rows, part_rows)] += data.astype(dtype)
+    return RowSparseNDArray._from_parts(
+        shape, np.ascontiguousarray(total, dtype=dtype), [rows], ctx
+    )
+
+
+def host_dense(value: NDArray) -> np.ndarray:
+    """A row_sparse or dense value as a host array."""
+    if not isinstance(value, RowSparseNDArray):
+        return np.asarray(value._data)
+    rows, data = host_rows(value)
+    dense = np.zeros(value.shape, data.dtype)
+    dense[rows] = data
+    return dense
 
 
 def copy_into(key: Any, stored: NDArray, dst: NDArray) -> None:
@@ -81,7 +117,14 @@ def copy_into(key: Any, stored: NDArray, dst: NDArray) -> None:
             f"{dst_stype} out (copying ndarray of stype {src_stype} to stype {dst_stype} is "
             f"not supported); pull into a dense or {src_stype} array"
         )
-    stored.copyto(dst)
+    if src_stype == "csr" or dst_stype == "csr":
+        stored.copyto(dst)
+    elif dst_stype == "row_sparse":
+        write_row_sparse(dst, *host_rows(stored))
+    elif src_stype == "row_sparse":  # into a dense out
+        dst._set_data(_on(host_dense(stored), dst))
+    else:
+        stored.copyto(dst)
 
 
 def unique_ids(key: Any, row_ids: NDArray, num_rows: int) -> np.ndarray:
@@ -101,19 +144,29 @@ def unique_ids(key: Any, row_ids: NDArray, num_rows: int) -> np.ndarray:
     return ids
 
 
-def row_sparse_into(key: Any, stored: NDArray, dst: NDArray, row_ids: NDArray) -> None:
-    """``dst`` stores the rows ``row_ids`` of the row_sparse ``stored`` value."""
+def retained_rows(key: Any, stored: NDArray, shape: tuple, row_ids: NDArray) -> tuple:
+    """``(rows, data)`` an out of ``shape`` stores after ``row_sparse_pull``: one row per
+    distinct id, the row of the row_sparse ``stored`` value or zeros (nothing when
+    ``stored`` stores nothing, as MXNet's retain)."""
     if not isinstance(stored, RowSparseNDArray):
         raise MXNetError(
             f"PullRowSparse expects row_sparse src NDArray: key {key!r} holds a "
             f"{stype_of(stored)} value; use pull(key, out=...) for it"
         )
-    if tuple(dst.shape) != tuple(stored.shape):
+    if tuple(shape) != tuple(stored.shape):
         raise MXNetError(
             f"row_sparse_pull: key {key!r} holds shape {tuple(stored.shape)}, out has shape "
-            f"{tuple(dst.shape)}"
+            f"{tuple(shape)}"
         )
-    retain(stored, unique_ids(key, row_ids, stored.shape[0])).copyto(dst)
+    ids = unique_ids(key, row_ids, stored.shape[0])
+    have, data = host_rows(stored)
+    if not len(have):
+        return have, data
+    pos = np.minimum(np.searchsorted(have, ids), len(have) - 1)
+    found = have[pos] == ids
+    out = np.zeros((len(ids),) + data.shape[1:], data.dtype)
+    out[found] = data[pos[found]]
+    return ids, out
 
 
 def row_sparse_pairs(key: Any, out: Any, row_ids: Any) -> tuple:
