@@ -21,10 +21,11 @@ from ..symbol.cse import enabled as cse_enabled
 from ..symbol.graph import copy_graph
 from ..symbol.symbol import Symbol
 from ..ndarray import sparse
-from ..ndarray.sparse import BaseSparseNDArray, RowSparseNDArray
+from ..ndarray.sparse import BaseSparseNDArray, CSRNDArray, RowSparseNDArray
 from ..symbol.stype import infer_stypes
 from ..ndarray.sparse.parts import RowParts
 from .arrays import reshaped_arrays
+from .rows import only_dot_lhs
 from .sparse_io import program_value, store_sparse_grad
 from .head_grads import missing_head_grads_error, outputs_needing_head_grads
 from .lower import GraphFn
@@ -50,7 +51,9 @@ class Compiled:
         def forward(args, aux, key, is_train):
             return g(args, aux, key, is_train)
 
-        def forward_backward(diff, const, aux, key, head_grads, is_train, row_sparse=()):
+        def forward_backward(
+            diff, const, aux, key, head_grads, is_train, row_sparse=(), index_args=None
+        ):
             return vjp_step(
                 g,
                 {**const, **diff},
@@ -61,6 +64,7 @@ class Compiled:
                 is_train,
                 g.aux_reached(list(diff)),
                 row_sparse=row_sparse,
+                index_args=index_args,
             )
 
         if g.dynamic_nodes:  # output shapes depend on values (boolean_mask): op by op
@@ -272,6 +276,13 @@ class Executor:
             for n, g in zip(self._arg_names, self.grad_arrays)
             if g is not None and self._grad_req.get(n, "null") != "null"
         ]
+        # MXNet 1.9.1's dot leaves the gradient of its csr lhs zero: such an argument is
+        # not differentiated (it stays csr); any other csr argument runs dense
+        csr_zero = [
+            n for n in wanted
+            if isinstance(self.arg_dict[n], CSRNDArray) and only_dot_lhs(self._compiled.graph, n)
+        ]  # fmt: skip
+        wanted = [n for n in wanted if n not in csr_zero]
         values = self._args(dense_names=wanted)
         diff = {n: values[n] for n in wanted}
         const = {n: v for n, v in values.items() if n not in diff}
@@ -281,10 +292,14 @@ class Executor:
             if n in diff and isinstance(g, RowSparseNDArray)
         )  # fmt: skip
         # MXNet differentiates the graph in the mode of the last forward
+        # a differentiated csr argument runs dense; its csr parts still pick the rows
+        csr_diff = any(isinstance(a, CSRNDArray) and n in diff for n, a in self.arg_dict.items())
         _, new_aux, grads = self._compiled.forward_backward(
-            diff, const, self._aux(), key, head_grads, is_train=fwd_train, row_sparse=row_sparse
-        )
-        self._store_grads(grads)
+            diff, const, self._aux(), key, head_grads, is_train=fwd_train,
+            row_sparse=row_sparse, index_args=self._args() if row_sparse and csr_diff else None,
+        )  # fmt: skip
+        zeros = {n: jnp.zeros(self.grad_dict[n].shape, self.grad_dict[n].dtype) for n in csr_zero}
+        self._store_grads({**grads, **zeros})
         if self._monitor is not None:  # MXNet's monitor also sees the backward nodes
             args = {**const, **diff}
             for name, g in backward_taps(

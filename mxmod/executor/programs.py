@@ -35,6 +35,7 @@ def vjp_step(
     aux_trained=None,
     axis_name=None,
     row_sparse=(),
+    index_args=None,
 ):
     """Outputs, updated aux states and gradients of ``graph`` w.r.t. ``diff_names``.
 
@@ -42,12 +43,14 @@ def vjp_step(
     states in ``aux_trained`` (default: all) are returned as updated: MXNet's CPU
     BatchNorm moves its statistics in backward, so a BatchNorm the backward pass does
     not reach keeps them. The gradients of the arguments in ``row_sparse`` are
-    ``RowParts`` of the rows the batch reads (``rows.py``).
+    ``RowParts`` of the rows the batch reads (``rows.py``), found from ``index_args``
+    (default ``args``: a differentiated csr argument is dense in ``args``, csr there).
     """
     diff = {n: args[n] for n in diff_names if n in args}
     const = {n: v for n, v in args.items() if n not in diff}
     sparse = [n for n in row_sparse if n in diff]
-    views = rows.gathered(graph, args, aux, rng, is_train, sparse, axis_name) if sparse else {}
+    found = index_args if index_args is not None else args
+    views = rows.gathered(graph, found, aux, rng, is_train, sparse, axis_name) if sparse else {}
     diff.update(views)
 
     def f(d):

@@ -145,3 +145,17 @@ def row_sparse_args(graph, diff_names) -> tuple:
     variables' ``__storage_type__`` (what a Module binds)."""
     _, grad_st = infer_stypes(graph.symbol, variable_stypes(graph.symbol))
     return tuple(n for n in diff_names if grad_st.get(n) == "row_sparse")
+
+
+def only_dot_lhs(graph, name: str) -> bool:
+    """Whether argument ``name`` is read only as the lhs of ``dot`` (no ``transpose_b``)."""
+    uses = [
+        (node, j)
+        for node in graph._order
+        if not node.is_var
+        for j, (c, _) in enumerate(node.inputs)
+        if c.is_var and c.name == name
+    ]
+    return bool(uses) and all(
+        node.op.name == "dot" and j == 0 and not node.parsed().transpose_b for node, j in uses
+    )

@@ -3,14 +3,15 @@ for the operators mxmod runs sparse, everything else dense (MXNet's storage fall
 
 Forward: a variable's stype is its ``__storage_type__`` (or ``simple_bind(stype_dict=)``);
 ``dot(csr, x)`` is default, ``dot(csr.T, dense)`` row_sparse, zero-keeping unary operators
-keep csr/row_sparse, ``_square_sum(rsp, axis=1)`` is row_sparse, ``cast_storage`` its
-``stype``, ``retain`` row_sparse, ``elemwise_add/sub/mul`` of two alike sparse values keep
-it; anything else is default.
+and scalar ``*``/``/`` keep csr/row_sparse, ``_square_sum(rsp, axis=1)`` is row_sparse,
+``cast_storage`` its ``stype``, ``retain`` row_sparse, ``elemwise_add/sub/mul`` of two alike
+sparse values keep it; anything else is default.
 
 Backward (head gradients dense): the rhs of ``dot(csr, rhs)`` (no transposes), the weight of
 ``Embedding(sparse_grad=True)``/``contrib.SparseEmbedding`` and the row_sparse input of
-``_square_sum`` get row_sparse gradients; a variable's gradient is row_sparse when every
-gradient reaching it is (MXNet's ElementwiseSum of row_sparse values), else default.
+``_square_sum`` get row_sparse gradients, a csr input of ``square`` a csr one; a variable's
+gradient has the stype of the gradients reaching it when they all agree (MXNet's
+ElementwiseSum), else default.
 Imports no JAX.
 """
 
@@ -20,7 +21,7 @@ from .graph import aux_var_ids, topo_order
 
 FLAGS = {"0": "default", "1": "row_sparse", "2": "csr", "-1": "default"}
 STYPES = ("default", "row_sparse", "csr")
-_ZERO_KEEPING = frozenset(
+_ZERO_KEEPING = tuple(
     "square sqrt abs sign negative relu sin tan arcsin arctan sinh tanh arcsinh arctanh "
     "floor ceil rint round trunc fix expm1 log1p degrees radians".split()
 )
@@ -57,7 +58,7 @@ def _forward(node, ins: list) -> list:
     if name == "dot" and ins[0] == "csr" and not a.transpose_b:
         if a.transpose_a and ins[1] == "default":
             st = "row_sparse"
-    elif name in _ZERO_KEEPING and ins[0] in ("csr", "row_sparse"):
+    elif name in _ZERO_KEEPING + ("_mul_scalar", "_div_scalar") and ins[0] != "default":
         st = ins[0]
     elif name == "_square_sum" and ins[0] == "row_sparse" and _row_wise(a):
         st = "row_sparse"
@@ -89,7 +90,14 @@ def _backward(node, ins: list) -> list:
         out[1] = "row_sparse"
     elif name == "_square_sum" and ins[0] == "row_sparse":
         out[0] = "row_sparse"
+    elif name == "square" and ins[0] == "csr":
+        out[0] = "csr"
     return out
+
+
+def _sum_stype(stypes: list) -> str:
+    """The stype of the sum of a variable's gradients: theirs when all alike, else default."""
+    return stypes[0] if stypes and all(s == stypes[0] for s in stypes) else "default"
 
 
 def infer_stypes(sym, var_stypes: dict) -> tuple:
@@ -110,11 +118,7 @@ def infer_stypes(sym, var_stypes: dict) -> tuple:
             if c.is_var and id(c) not in aux_ids:
                 grads.setdefault(c.name, []).append(g)
     grad_st = {
-        n.name: (
-            "row_sparse"
-            if grads.get(n.name) and all(g == "row_sparse" for g in grads[n.name])
-            else "default"
-        )
+        n.name: _sum_stype(grads.get(n.name, []))
         for n in order
         if n.is_var and id(n) not in aux_ids
     }
