@@ -42,8 +42,10 @@ __all__ = ["KVStore", "create"]
 _LOG = logging.getLogger(__name__)
 
 
-def _dense_data(value: Any) -> jax.Array:
-    return value._data if _sparse.stype_of(value) == "default" else value.tostype("default")._data
+def _dense_data(value: Any) -> Any:
+    """A pushed value's dense data (a row_sparse one densified on the host: no program per
+    row count)."""
+    return value._data if _sparse.stype_of(value) == "default" else _sparse.host_dense(value)
 
 
 def _pairs_keys(key: Any) -> list:
