@@ -102,3 +102,10 @@ def test_teststore_with_row_sparse_values():
         kv.pushpull("w", [_rsp([0], 1.0)], out=[mx.nd.zeros(SHAPE)])
     kv.broadcast("w", _rsp([3], 4.0), out=[out])
     np.testing.assert_array_equal(out.indices.asnumpy(), [3])
+
+
+def test_extra_outs_of_one_row_ids_cannot_be_csr():
+    # MXNet copies out[0] into the others; row_sparse -> csr is refused there too
+    outs = [mx.nd.sparse.zeros("row_sparse", SHAPE), mx.nd.sparse.zeros("csr", SHAPE)]
+    with pytest.raises(MXNetError, match="row_sparse to stype csr is not supported"):
+        _store().row_sparse_pull("w", out=outs, row_ids=mx.nd.array([0]))

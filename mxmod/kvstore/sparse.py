@@ -69,6 +69,11 @@ def write_row_sparse(dst: RowSparseNDArray, rows: np.ndarray, data: np.ndarray) 
         dense[rows] = data
         dst._set_data(_on(dense, dst))
         return
+    if stype_of(dst) != "row_sparse":
+        raise MXNetError(
+            f"copying ndarray of stype row_sparse to stype {stype_of(dst)} is not supported; "
+            f"pass row_sparse (or dense) outs"
+        )
     new = RowSparseNDArray._from_parts(
         dst.shape, np.ascontiguousarray(data, dtype=dst.dtype), [rows], dst.context
     )
