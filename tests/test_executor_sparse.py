@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import mxmod as mx
+from mxmod.executor import rows
 from mxmod.executor.executor import compiled_for
 from mxmod.executor.placement import MeshPlacement, OneDevice
 from mxmod.executor.programs import Programs
@@ -143,3 +144,12 @@ def test_bind_takes_sparse_arrays_and_sparse_gradient_arrays():
     np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), dense.T @ np.ones((2, 2)))
     with pytest.raises(mx.base.MXNetError, match=r"got shape \(3, 3\)"):
         exe.forward(x=mx.nd.sparse.zeros("csr", (3, 3)))
+
+
+def test_row_gradients_of_replicas_merge_into_unique_rows():
+    a = RowParts(np.array([1, 4, 6], np.int32), np.ones((3, 2), np.float32), (6, 2))
+    b = RowParts(np.array([0, 4, 6], np.int32), np.full((3, 2), 2, np.float32), (6, 2))
+    m = rows.merge([a, b])
+    kept = np.asarray(m.rows) < 6
+    np.testing.assert_array_equal(np.asarray(m.rows)[kept], [0, 1, 4])
+    np.testing.assert_array_equal(np.asarray(m.dense()), np.asarray(a.dense() + b.dense()))

@@ -13,15 +13,24 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 
+from ..ndarray.sparse.parts import RowParts
+from . import rows
 from .placement import OneDevice
 from .programs import Programs, metric_key
-from .step import SUM, compose_step
+from .step import SUM, compose_step, dense_grads
 
 
 def _slice(x, axis, s):
     if axis < 0:
         return x
     return jax.lax.slice_in_dim(x, s.start, s.stop, axis=axis)
+
+
+def _sum(parts):
+    """The devices' gradients added (row_sparse ones: rows united, duplicates added)."""
+    if isinstance(parts[0], RowParts):
+        return rows.merge(parts)
+    return sum(parts)
 
 
 def _concat(parts, axis):
@@ -134,9 +143,10 @@ class ReplicaPrograms(Programs):
             n = len(res)
             new_aux = {a: sum(self._home(r[1][a]) for r in res) / n for a in res[0][1]}
             if stacked:
-                grads = {g: jnp.stack([self._home(r[2][g]) for r in res]) for g in res[0][2]}
+                dense = [dense_grads(r[2]) for r in res]
+                grads = {g: jnp.stack([self._home(d[g]) for d in dense]) for g in res[0][2]}
             else:
-                grads = {g: sum(self._home(r[2][g]) for r in res) for g in res[0][2]}
+                grads = {g: _sum([self._home(r[2][g]) for r in res]) for g in res[0][2]}
             input_grads = {
                 g: _concat([self._home(r[3][g]) for r in res], self.input_axes.get(g, 0))
                 for g in res[0][3]

@@ -133,11 +133,22 @@ def combine(grad: RowParts, axis_name) -> RowParts:
     gathered, duplicates added (``unique`` + ``segment_sum``)."""
     rows = jax.lax.all_gather(grad.rows, axis_name, tiled=True)
     values = jax.lax.all_gather(grad.values, axis_name, tiled=True)
-    n_rows = grad.shape[0]
+    return _unite(rows, values, grad.shape)
+
+
+def merge(grads: list) -> RowParts:
+    """The sum of several row gradients of one argument (per-device replicas)."""
+    rows = jnp.concatenate([g.rows for g in grads])
+    values = jnp.concatenate([g.values for g in grads])
+    return _unite(rows, values, grads[0].shape)
+
+
+def _unite(rows, values, shape) -> RowParts:
+    n_rows = shape[0]
     size = min(rows.shape[0], n_rows)
     uniq, inv = jnp.unique(rows, size=size, fill_value=n_rows, return_inverse=True)
     summed = jax.ops.segment_sum(values, jnp.ravel(inv), num_segments=size)
-    return RowParts(uniq, summed, grad.shape)
+    return RowParts(uniq, summed, shape)
 
 
 def row_sparse_args(graph, diff_names) -> tuple:
