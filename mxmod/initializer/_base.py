@@ -110,11 +110,15 @@ class Initializer:
                 f"{type(arr).__name__}; wrap it with mx.nd.array(...)"
             )
         if getattr(arr, "stype", "default") != "default":
-            # MXNet fills a sparse parameter through a dense value it then casts (a
-            # row_sparse one keeps the rows that are not all zero)
+            # MXNet's initializers write every row of a row_sparse parameter (zeros
+            # included); a csr one takes the dense value's non-zeros
             dense = NDArray(np.zeros(arr.shape, arr.dtype), arr.context)
             self(desc, dense)
-            arr[:] = dense
+            if arr.stype == "row_sparse":
+                every_row = np.arange(arr.shape[0], dtype=np.int64)
+                arr._set_parts(arr.shape, dense.asnumpy(), [every_row])
+            else:
+                arr[:] = dense
             return
         if not isinstance(desc, InitDesc):
             self._legacy_init(desc, arr)

@@ -29,7 +29,7 @@ from ..executor.head_grads import missing_head_grads_error, outputs_needing_head
 from ..executor.step import PER_DEVICE, STACKED_SUM, SUM, Batch, zero_key
 from ..metric import note_host_update
 from ..ndarray import NDArray
-from .sparse_inputs import csr_input_names, dense_batch_array, place_csr
+from .sparse_inputs import csr_input_names, dense_batch_array, lazy_rows, place_csr
 from .train_state import PendingStep
 
 
@@ -400,7 +400,8 @@ def _run_train_step(self, p, metric):
         reduction = STACKED_SUM
     grads = ("stacked_grads" if stacked else "grads") if self._keep_grads else None
     keep = tuple(k for k in (grads, "input_grads" if self.inputs_need_grad else None) if k)
-    fn = self._progs.train_step(tuple(p.inputs), box.rule(), metric, keep, reduction)
+    rule = box.rule(lazy_rows(self, box.optimizer))
+    fn = self._progs.train_step(tuple(p.inputs), rule, metric, keep, reduction)
     hyper = box.optimizer.fused_hyper(None if box.state else [])
     state, res = fn(self._step_state(reduction), Batch(p.inputs, p.key), hyper)
     self._adopt(state, reduction)
@@ -473,7 +474,8 @@ def _apply_update(self) -> None:
             "update(): 2-bit compression needs each device's gradient, but "
             "this step kept only their sum; call backward() again"
         )
-    fn = self._progs.update(box.rule(), reduction, self._grads_stacked)
+    rule = box.rule(lazy_rows(self, box.optimizer))
+    fn = self._progs.update(rule, reduction, self._grads_stacked)
     hyper = box.optimizer.fused_hyper(None if box.state else [])
     state, _ = fn(self._step_state(reduction), self._grads, hyper)
     self._adopt(state, reduction)

@@ -396,7 +396,11 @@ def get_params(self, arg_params: dict, aux_params: dict) -> None:
             host = jax.device_put(arr, cpu)
             if host is arr:
                 host = jnp.array(host, copy=True)
-            if name in dst and isinstance(dst[name], NDArray):
+            if name in dst and getattr(dst[name], "stype", "") == "row_sparse":
+                # as MXNet's row_sparse weights (initialised whole): every row stored
+                rows = np.arange(host.shape[0], dtype=np.int64)
+                dst[name]._set_parts(host.shape, np.asarray(host, dst[name].dtype), [rows])
+            elif name in dst and isinstance(dst[name], NDArray):
                 dst[name]._set_data(host.astype(dst[name].dtype))
             else:
                 dst[name] = NDArray(host)

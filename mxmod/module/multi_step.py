@@ -46,16 +46,18 @@ from ..executor.step import Batch, zero_key
 from ..io import DataBatch
 from .checkpoint import BatchEndParam
 from .group_run import serial_on_cpu
+from .sparse_inputs import lazy_rows
 from .train_state import PendingStep
 
 
 _ZERO_KEYS: dict = {}
 
 
-def step_rule(box, scaled: bool):
+def step_rule(box, scaled: bool, group):
     """``(rule, feed)`` of a block's steps: the optimizer's rule, or with ``scaled``
     (``amp.init_trainer``) the loss-scaled rule and its feed (``executor.loss_scale``)."""
-    return scaled_step_parts(box.rule()) if scaled else (box.rule(), None)
+    rule = box.rule(lazy_rows(group, box.optimizer))
+    return scaled_step_parts(rule) if scaled else (rule, None)
 
 
 def use_blocks(module, eval_metric, monitor, steps_per_dispatch) -> bool:
@@ -182,7 +184,8 @@ class _OneStep:
         sig = box.optimizer.fused_signature()  # the same object until a setting changes
         if sig is not self.sig or group._progs is not self.progs:  # settings or re-bind
             self.reduction = reduction = group._reduction()  # exact sum or 2-bit
-            self.fn = group._progs.train_step(tuple(inputs), box.rule(), self.metric, (), reduction)
+            rule = box.rule(lazy_rows(group, box.optimizer))
+            self.fn = group._progs.train_step(tuple(inputs), rule, self.metric, (), reduction)
             self.sig, self.progs = sig, group._progs
             direct = not group._consts and box.holder is group.state and not reduction.residual
             self.holder = group.state if direct else None
@@ -332,7 +335,7 @@ def _run_block(module, block, metric):
         group._commit_overlay()
     box = group.state.opt
     scaler = getattr(module, "_amp_scaler", None)
-    rule, feed = step_rule(box, scaler is not None)
+    rule, feed = step_rule(box, scaler is not None, group)
     reduction = group._reduction()  # exact sum or 2-bit compression
     state = group._step_state(reduction)
     if scaler is not None:

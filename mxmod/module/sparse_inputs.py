@@ -18,9 +18,10 @@ from ..executor.sparse_io import device_csr_parts
 from ..ndarray import NDArray
 from ..ndarray.sparse import CSRNDArray
 from ..ndarray.sparse.parts import csr_parts
+from ..optimizer.lazy import supports_lazy
 from ..symbol.stype import variable_stypes
 
-__all__ = ["csr_input_names", "dense_batch_array", "place_csr"]
+__all__ = ["csr_input_names", "dense_batch_array", "lazy_rows", "place_csr"]
 
 
 def csr_input_names(group) -> frozenset:
@@ -76,3 +77,16 @@ def place_csr(progs, name, desc, arr, target):
     else:
         parts = csr_parts(csr)
     return jax.tree_util.tree_map(lambda x: jax.device_put(x, target), parts)
+
+
+def lazy_rows(group, optimizer) -> tuple:
+    """The parameters whose row_sparse gradients ``optimizer`` applies lazily in MXNet 1.9.1
+    (``optimizer.lazy.supports_lazy``, given the weight's storage type); the others' are
+    applied dense (MXNet's std update)."""
+    names = getattr(group._progs, "row_sparse", ())
+    if not names:
+        return ()
+    stypes = group.__dict__.get("_var_stypes")
+    if stypes is None:
+        stypes = group._var_stypes = variable_stypes(group.symbol)
+    return tuple(n for n in names if supports_lazy(optimizer, stypes.get(n, "default")))

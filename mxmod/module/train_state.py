@@ -71,11 +71,14 @@ class OptBox:
     def state(self):
         return self.holder.value.opt
 
-    def rule(self):
-        """The optimizer's step rule (remade when its fused signature changes)."""
+    def rule(self, lazy_rows=()):
+        """The optimizer's step rule (remade when its fused signature changes); the
+        parameters ``lazy_rows`` take MXNet's lazy row_sparse update
+        (``sparse_inputs.lazy_rows``)."""
+        lazy = tuple(sorted(lazy_rows))
         rule = self.__dict__.get("_rule")
-        if rule is None or rule.key != ("optimizer", self.optimizer.fused_signature()):
-            rule = self._rule = optimizer_rule(self.optimizer)
+        if rule is None or rule.key != ("optimizer", self.optimizer.fused_signature(), lazy):
+            rule = self._rule = optimizer_rule(self.optimizer, lazy)
         return rule
 
     @state.setter
