@@ -109,3 +109,20 @@ def test_extra_outs_of_one_row_ids_cannot_be_csr():
     outs = [mx.nd.sparse.zeros("row_sparse", SHAPE), mx.nd.sparse.zeros("csr", SHAPE)]
     with pytest.raises(MXNetError, match="row_sparse to stype csr is not supported"):
         _store().row_sparse_pull("w", out=outs, row_ids=mx.nd.array([0]))
+
+
+def test_nccl_store_refuses_sparse_values():
+    # MXNet's KVStoreNCCL: dense values only, no row_sparse_pull (mxmod: 'device' takes them)
+    kv = mx.kv.create("nccl")
+    with pytest.raises(MXNetError, match="NCCL kvstore does not support sparse"):
+        kv.init("w", _rsp([0]))
+    kv.init("w", mx.nd.ones(SHAPE))
+    with pytest.raises(MXNetError, match="NCCL kvstore does not support sparse"):
+        kv.push("w", [mx.nd.ones(SHAPE), _rsp([1])])
+    with pytest.raises(MXNetError, match="NCCL kvstore does not support sparse"):
+        kv.pull("w", out=_rsp([1]))
+    with pytest.raises(MXNetError, match="NCCL kvstore does not support sparse"):
+        kv.row_sparse_pull("w", out=_rsp([1]), row_ids=mx.nd.array([0]))
+    out = mx.nd.zeros(SHAPE)
+    kv.pull("w", out=out)
+    np.testing.assert_array_equal(out.asnumpy(), np.ones(SHAPE))

@@ -143,12 +143,21 @@ class KVStore(KVStoreBase):
             MXNetError: the key was already initialised, or mixed key types.
         """
         for k, v in _pairs(key, value, "init"):
+            self._dense_only(k, as_list(v))
             k = self._key(k)
             if k in self._store:
                 raise MXNetError(f"duplicate init of key {k!r}")
             v = as_list(v)[0]
             self._store[k] = _sparse.rank0_copy(v) if self._multi else v.copyto(v.context)
             self._order.setdefault(k, k if isinstance(k, int) else len(self._order))
+
+    def _dense_only(self, key: Any, arrays: list) -> None:
+        """MXNet's ``nccl`` store takes dense values only (and has no row_sparse_pull)."""
+        if self._type == "nccl" and (not arrays or any(map(_sparse.is_sparse, arrays))):
+            raise MXNetError(
+                f"NCCL kvstore does not support sparse storage type (key {key!r}); use a "
+                f"'device' or 'local' store for sparse values"
+            )
 
     def _grouped(self, key: Any, value: Any, what: str) -> list:
         """``(key, [values])`` per distinct key, the values of a repeated key together,
@@ -213,6 +222,7 @@ class KVStore(KVStoreBase):
             MXNetError: uninitialised key, shape mismatch or a csr value.
         """
         for k, values in self._grouped(key, value, "push"):
+            self._dense_only(k, values)
             stored = self._stored(k, "push")
             merged = self._sum(k, values, stored)
             if self._updater is not None:
@@ -244,6 +254,7 @@ class KVStore(KVStoreBase):
                 "for row_sparse outputs"
             )
         for k, o in _pairs(key, out, "pull"):
+            self._dense_only(k, as_list(o))
             stored = self._stored(k, "pull")
             for dst in as_list(o):
                 if _sparse.stype_of(dst) != "default" and ignore_sparse:
@@ -291,6 +302,7 @@ class KVStore(KVStoreBase):
             )
         for k in _pairs_keys(key):
             self._key(k)
+        self._dense_only(key, [])
         pairs, rest = _sparse.row_sparse_pairs(key, out, row_ids)
         for k, dst, rid in pairs:
             stored = self._stored(k, "row_sparse_pull")

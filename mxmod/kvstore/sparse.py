@@ -36,6 +36,10 @@ def stype_of(arr: Any) -> str:
     return getattr(arr, "stype", "default")
 
 
+def is_sparse(arr: Any) -> bool:
+    return stype_of(arr) != "default"
+
+
 def check_push_value(key: Any, value: Any) -> None:
     """Refuse what MXNet's push refuses: non-NDArrays and csr values."""
     if not isinstance(value, NDArray):
