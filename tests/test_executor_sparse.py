@@ -153,3 +153,23 @@ def test_row_gradients_of_replicas_merge_into_unique_rows():
     kept = np.asarray(m.rows) < 6
     np.testing.assert_array_equal(np.asarray(m.rows)[kept], [0, 1, 4])
     np.testing.assert_array_equal(np.asarray(m.dense()), np.asarray(a.dense() + b.dense()))
+
+
+def test_sparse_executor_monitor_debug_str_and_reshape():
+    x, w = mx.sym.var("x", stype="csr"), mx.sym.var("w", stype="row_sparse")
+    out = mx.sym.MakeLoss(mx.sym.sum(mx.sym.dot(x, w) * 2))
+    exe = out.simple_bind(mx.cpu(), x=(4, 5), w=(5, 2))
+    exe.copy_params_from({"w": mx.nd.ones((5, 2))})
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append(name))
+    exe.forward(is_train=True, x=mx.nd.array(np.eye(4, 5)).tostype("csr"))
+    exe.backward()  # a loss head: no out_grads needed
+    assert any(n.endswith("_backward_output0") for n in seen)
+    np.testing.assert_array_equal(exe.grad_dict["w"].indices.asnumpy(), [0, 1, 2, 3])
+    assert "MB allocated" in exe.debug_str()
+    small = exe.reshape(x=(2, 5), w=(5, 2))
+    assert small.arg_dict["x"].stype == "csr" and small.arg_dict["w"] is exe.arg_dict["w"]
+    small.forward(is_train=True, x=mx.nd.array(np.eye(2, 5)).tostype("csr"))
+    small.backward()
+    np.testing.assert_allclose(small.outputs[0].asnumpy(), [8.0])
+    np.testing.assert_array_equal(small.grad_dict["w"].indices.asnumpy(), [0, 1])

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..base import MXNetError
 from ..context import Context, current_context
-from ..ndarray import NDArray
+from ..ndarray import NDArray, sparse
+from ..ndarray.sparse import BaseSparseNDArray
 from ..symbol.infer import propagate_shapes, propagate_types, unknown_shape_error
 
 GRAD_REQS = ("write", "add", "null")
@@ -110,6 +111,8 @@ def args_list(values: Any, names: list[str], what: str, required: bool) -> list:
 def prefix_or_zeros(arr, shape, device):
     """A reshaped argument: MXNet's smaller array is the start of the old one's memory
     (so it begins with the old values); a larger one is new, zero memory here."""
+    if isinstance(arr, BaseSparseNDArray):  # a sparse argument starts empty
+        return sparse.zeros(arr.stype, shape, ctx=arr.context, dtype=arr.dtype)
     size = int(np.prod(shape))
     if size > arr.size:
         return zeros(shape, arr._data.dtype, device)

@@ -16,13 +16,14 @@ gradient the gradients do not read is an unused input of the traced program.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 from jax._src.interpreters import partial_eval as pe
 
 from ..base import MXNetError
 
 
 def _spec(x):
-    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x))
 
 
 def outputs_needing_head_grads(
@@ -41,12 +42,22 @@ def outputs_needing_head_grads(
     if not diff:
         return []
     cache = graph.head_grads_needed
-    shapes = tuple((n, tuple(v.shape), str(v.dtype)) for n, v in args.items())
-    aux_shapes = tuple((n, tuple(v.shape), str(v.dtype)) for n, v in aux.items())
+    shapes = tuple((n, _signature(v)) for n, v in args.items())
+    aux_shapes = tuple((n, _signature(v)) for n, v in aux.items())
     ck = (diff, bool(is_train), shapes, aux_shapes)
     if ck not in cache:
         cache[ck] = _trace_needed(graph, args, aux, key, diff, bool(is_train))
     return cache[ck]
+
+
+def _signature(value) -> tuple:
+    """Structure, shapes and dtypes of an argument (an array or a sparse ``CsrParts``)."""
+    leaves, tree = jax.tree_util.tree_flatten(value)
+    return str(tree), tuple((tuple(jnp.shape(x)), str(jnp.result_type(x))) for x in leaves)
+
+
+def _specs(value):
+    return jax.tree_util.tree_map(_spec, value)
 
 
 def _trace_needed(graph, args, aux, key, diff, is_train) -> list:
@@ -73,11 +84,11 @@ def _trace_needed(graph, args, aux, key, diff, is_train) -> list:
         specs = ({n: _spec(v) for n, v in aux.items()}, _spec(key) if key is not None else None)
         out_specs = jax.eval_shape(
             lambda a, x, r: graph(a, x, r, is_train)[0],
-            {n: _spec(v) for n, v in args.items()},
+            {n: _specs(v) for n, v in args.items()},
             *specs,
         )
         closed = jax.make_jaxpr(grads_of)(
-            [_spec(args[n]) for n in diff], [_spec(v) for v in const.values()], *specs,
+            [_specs(args[n]) for n in diff], [_specs(v) for v in const.values()], *specs,
             [_spec(o) for o in out_specs],
         )  # fmt: skip
         n_heads = len(out_specs)

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from ..ops import LowerCtx
+from ..ops.sparse import dense
 
 
 def _is_float(x) -> bool:
@@ -26,6 +27,7 @@ def backward_taps(graph, args: dict, aux: dict, key, is_train: bool, head_grads)
     ``graph`` is the symbol's ``GraphFn``; ``head_grads`` the gradients of its outputs
     (None: ones, as ``backward()`` without ``out_grads`` uses for loss outputs).
     """
+    args = {n: dense(v) for n, v in args.items()}  # csr arguments: their dense values
     out_shapes = graph._out_shapes(args, aux) if graph._needs_shapes else {}
 
     def run(taps, record):
