@@ -16,7 +16,7 @@ from .kvstore import (  # noqa: F401  (the Module's helpers, importable from her
     _initialize_kvstore,
     _update_params,
     _update_params_on_kvstore,
-    create,
 )
+from .create import create
 
 __all__ = ["KVStore", "KVStoreBase", "TestStore", "create"]

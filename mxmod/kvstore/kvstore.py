@@ -1,4 +1,4 @@
-"""The built-in KVStore and ``mx.kv.create`` (MXNet ``kvstore.py``).
+"""The built-in KVStore (MXNet ``kvstore.py``; ``mx.kv.create`` is in ``create.py``).
 
 ``KVStore`` reproduces MXNet's store for user code: ``push`` sums the values of a key
 (one per device; across workers for ``dist_*``) and either applies the optimizer's
@@ -20,7 +20,6 @@ one process without a launcher use a ``dist_*`` store as a one-worker store.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import jax
@@ -37,7 +36,7 @@ from . import compression as _compression
 from . import sparse as _sparse
 from .base import KVStoreBase, _on
 
-__all__ = ["KVStore", "create"]
+__all__ = ["KVStore"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ def _pairs(key: Any, value: Any, what: str) -> list:
 class KVStore(KVStoreBase):
     """In-process key-value store with MXNet 1.9.1 ``local`` semantics (see module doc).
 
-    Create with :func:`create`, not directly.
+    Create with ``mx.kv.create`` (``create.py``), not directly.
     """
 
     def __init__(self, name: str = "local"):
@@ -378,62 +377,6 @@ class KVStore(KVStoreBase):
 
     def _send_command_to_servers(self, head: int, body: str) -> None:
         """No servers exist in mxmod; accepted and ignored as by MXNet's local store."""
-
-
-_LOCAL_TYPES = (
-    "local",
-    "local_update_cpu",
-    "local_allreduce_cpu",
-    "local_allreduce_device",
-    "device",
-    "nccl",
-)
-_DIST_TYPES = ("dist_sync", "dist_device_sync", "dist_sync_device")
-
-
-def check_type(name: str) -> None:
-    """Raise for a store name ``create`` would refuse (see ``create``), without creating."""
-    if not isinstance(name, str):
-        raise TypeError("name must be a string")
-    name = name.lower()
-    if name in KVStoreBase.kv_registry or name in _LOCAL_TYPES or name in _DIST_TYPES:
-        return
-    if "dist" in name and "async" in name:
-        raise NotImplementedError(
-            f"kvstore {name!r}: asynchronous parameter-server training is not supported; "
-            "mxmod workers reduce gradients with a synchronous all-reduce every step, so use "
-            "'dist_sync' (or 'dist_device_sync')"
-        )
-    raise ValueError(
-        f"unknown kvstore type {name!r}; use one of {', '.join(_LOCAL_TYPES + _DIST_TYPES)} "
-        f"or a registered store ({', '.join(sorted(KVStoreBase.kv_registry))})"
-    )
-
-
-def create(name: str = "local") -> KVStoreBase:
-    """Create a key-value store (MXNet ``mx.kv.create``).
-
-    Args:
-        name: a registered Python store (``'teststore'``) or a built-in type (see the module
-            doc); lower-cased. A ``dist_*`` store joins the job of the launcher variables
-            (``kvstore/dist.py``) if this process has not yet.
-
-    Raises:
-        TypeError: ``name`` is not a string.
-        NotImplementedError: an asynchronous ``dist_*async*`` store.
-        ValueError: an unknown type.
-        MXNetError: a ``dist_*`` store without launcher variables, or they are wrong.
-    """
-    check_type(name)
-    name = name.lower()
-    if name in KVStoreBase.kv_registry:
-        return KVStoreBase.kv_registry[name]()
-    if name in _DIST_TYPES:
-        single = os.getenv("MXMOD_KVSTORE_DIST_SINGLE", "0") == "1"
-        if not (single and _dist.resolve() is None):
-            _dist.initialize(required=True)
-        return KVStore(name)
-    return KVStore(name)
 
 
 from .model_helpers import (  # noqa: E402,F401  (kept importable from here)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .base import KVStoreBase
-from .kvstore import check_type, create
+from .create import check_type, create
 
 
 def create_kvstore(kvstore: Any, num_device: int, arg_params: dict) -> tuple:
