@@ -18,6 +18,7 @@ from ._create import array, cast_storage, csr_matrix, dense_tostype, empty, row_
 from . import _ops
 from ._ops import (
     add,
+    clip,
     divide,
     dot,
     elemwise_add,
@@ -37,6 +38,11 @@ for _name, _method in _ops.OPERATORS.items():  # sparse + - * / (scalar * and / 
     setattr(BaseSparseNDArray, _name, _method)
 BaseSparseNDArray.__neg__ = _ops.unary("negative")
 BaseSparseNDArray.__abs__ = _ops.unary("abs")
+# fluent methods that keep sparse storage in MXNet (the others fall back to dense)
+for _name in ("abs", "sign", "sqrt", "square"):
+    setattr(BaseSparseNDArray, _name, _ops.unary(_name))
+BaseSparseNDArray.clip = _ops.clip
+BaseSparseNDArray.zeros_like = _ops.zeros_like
 for _name in (*_ops.ZERO_KEEPING, *_ops.DENSE_RESULT):
     globals()[_name] = _ops.unary(_name)
 
@@ -45,6 +51,7 @@ __all__ = [
     "CSRNDArray",
     "RowSparseNDArray",
     "add",
+    "clip",
     "divide",
     "dot",
     "elemwise_add",
@@ -76,7 +83,7 @@ _SPARSE_OPS = frozenset(
     "ElementWiseSum Embedding FullyConnected LinearRegressionOutput "
     "LogisticRegressionOutput MAERegressionOutput add_n "
     "arccos arccosh broadcast_add broadcast_div broadcast_minus broadcast_mul "
-    "broadcast_plus broadcast_sub clip concat "
+    "broadcast_plus broadcast_sub concat "
     "make_loss mean norm slice square_sum sum where".split()
 )
 

@@ -67,10 +67,9 @@ class BaseSparseNDArray(NDArray):
     # ----------------------------------------------------------- properties
     @property
     def _data(self) -> jax.Array:
-        raise NotImplementedError(
-            f"this operation needs dense storage and is not supported for a "
-            f"{type(self).__name__} in mxmod; convert it with .tostype('default') first"
-        )
+        """Dense values: MXNet's storage fallback for operators without a sparse kernel
+        (they compute on a temporary dense copy and return dense storage)."""
+        return self._densify()
 
     @_data.setter
     def _data(self, value: Any) -> None:

@@ -259,18 +259,55 @@ def divide(lhs: NDArray, rhs: NDArray) -> NDArray:
 
 
 # ------------------------------------------------------------------ operators on the class
-def _operator(kind: str, op: str):
+_DENSE_FALLBACK = {
+    "pow": jnp.power, "mod": jnp.remainder, "eq": jnp.equal, "ne": jnp.not_equal,
+    "lt": jnp.less, "le": jnp.less_equal, "gt": jnp.greater, "ge": jnp.greater_equal,
+}  # fmt: skip
+_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Number) and not isinstance(x, bool)
+
+
+def _fallback(fn: Any, self: BaseSparseNDArray, other: Any, reverse: bool) -> NDArray:
+    """MXNet's storage fallback: ``fn`` on dense copies, a dense result in ``self``'s dtype."""
+    mine = self._densify()
+    theirs = other._data if isinstance(other, NDArray) else np.asarray(other).astype(self.dtype)
+    out = fn(theirs, mine) if reverse else fn(mine, theirs)
+    return _dense_out(out.astype(self._sdata.dtype), self)
+
+
+def _operator(kind: str, op: str, reverse: bool = False):
+    """``self <op> other`` (``other <op> self`` when ``reverse``) with MXNet's storage:
+    sparse (op) sparse and sparse * dense / scalar keep sparse storage (see ``_binary``);
+    a dense left operand, a scalar added or any other operator give dense storage (MXNet's
+    fallback); a comparison with a scalar keeps storage where it maps 0 to 0 (``rsp > 0``)."""
+    fn = _BINARY.get(kind) or _DENSE_FALLBACK[kind]
+
     def method(self: BaseSparseNDArray, other: Any) -> NDArray:
-        if isinstance(other, numbers.Number) and not isinstance(other, bool):
-            if kind in ("mul", "div"):
+        if _is_number(other):
+            if kind in ("mul", "div") and not (reverse and kind == "div"):
                 return self._scaled(other, "*" if kind == "mul" else "/")
-            s = np.asarray(other).astype(self.dtype)  # dense result (MXNet)
-            return _dense_out(_BINARY[kind](self._densify(), s).astype(self._sdata.dtype), self)
+            if kind in _COMPARE and not bool(fn(self.dtype(0), self.dtype(other))):
+                values = fn(self._sdata, np.asarray(other).astype(self.dtype))
+                return self._like(values.astype(self._sdata.dtype), self._saux, self._ctx)
+            return _fallback(fn, self, other, reverse)
         if not isinstance(other, NDArray):
+            if kind in ("eq", "ne"):
+                return kind == "ne"
             raise NotImplementedError(
                 f"{op} of a {type(self).__name__} with a {type(other).__name__}: use an "
                 f"NDArray or a Python scalar"
             )
+        if reverse or kind in _DENSE_FALLBACK:  # a dense left operand: dense (MXNet)
+            if other.shape != self.shape:
+                raise NotImplementedError(
+                    f"{op} of a {_stype(other)} array {other.shape} and a {self.stype} array "
+                    f"{self.shape}: broadcasting with sparse storage is not supported by "
+                    f"mxmod; use arrays of one shape"
+                )
+            return _fallback(fn, self, other, reverse)
         if kind == "div" and self.stype == "csr" and other.stype == "default":
             raise MXNetError(
                 "Please use elemwise_div for division between csr and dense of the same "
@@ -283,16 +320,16 @@ def _operator(kind: str, op: str):
 
 
 def _inplace(kind: str, op: str):
+    """``self <op>= other``: computed as the operator, stored back in ``self``'s storage
+    (MXNet writes a dense result back through a cast)."""
     compute = _operator(kind, op)
 
     def method(self: BaseSparseNDArray, other: Any) -> BaseSparseNDArray:
         out = compute(self, other)
-        if out.stype != self.stype:
-            raise NotImplementedError(
-                f"{op} of a {type(self).__name__} with a {_stype(other)} value gives "
-                f"{out.stype} storage in MXNet; assign the result to a new name instead"
-            )
-        self._set_parts(out.shape, out._sdata, out._saux)
+        if out.stype == self.stype:
+            self._set_parts(out.shape, out._sdata, out._saux)
+        else:
+            self._set_data(out._data)
         return self
 
     method.__name__ = op
@@ -301,15 +338,22 @@ def _inplace(kind: str, op: str):
 
 OPERATORS = {
     "__add__": _operator("add", "__add__"),
-    "__radd__": _operator("add", "__radd__"),
+    "__radd__": _operator("add", "__radd__", reverse=True),
     "__sub__": _operator("sub", "__sub__"),
+    "__rsub__": _operator("sub", "__rsub__", reverse=True),
     "__mul__": _operator("mul", "__mul__"),
-    "__rmul__": _operator("mul", "__rmul__"),
+    "__rmul__": _operator("mul", "__rmul__", reverse=True),
     "__truediv__": _operator("div", "__truediv__"),
+    "__rtruediv__": _operator("div", "__rtruediv__", reverse=True),
+    "__pow__": _operator("pow", "__pow__"),
+    "__rpow__": _operator("pow", "__rpow__", reverse=True),
+    "__mod__": _operator("mod", "__mod__"),
+    "__rmod__": _operator("mod", "__rmod__", reverse=True),
     "__iadd__": _inplace("add", "__iadd__"),
     "__isub__": _inplace("sub", "__isub__"),
     "__imul__": _inplace("mul", "__imul__"),
     "__itruediv__": _inplace("div", "__itruediv__"),
+    **{f"__{k}__": _operator(k, f"__{k}__") for k in _COMPARE},
 }
 
 
@@ -350,6 +394,32 @@ def unary(name: str):
     op.__name__ = name
     op.__doc__ = f"MXNet's ``sparse.{name}``: elementwise, as described in ``_ops``."
     return op
+
+
+def clip(data: NDArray, a_min: Any, a_max: Any, out: NDArray | None = None) -> NDArray:
+    """MXNet's ``clip`` on any storage: a sparse array whose bounds hold 0 keeps its storage
+    (only stored values are clipped); otherwise the result is dense. ``out`` receives it in
+    ``out``'s storage type.
+
+    Raises:
+        TypeError: ``data`` is not an NDArray.
+    """
+    if not isinstance(data, NDArray):
+        raise TypeError(f"clip needs an NDArray, got a {type(data).__name__}")
+    lo, hi = np.asarray(a_min).astype(data.dtype), np.asarray(a_max).astype(data.dtype)
+    if isinstance(data, BaseSparseNDArray) and lo <= 0 <= hi:
+        values = jnp.where(data._sdata > hi, hi, jnp.where(data._sdata < lo, lo, data._sdata))
+        res = data._like(values.astype(data._sdata.dtype), data._saux, data._ctx)
+    else:
+        x = _values(data)
+        res = _dense_out(jnp.where(x > hi, hi, jnp.where(x < lo, lo, x)).astype(x.dtype), data)
+    if out is None:
+        return res
+    if isinstance(out, BaseSparseNDArray) and res.stype == out.stype:
+        out._set_parts(res.shape, res._sdata, res._saux)
+    else:
+        out._set_data(res._data)
+    return out
 
 
 def zeros_like(data: NDArray) -> NDArray:
