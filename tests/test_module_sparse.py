@@ -28,6 +28,19 @@ def test_module_steps_match_mxnet(name):
         np.testing.assert_allclose(value, GOLD[f"{name}/{key}"], rtol=2e-5, atol=2e-6, err_msg=key)
 
 
+@pytest.mark.parametrize("kvstore", ["device", "local"])
+def test_two_devices_match_mxnet_one_device(kvstore):
+    """A csr batch split by rows over two devices (CsrParts per device), row gradients
+    summed by the kvstore: the same steps as MXNet's single device."""
+    kind, optimizer, opt_params = gen.MODULE_CASES["fm_sgd_clip"]
+    two = [mx.cpu(0), mx.cpu(1)]
+    out, _ = gen.module_case(mx, kind, optimizer, opt_params, kvstore=kvstore, context=two)
+    for key, value in out.items():
+        np.testing.assert_allclose(
+            value, GOLD[f"fm_sgd_clip/{key}"], rtol=2e-5, atol=2e-6, err_msg=key
+        )
+
+
 def test_lazy_update_leaves_unread_rows_alone():
     lazy, _ = gen.module_case(mx, *gen.MODULE_CASES["linear_sgd_lazy"])
     std, _ = gen.module_case(mx, *gen.MODULE_CASES["linear_sgd_std"])
@@ -102,3 +115,32 @@ def test_csr_input_batch_errors():
     with pytest.raises(mx.base.MXNetError, match="contract axes of sizes 11 and 12"):
         mod.forward(mx.io.DataBatch([wrong], [mx.nd.zeros((4, 1))]))
         mod.get_outputs()
+
+
+def _prepared_module(contexts, kvstore):
+    mod = mx.mod.Module(
+        gen.module_symbol(mx, "linear"), data_names=["data"], label_names=["label"],
+        context=contexts,
+    )  # fmt: skip
+    mod.bind(data_shapes=[("data", (4, 12))], label_shapes=[("label", (4, 1))])
+    mod.init_params(mx.init.One())
+    mod.init_optimizer(kvstore=kvstore, optimizer="sgd")
+    return mod
+
+
+def test_prepare_with_sparse_row_id_fn_as_mxnet():
+    batch = mx.io.DataBatch([mx.nd.ones((4, 12)).tostype("csr")], [mx.nd.zeros((4, 1))])
+    rows = {"w_weight": batch.data[0].indices, "b_bias": mx.nd.array([0])}
+    one = _prepared_module([mx.cpu(0)], "local")  # one device: MXNet makes no kvstore
+    with pytest.warns(UserWarning, match="not updated in the KVStore. No need to call"):
+        one.prepare(batch, sparse_row_id_fn=lambda b: rows)
+    two = _prepared_module([mx.cpu(0), mx.cpu(1)], "device")
+    with pytest.warns(UserWarning, match="b_bias.stype is not 'row_sparse'"):
+        two.prepare(batch, sparse_row_id_fn=lambda b: rows)
+    with pytest.raises(AssertionError, match="Expected dict output from sparse_row_id_fn"):
+        two.prepare(batch, sparse_row_id_fn=lambda b: [rows])
+    with pytest.raises(ValueError, match="'nope', which is not a parameter"):
+        two.prepare(batch, sparse_row_id_fn=lambda b: {"nope": rows["w_weight"]})
+    two.forward_backward(batch)
+    two.update()
+    assert two.get_params()[0]["w_weight"].stype == "row_sparse"

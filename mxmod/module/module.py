@@ -35,6 +35,7 @@ from .input_checks import normalize_shapes
 from .call_checks import check_data_batch, check_symbol
 from .ctx_groups import prepare_group2ctxs
 from .executor_group import DataParallelExecutorGroup
+from .sparse_inputs import prepare_rows
 from .stages import require
 from .train_state import OptBox, box_field
 
@@ -397,6 +398,14 @@ class Module(BaseModule):
             )
             self._preload_opt_states = None
 
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        """MXNet's ``Module.prepare``: with a kvstore that updates the weights,
+        ``sparse_row_id_fn(data_batch)`` names the rows of each row_sparse parameter the
+        batch needs (``sparse_inputs.prepare_rows``)."""
+        require(self, "prepare", "binded")
+        if sparse_row_id_fn is not None:
+            prepare_rows(self, data_batch, sparse_row_id_fn)
+
     def borrow_optimizer(self, shared_module):
         if not shared_module.optimizer_initialized:
             raise MXNetError(
@@ -537,15 +546,6 @@ class Module(BaseModule):
         unpickling can run code), an MXNet pickle read by a restricted unpickler. The states
         are checked against this module's before any is used."""
         load_states_into(self, fname, allow_pickle)
-
-    def prepare(self, data_batch, sparse_row_id_fn=None):
-        require(self, "prepare", "binded")
-        if sparse_row_id_fn is not None:
-            warnings.warn(
-                UserWarning(
-                    "Parameters are not updated in the KVStore. No need to call sparse_row_id_fn."
-                )
-            )
 
     def export(self, path, format="stablehlo", dynamic_batch=False, **kwargs):
         """mxmod's addition: the inference forward and parameters of this bound module, for

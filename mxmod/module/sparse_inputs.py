@@ -9,6 +9,8 @@ dense variable is densified (MXNet's storage fallback).
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import numpy as np
 
@@ -16,12 +18,12 @@ from ..base import MXNetError
 from ..executor.placement import MeshPlacement
 from ..executor.sparse_io import device_csr_parts
 from ..ndarray import NDArray
-from ..ndarray.sparse import CSRNDArray
+from ..ndarray.sparse import CSRNDArray, zeros
 from ..ndarray.sparse.parts import csr_parts
 from ..optimizer.lazy import supports_lazy
 from ..symbol.stype import variable_stypes
 
-__all__ = ["csr_input_names", "dense_batch_array", "lazy_rows", "place_csr"]
+__all__ = ["csr_input_names", "dense_batch_array", "lazy_rows", "place_csr", "prepare_rows"]
 
 
 def csr_input_names(group) -> frozenset:
@@ -90,3 +92,57 @@ def lazy_rows(group, optimizer) -> tuple:
     if stypes is None:
         stypes = group._var_stypes = variable_stypes(group.symbol)
     return tuple(n for n in names if supports_lazy(optimizer, stypes.get(n, "default")))
+
+
+def prepare_rows(module, data_batch, sparse_row_id_fn) -> None:
+    """``Module.prepare(data_batch, sparse_row_id_fn)`` as MXNet 1.9.1: without a kvstore
+    that updates the weights a warning says the function is not needed; else its result,
+    ``{parameter name: row ids}``, is checked and each row_sparse parameter's rows are
+    pulled (``row_sparse_pull``) into a RowSparseNDArray of the parameter's shape.
+
+    With a compiled (fused) optimizer the kvstore holds no weights: the devices hold every
+    row of each weight, always current, so there is nothing to pull (the checks still run).
+    Otherwise (an optimizer run through MXNet's kvstore updater) the rows are pulled.
+
+    Raises:
+        AssertionError: ``sparse_row_id_fn`` did not return a dict (MXNet's assert).
+        ValueError: a name that is not a parameter of the module.
+    """
+    kv = module._kvstore if module.optimizer_initialized else None
+    if kv is None or not module._update_on_kvstore:
+        warnings.warn(
+            UserWarning(
+                "Parameters are not updated in the KVStore. No need to call sparse_row_id_fn."
+            ),
+            stacklevel=3,
+        )
+        return
+    row_ids = sparse_row_id_fn(data_batch)
+    if not isinstance(row_ids, dict):
+        raise AssertionError(
+            f"Expected dict output from sparse_row_id_fn, got {type(row_ids).__name__}: "
+            "return {parameter name: row ids}"
+        )
+    group = module._exec_group
+    stypes = group.__dict__.get("_var_stypes")
+    if stypes is None:
+        stypes = group._var_stypes = variable_stypes(group.symbol)
+    for name, rows in row_ids.items():
+        if name not in group.param_names:
+            raise ValueError(
+                f"sparse_row_id_fn named {name!r}, which is not a parameter of the module; "
+                f"its parameters are {list(group.param_names)}"
+            )
+        if stypes.get(name) != "row_sparse":
+            warnings.warn(
+                UserWarning(
+                    f"{name}.stype is not 'row_sparse'. No need to perform row_sparse_pull."
+                ),
+                stacklevel=3,
+            )
+            continue
+        if group.state.opt.fused:
+            continue  # the compiled step's weights are whole: no rows to fetch
+        like = module._arg_params[name]
+        out = zeros("row_sparse", like.shape, dtype=like.dtype)
+        kv.row_sparse_pull(name, out=out, row_ids=rows, priority=-group.param_names.index(name))
