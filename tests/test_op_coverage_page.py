@@ -70,8 +70,8 @@ def test_every_registered_op_is_on_the_page(mxnet):
 
 def test_out_of_scope_answers_say_why(answers):
     assert answers["Correlation"].startswith("out of scope: ")
-    assert "sparse" in answers["_contrib_SparseEmbedding"]
+    assert "sparse" in answers["_contrib_getnnz"]
     assert "Gluon" in answers["_image_to_tensor"]
-    for name in ("cast_storage", "_square_sum"):  # NDArray-level sparse
-        assert answers[name] == "yes (`mx.nd` only)", name
+    for name in ("cast_storage", "_square_sum", "_contrib_SparseEmbedding"):  # issue 28
+        assert answers[name] == "yes", name
     assert answers["FullyConnected"] == "yes" and answers["sgd_update"].startswith("yes")
