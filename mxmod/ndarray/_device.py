@@ -34,14 +34,55 @@ def ctx_of(data: Any) -> Context:
         return current_context()
 
 
-@jax.jit
+HOST_MOVE_ELEMENTS = 1 << 16  # small CPU arrays: slicing and writes done by numpy
+
+
+def on_host(*arrays: Any) -> bool:
+    """Whether data movement over ``arrays`` (all concrete, small, on one CPU device) is
+    done by numpy: the same values, and no XLA program compiled per shape (a short job's
+    imperative indexing would otherwise compile one for every new shape)."""
+    device = None
+    for x in arrays:
+        if isinstance(x, jax.core.Tracer) or not isinstance(x, jax.Array):
+            return False
+        if x.size > HOST_MOVE_ELEMENTS or len(x.sharding.device_set) != 1:
+            return False
+        (d,) = x.sharding.device_set
+        if d.platform != "cpu" or (device is not None and d != device):
+            return False
+        device = d
+    return device is not None
+
+
+def host_copy(x: jax.Array) -> np.ndarray:
+    """A writable numpy copy of the CPU array ``x``."""
+    return np.array(x, copy=True)
+
+
+def to_device_of(host: np.ndarray, like: jax.Array) -> jax.Array:
+    (device,) = like.sharding.device_set
+    return jax.device_put(host, device)
+
+
 def _write_flat(src, begin, new):
+    if on_host(src, new):
+        host = host_copy(src)
+        host.reshape(-1)[begin : begin + new.size] = np.asarray(new).reshape(-1)
+        return to_device_of(host, src)
+    return _write_flat_jit(src, begin, new)
+
+
+@jax.jit
+def _write_flat_jit(src, begin, new):
     flat = jax.lax.dynamic_update_slice(src.reshape(-1), new.reshape(-1), (begin,))
     return flat.reshape(src.shape)
 
 
 def _read_flat(src, begin: int, shape: tuple):
     size = math.prod(shape)
+    if on_host(src):
+        host = np.asarray(src).reshape(-1)[begin : begin + size].reshape(shape)
+        return to_device_of(np.array(host), src)
     if begin == 0 and size == src.size:
         return src.reshape(shape)
     return _read_flat_jit(src, begin, size, shape)

@@ -8,6 +8,7 @@ give copies. Assignment computes the updated array functionally
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
@@ -15,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _index
+from ._device import HOST_MOVE_ELEMENTS, host_copy, on_host, to_device_of
 from .ndarray import NDArray, _fresh, _put
 
 
@@ -75,12 +77,26 @@ def set_item(arr: NDArray, key: Any, value: Any) -> None:
         if all(s == slice(0, n, 1) for s, n in zip(slices, arr.shape)):
             arr._set_data(data.reshape(arr.shape))
             return
-        idx = _jax_slices(slices, int_axes)
-        arr._set_data(arr._data.at[idx].set(data))
+        _write(arr, _jax_slices(slices, int_axes), data)
         return
     idx = _advanced_key(arr, key)
     sub_shape = tuple(jax.eval_shape(lambda x: x[idx], arr._data).shape)
-    arr._set_data(arr._data.at[idx].set(value_as(arr, value, sub_shape, key)))
+    _write(arr, idx, value_as(arr, value, sub_shape, key))
+
+
+def _write(arr: NDArray, idx: tuple, data: jax.Array) -> None:
+    """``arr[idx] = data`` (``data`` in the indexed shape), by numpy for a small CPU array."""
+    index_arrays = [k for k in idx if isinstance(k, jax.Array)]
+    if on_host(arr._data, data, *index_arrays):
+        host = host_copy(arr._data)
+        try:
+            host[tuple(np.asarray(k) if isinstance(k, jax.Array) else k for k in idx)] = data
+        except IndexError:  # out-of-range indices: XLA's rules, as off the host
+            pass
+        else:
+            arr._set_data(to_device_of(host, arr._data))
+            return
+    arr._set_data(arr._data.at[idx].set(data))
 
 
 def value_as(arr: NDArray, value: Any, shape: tuple, key: Any) -> jax.Array:
@@ -113,10 +129,12 @@ def value_as(arr: NDArray, value: Any, shape: tuple, key: Any) -> jax.Array:
             )
         host = host.astype(dt, copy=False)
         if host.ndim == 0:
+            if math.prod(shape) <= HOST_MOVE_ELEMENTS:  # no program per shape
+                return jax.device_put(np.full(shape, host, dt), arr._ctx.jax_device)
             return jnp.full(shape, host, dtype=dt, device=arr._ctx.jax_device)
         data = jax.device_put(host, arr._ctx.jax_device)
     if data.dtype != dt:
-        data = data.astype(dt)
+        data = to_device_of(np.asarray(data).astype(dt), data) if on_host(data) else data.astype(dt)
     ds = tuple(data.shape)
     if ds != shape:
         extra = len(ds) - len(shape)
@@ -127,6 +145,9 @@ def value_as(arr: NDArray, value: Any, shape: tuple, key: Any) -> jax.Array:
                 f"cannot assign a value of shape {ds} to NDArray[{key!r}] of shape {shape}: "
                 f"the value must broadcast to {shape}"
             )
+        if on_host(data) and math.prod(shape) <= HOST_MOVE_ELEMENTS:
+            host = np.asarray(data).reshape(ds[max(extra, 0) :])
+            return to_device_of(np.array(np.broadcast_to(host, shape)), data)
         data = jnp.broadcast_to(data.reshape(ds[max(extra, 0) :]), shape)
     return data
 
