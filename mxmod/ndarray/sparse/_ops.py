@@ -397,17 +397,23 @@ def unary(name: str):
 
 
 def clip(data: NDArray, a_min: Any, a_max: Any, out: NDArray | None = None) -> NDArray:
-    """MXNet's ``clip`` on any storage: a sparse array whose bounds hold 0 keeps its storage
-    (only stored values are clipped); otherwise the result is dense. ``out`` receives it in
-    ``out``'s storage type.
+    """MXNet's ``clip`` on any storage: a sparse array keeps its storage (only stored values
+    are clipped); a dense one gives a dense result. ``out`` receives it in ``out``'s storage.
 
     Raises:
         TypeError: ``data`` is not an NDArray.
+        MXNetError: a sparse ``data`` with bounds that exclude 0 (MXNet has no kernel).
     """
     if not isinstance(data, NDArray):
         raise TypeError(f"clip needs an NDArray, got a {type(data).__name__}")
     lo, hi = np.asarray(a_min).astype(data.dtype), np.asarray(a_max).astype(data.dtype)
-    if isinstance(data, BaseSparseNDArray) and lo <= 0 <= hi:
+    if isinstance(data, BaseSparseNDArray) and not lo <= 0 <= hi:
+        raise MXNetError(
+            f"Check failed: infer_stype_success: Operator not implemented: operator = clip, "
+            f"input storage type {data.stype} with a_min={a_min}, a_max={a_max}: sparse clip "
+            f"needs a_min <= 0 <= a_max; clip data.tostype('default') instead"
+        )
+    if isinstance(data, BaseSparseNDArray):
         values = jnp.where(data._sdata > hi, hi, jnp.where(data._sdata < lo, lo, data._sdata))
         res = data._like(values.astype(data._sdata.dtype), data._saux, data._ctx)
     else:
