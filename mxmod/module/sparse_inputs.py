@@ -19,7 +19,7 @@ from ..executor.placement import MeshPlacement
 from ..executor.sparse_io import device_csr_parts
 from ..ndarray import NDArray
 from ..ndarray.sparse import CSRNDArray, zeros
-from ..ndarray.sparse.parts import csr_parts
+from ..ndarray.sparse.parts import CsrParts, csr_parts, padded_size
 from ..optimizer.lazy import supports_lazy
 from ..symbol.stype import variable_stypes
 
@@ -43,7 +43,8 @@ def dense_batch_array(arr):
     return arr
 
 
-def _as_csr(name, arr) -> CSRNDArray:
+def _as_csr(name, arr):
+    """The batch as a CSRNDArray, or a dense batch as its 2-D host array."""
     if isinstance(arr, CSRNDArray):
         return arr
     if getattr(arr, "stype", "default") != "default":
@@ -54,7 +55,21 @@ def _as_csr(name, arr) -> CSRNDArray:
     host = arr.asnumpy() if isinstance(arr, NDArray) else np.asarray(arr)
     if host.ndim != 2:
         raise MXNetError(f"data {name!r} is a csr input: its batch must be 2-D, got {host.shape}")
-    return NDArray(host).tostype("csr")
+    return host
+
+
+def _host_csr_parts(host: np.ndarray) -> CsrParts:
+    """``CsrParts`` of a dense host batch (MXNet's cast to csr), built on the host."""
+    rows, cols = np.nonzero(host)
+    nnz, size = rows.shape[0], padded_size(rows.shape[0])
+    pad = size - nnz
+    n_rows, n_cols = host.shape
+    return CsrParts(
+        data=np.concatenate([host[rows, cols], np.zeros(pad, host.dtype)]),
+        rows=np.concatenate([rows.astype(np.int32), np.full(pad, n_rows, np.int32)]),
+        cols=np.concatenate([cols.astype(np.int32), np.full(pad, n_cols, np.int32)]),
+        shape=(n_rows, n_cols),
+    )
 
 
 def place_csr(progs, name, desc, arr, target):
@@ -69,15 +84,18 @@ def place_csr(progs, name, desc, arr, target):
     if np.dtype(csr.dtype) != np.dtype(desc.dtype):
         csr = csr.astype(desc.dtype)
     placement = progs.placement
+    mesh = isinstance(placement, MeshPlacement) and placement.n > 1
     if placement.processes > 1:
         raise NotImplementedError(
             f"csr input {name!r} in a multi-process (dist) Module is not supported by mxmod; "
             "declare the data variable dense (no stype='csr')"
         )
-    if isinstance(placement, MeshPlacement) and placement.n > 1:
-        parts = device_csr_parts(csr, placement.n)
-    else:
-        parts = csr_parts(csr)
+    if isinstance(csr, np.ndarray):  # a dense batch: cast on the host
+        if not mesh:
+            parts = _host_csr_parts(csr)
+            return jax.tree_util.tree_map(lambda x: jax.device_put(x, target), parts)
+        csr = NDArray(csr).tostype("csr")
+    parts = device_csr_parts(csr, placement.n) if mesh else csr_parts(csr)
     return jax.tree_util.tree_map(lambda x: jax.device_put(x, target), parts)
 
 
