@@ -77,3 +77,17 @@ def test_adagrad_sparse_refuses_weight_decay():
     with pytest.raises(ValueError, match="weight decay"):
         check_lazy_wd(mx.optimizer.AdaGrad(), [0.1])
     check_lazy_wd(mx.optimizer.SGD(), [0.1])  # SGD's lazy kernel has wd
+
+
+def test_lars_and_lbsgd_lazy_sparse_update_is_not_implemented():
+    g = mx.nd.array([[0, 0], [1, 1]]).tostype("row_sparse")
+    for opt in (mx.optimizer.LARS(momentum=0.9), mx.optimizer.LBSGD(momentum=0.9)):
+        w = mx.nd.ones((2, 2))
+        with pytest.raises(NotImplementedError, match="lazy_update=False"):
+            opt.update(0, w, g, opt.create_state(0, w))
+    opt = mx.optimizer.LARS(momentum=0.9, lazy_update=False)
+    w, dense = mx.nd.ones((2, 2)), mx.nd.ones((2, 2))
+    ref = mx.optimizer.LARS(momentum=0.9, lazy_update=False)
+    opt.update(0, w, g, opt.create_state(0, w))
+    ref.update(0, dense, g.tostype("default"), ref.create_state(0, dense))
+    np.testing.assert_allclose(w.asnumpy(), dense.asnumpy())

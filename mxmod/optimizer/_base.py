@@ -57,6 +57,12 @@ class Optimizer:
     _rule_attrs: tuple = ()
     _wd_suffixes: tuple = ("_weight", "_gamma")  # names that keep weight decay
     _mp_master_first = True  # multi-precision state layout: (w32, inner) vs (inner, w32)
+    # row_sparse gradients (lazy.py, _sparse_update.py): MXNet's sparse kernel kind, whether
+    # it runs through a master copy, refuses weight decay; create_state's storage types
+    _lazy_kernel: str | None = None
+    _lazy_mp = True
+    _lazy_no_wd = False
+    _state_stype: str | None = None
     _counts_updates = True
     _lr_before_count = False  # the rate is read before the update is counted (LBSGD)
     _uses_names = False  # the rule reads leaf.name imperatively too (part of the jit key)

@@ -71,6 +71,14 @@ def update_one(opt: Any, w: Any, g: Any, s: Any, leaf: LeafInfo, mp: bool, key: 
     traced = (leaf.lr, leaf.wd, leaf.t, leaf.extra)
     static = (key, mp, leaf.name, leaf.pos, leaf.first)
     rsp_grad = isinstance(g, RowSparseNDArray)
+    if rsp_grad and opt._lazy_kernel == "not_implemented" and opt.lazy_update:
+        name = type(opt).__name__
+        raise NotImplementedError(
+            f"{name}: MXNet updates a row_sparse gradient lazily (only its rows) through "
+            f"sgd_update/sgd_mom_update with {name}'s rates; mxmod does not implement that "
+            f"lazy form. Pass lazy_update=False (LARS: the standard update) or a dense gradient "
+            f"(grad.tostype('default'))"
+        )
     if rsp_grad and supports_lazy(opt, w.stype, mp):
         check_lazy_wd(opt, [leaf.wd])
         new_w, new_s = _fn(opt, True)(static, w_dense, padded_rows(g), s_dense, traced)

@@ -48,8 +48,9 @@ class Adam(Optimizer):
         m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g**2
         w = w - lr_t * m / (sqrt(v) + epsilon)
 
-    State ``(mean, var)`` in the weight's dtype. ``lazy_update`` only affects row_sparse
-    gradients in MXNet; mxmod's are dense, so it has no effect.
+    State ``(mean, var)`` in the weight's dtype. ``lazy_update`` (default True): a row_sparse
+    gradient updates only its rows of the weight, mean and var (MXNet's lazy kernel, see
+    ``lazy.py``); False: the standard update (the densified gradient).
 
     Raises:
         ValueError: ``beta1``/``beta2`` outside ``[0, 1)`` or ``epsilon < 0``.

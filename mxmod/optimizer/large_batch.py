@@ -50,7 +50,8 @@ class LARS(Optimizer):
 
     Args:
         momentum: in [0, 1).
-        lazy_update: no effect (dense gradients).
+        lazy_update: MXNet's lazy row_sparse update is not implemented (a row_sparse
+            gradient raises NotImplementedError); False applies it densely (standard update).
         eta: the LARS coefficient (>= 0).
         eps: added to the denominator (>= 0).
         momentum_correction: see above.
@@ -62,6 +63,7 @@ class LARS(Optimizer):
 
     _rule_attrs = ("momentum", "eta", "eps", "momentum_correction")
     _state_stype = "lazy_update"  # create_state: the weight's stype when lazy_update
+    _lazy_kernel = "not_implemented"  # MXNet's lazy LARS (row_sparse gradient): see lazy.py
     _mp_master_first = False
     _extra_keys = ("momentum",)
     _uses_names = True
@@ -248,6 +250,8 @@ class LBSGD(Optimizer):
     """
 
     _state_stype = "weight"
+    _lazy_kernel = "not_implemented"  # MXNet's lazy LBSGD (row_sparse gradient)
+    lazy_update = True  # MXNet's LBSGD always calls sgd_update's lazy default
     _rule_attrs = ("momentum", "warmup_strategy", "warmup_epochs", "batch_scale",
                    "updates_per_epoch", "init_updates", "begin_num_update")  # fmt: skip
     _extra_keys = ("lr_pre",)

@@ -42,8 +42,9 @@ class SGD(Optimizer):
 
     Args:
         momentum: the momentum factor.
-        lazy_update: MXNet's row_sparse option; gradients are dense in mxmod, so it has no
-            effect (kept for compatibility).
+        lazy_update: with a row_sparse gradient, update only its rows of the weight and
+            momentum (MXNet's lazy kernel, see ``lazy.py``; not through a float16 master
+            copy, where MXNet's ``mp_sgd_*`` kernels are dense); False: the standard update.
         **kwargs: see :class:`Optimizer`.
     """
 
