@@ -28,7 +28,7 @@ def test_module_steps_match_mxnet(name):
         np.testing.assert_allclose(value, GOLD[f"{name}/{key}"], rtol=2e-5, atol=2e-6, err_msg=key)
 
 
-@pytest.mark.parametrize("kvstore", ["device", "local"])
+@pytest.mark.parametrize("kvstore", [pytest.param("device", marks=pytest.mark.slow), "local"])
 def test_two_devices_match_mxnet_one_device(kvstore):
     """A csr batch split by rows over two devices (CsrParts per device), row gradients
     summed by the kvstore: the same steps as MXNet's single device."""
