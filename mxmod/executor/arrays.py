@@ -162,3 +162,33 @@ def reshaped_arrays(exe: Any, partial_shaping: bool, allow_up_sizing: bool, shap
         },
     )
     return new_args, new_grads, new_aux, out_specs(sym, inferred, types)
+
+
+def to_jax(value: Any, like: Any, what: str):
+    if isinstance(value, BaseSparseNDArray):
+        value = value.tostype("default")
+    arr = value._data if isinstance(value, NDArray) else jnp.asarray(np.asarray(value))
+    if tuple(arr.shape) != tuple(like.shape):
+        raise MXNetError(
+            f"{what}: got shape {tuple(arr.shape)} but the executor is bound with "
+            f"{tuple(like.shape)}; use reshape() to bind new shapes"
+        )
+    return arr.astype(like.dtype) if arr.dtype != like.dtype else arr
+
+
+def set_argument(target: NDArray, value: Any, what: str) -> None:
+    """Write ``value`` into a bound argument array (a sparse one keeps its storage type)."""
+    if not isinstance(target, BaseSparseNDArray):
+        target._set_data(to_jax(value, target._data, what))
+        return
+    if tuple(value.shape) != tuple(target.shape):
+        raise MXNetError(
+            f"{what}: got shape {tuple(value.shape)} but the executor is bound with "
+            f"{tuple(target.shape)}; use reshape() to bind new shapes"
+        )
+    if type(value) is type(target):
+        target._set_parts(target.shape, value._sdata.astype(target.dtype), list(value._saux))
+        return
+    if isinstance(value, BaseSparseNDArray):
+        value = value.tostype("default")
+    target._set_data(value.asnumpy() if isinstance(value, NDArray) else np.asarray(value))

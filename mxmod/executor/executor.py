@@ -24,7 +24,7 @@ from ..ndarray import sparse
 from ..ndarray.sparse import BaseSparseNDArray, CSRNDArray, RowSparseNDArray
 from ..symbol.stype import infer_stypes
 from ..ndarray.sparse.parts import RowParts
-from .arrays import reshaped_arrays
+from .arrays import reshaped_arrays, set_argument, to_jax
 from .rows import only_dot_lhs
 from .sparse_io import program_value, store_sparse_grad
 from .head_grads import missing_head_grads_error, outputs_needing_head_grads
@@ -102,36 +102,6 @@ def forget_compiled() -> None:
     """Drop the structural cache of compiled graphs (symbols already bound keep theirs):
     symbols bound afterwards compile afresh."""
     _BY_STRUCTURE.clear()
-
-
-def _to_jax(value: Any, like: Any, what: str):
-    if isinstance(value, BaseSparseNDArray):
-        value = value.tostype("default")
-    arr = value._data if isinstance(value, NDArray) else jnp.asarray(np.asarray(value))
-    if tuple(arr.shape) != tuple(like.shape):
-        raise MXNetError(
-            f"{what}: got shape {tuple(arr.shape)} but the executor is bound with "
-            f"{tuple(like.shape)}; use reshape() to bind new shapes"
-        )
-    return arr.astype(like.dtype) if arr.dtype != like.dtype else arr
-
-
-def set_argument(target: NDArray, value: Any, what: str) -> None:
-    """Write ``value`` into a bound argument array (a sparse one keeps its storage type)."""
-    if not isinstance(target, BaseSparseNDArray):
-        target._set_data(_to_jax(value, target._data, what))
-        return
-    if tuple(value.shape) != tuple(target.shape):
-        raise MXNetError(
-            f"{what}: got shape {tuple(value.shape)} but the executor is bound with "
-            f"{tuple(target.shape)}; use reshape() to bind new shapes"
-        )
-    if type(value) is type(target):
-        target._set_parts(target.shape, value._sdata.astype(target.dtype), list(value._saux))
-        return
-    if isinstance(value, BaseSparseNDArray):
-        value = value.tostype("default")
-    target._set_data(value.asnumpy() if isinstance(value, NDArray) else np.asarray(value))
 
 
 class Executor:
@@ -327,7 +297,7 @@ class Executor:
         if len(out_grads) != len(shapes):
             raise MXNetError(f"backward got {len(out_grads)} out_grads for {len(shapes)} outputs")
         return [
-            _on(_to_jax(g, jax.ShapeDtypeStruct(s, d), f"out_grads[{i}]"), self._ctx.jax_device)
+            _on(to_jax(g, jax.ShapeDtypeStruct(s, d), f"out_grads[{i}]"), self._ctx.jax_device)
             for i, (g, s, d) in enumerate(zip(out_grads, shapes, dtypes))
         ]
 
