@@ -144,3 +144,29 @@ def test_prepare_with_sparse_row_id_fn_as_mxnet():
     two.forward_backward(batch)
     two.update()
     assert two.get_params()[0]["w_weight"].stype == "row_sparse"
+
+
+@pytest.mark.parametrize("devices", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_fit_blocks_of_steps_with_varying_nnz(devices):
+    """fit(steps_per_dispatch=n) stacks csr batches whose entry counts fall in different
+    padding buckets (8 and 48 entries): the same weights as one step a dispatch."""
+    rng = np.random.RandomState(0)
+    dense = np.zeros((16, 12), np.float32)
+    dense[:4, :2] = 1
+    dense[4:8, :] = rng.rand(4, 12)
+    dense[8:, 3] = 2
+    label = rng.rand(16, 1).astype(np.float32)
+    it = mx.io.NDArrayIter(
+        mx.nd.array(dense).tostype("csr"), {"label": label}, 4, last_batch_handle="discard"
+    )
+    got = []
+    for spd in (1, 4):
+        mod = mx.mod.Module(
+            gen.module_symbol(mx, "linear"), data_names=["data"], label_names=["label"],
+            context=[mx.cpu(k) for k in range(devices)],
+        )  # fmt: skip
+        mod.fit(it, optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+                num_epoch=1, steps_per_dispatch=spd, initializer=mx.init.One())  # fmt: skip
+        got.append(mod.get_params()[0]["w_weight"].asnumpy())
+    np.testing.assert_allclose(got[1], got[0], rtol=1e-6)
+    assert not np.allclose(got[0], 1.0)

@@ -46,7 +46,7 @@ from ..executor.step import Batch, zero_key
 from ..io import DataBatch
 from .checkpoint import BatchEndParam
 from .group_run import serial_on_cpu
-from .sparse_inputs import lazy_rows
+from .sparse_inputs import lazy_rows, same_csr_sizes
 from .train_state import PendingStep
 
 
@@ -360,7 +360,8 @@ def _run_block(module, block, metric):
         hypers = [box.optimizer.fused_hyper(first) for _ in block]
         hypers = jax.tree_util.tree_map(lambda *xs: np.array(xs), *hypers)  # stacked per leaf
         fn = group._progs.train_steps(n, names, rule, metric, feed, reduction)
-        state, outs, stats = fn(state, [inputs for _, inputs in block], keys, hypers)
+        inputs = same_csr_sizes([inputs for _, inputs in block])
+        state, outs, stats = fn(state, inputs, keys, hypers)
     if serial_on_cpu(group._progs.placement):  # finish before the next collective program
         jax.block_until_ready(state)
     if scaler is not None:

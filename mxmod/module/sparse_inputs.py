@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
@@ -23,7 +24,14 @@ from ..ndarray.sparse.parts import CsrParts, csr_parts, padded_size
 from ..optimizer.lazy import supports_lazy
 from ..symbol.stype import variable_stypes
 
-__all__ = ["csr_input_names", "dense_batch_array", "lazy_rows", "place_csr", "prepare_rows"]
+__all__ = [
+    "csr_input_names",
+    "dense_batch_array",
+    "lazy_rows",
+    "place_csr",
+    "prepare_rows",
+    "same_csr_sizes",
+]
 
 
 def csr_input_names(group) -> frozenset:
@@ -164,3 +172,33 @@ def prepare_rows(module, data_batch, sparse_row_id_fn) -> None:
         like = module._arg_params[name]
         out = zeros("row_sparse", like.shape, dtype=like.dtype)
         kv.row_sparse_pull(name, out=out, row_ids=rows, priority=-group.param_names.index(name))
+
+
+def _repad(parts: CsrParts, size: int) -> CsrParts:
+    """``parts`` with its entries padded to ``size`` (along the last axis: a mesh batch's
+    parts carry a leading device axis)."""
+    extra = size - parts.data.shape[-1]
+    if extra == 0:
+        return parts
+    widths = [(0, 0)] * (parts.data.ndim - 1) + [(0, extra)]
+    n_rows, n_cols = parts.shape
+    return CsrParts(
+        data=jnp.pad(parts.data, widths),
+        rows=jnp.pad(parts.rows, widths, constant_values=n_rows),
+        cols=jnp.pad(parts.cols, widths, constant_values=n_cols),
+        shape=parts.shape,
+    )
+
+
+def same_csr_sizes(block: list) -> list:
+    """The inputs of a block of steps (``fit(steps_per_dispatch=n)``) with each csr input
+    padded to the block's largest entry count: the steps' inputs are stacked."""
+    names = [n for n, v in block[0].items() if isinstance(v, CsrParts)]
+    if not names:
+        return block
+    out = [dict(inputs) for inputs in block]
+    for name in names:
+        size = max(inputs[name].data.shape[-1] for inputs in block)
+        for inputs in out:
+            inputs[name] = _repad(inputs[name], size)
+    return out
