@@ -193,16 +193,32 @@ def _add_stored(dense: jax.Array, sp: BaseSparseNDArray, sign: int) -> jax.Array
 _BINARY = {"add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "div": jnp.divide}
 
 
+def _check_broadcast(op: str, lhs: NDArray, rhs: NDArray) -> None:
+    try:
+        np.broadcast_shapes(lhs.shape, rhs.shape)
+    except ValueError:
+        raise MXNetError(
+            f"{op}: operands could not be broadcast together with shapes {lhs.shape} {rhs.shape}"
+        ) from None
+
+
 def _binary(kind: str, op: str, lhs: Any, rhs: Any) -> NDArray:
     if not isinstance(lhs, NDArray) or not isinstance(rhs, NDArray):
         raise TypeError(
             f"{op} needs two NDArrays, got {type(lhs).__name__} and {type(rhs).__name__}"
         )
-    if lhs.shape != rhs.shape:
+    if lhs.shape != rhs.shape and op.startswith("elemwise_"):
         raise NotImplementedError(
             f"{op} of a {_stype(lhs)} array {lhs.shape} and a {_stype(rhs)} array {rhs.shape}: "
-            f"broadcasting with sparse storage is not supported by mxmod; use arrays of one shape"
+            f"elemwise operators need arrays of one shape; use the broadcasting operator"
         )
+    if lhs.shape != rhs.shape:  # broadcast_<op>
+        _check_broadcast(op, lhs, rhs)
+        if kind == "mul" and _stype(lhs) == "csr" and _stype(rhs) == "default":
+            if np.broadcast_shapes(lhs.shape, rhs.shape) == lhs.shape:  # csr kernel
+                return _scale_stored(lhs, jnp.broadcast_to(rhs._data, lhs.shape))
+        # MXNet's storage fallback: dense
+        return _dense_out(_BINARY[kind](_values(lhs), _values(rhs)).astype(lhs.dtype), lhs)
     ls, rs = _stype(lhs), _stype(rhs)
     if ls == rs != "default" and kind != "div":
         return _on_union(lhs, rhs, _BINARY[kind])
@@ -301,12 +317,7 @@ def _operator(kind: str, op: str, reverse: bool = False):
                 f"NDArray or a Python scalar"
             )
         if reverse or kind in _DENSE_FALLBACK:  # a dense left operand: dense (MXNet)
-            if other.shape != self.shape:
-                raise NotImplementedError(
-                    f"{op} of a {_stype(other)} array {other.shape} and a {self.stype} array "
-                    f"{self.shape}: broadcasting with sparse storage is not supported by "
-                    f"mxmod; use arrays of one shape"
-                )
+            _check_broadcast(op, self, other)
             return _fallback(fn, self, other, reverse)
         if kind == "div" and self.stype == "csr" and other.stype == "default":
             raise MXNetError(
