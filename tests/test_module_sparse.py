@@ -170,3 +170,23 @@ def test_fit_blocks_of_steps_with_varying_nnz(devices):
         got.append(mod.get_params()[0]["w_weight"].asnumpy())
     np.testing.assert_allclose(got[1], got[0], rtol=1e-6)
     assert not np.allclose(got[0], 1.0)
+
+
+def test_batch_written_after_the_iterator_made_it_is_read_as_written():
+    """NDArrayIter's dense batches from csr rows remember those rows (the Module skips a
+    scan for non-zeros); a batch changed in place is read as changed."""
+    from mxmod.io._host_csr import remembered_csr
+
+    dense = np.eye(4, 12, dtype=np.float32) * 3
+    it = mx.io.NDArrayIter(mx.nd.array(dense).tostype("csr"), {"label": np.zeros((4, 1))}, 4,
+                           last_batch_handle="discard")  # fmt: skip
+    batch = it.next()
+    assert remembered_csr(batch.data[0]) is not None
+    mod = _linear_module()
+    mod.init_params(mx.init.One())
+    mod.forward(batch, is_train=False)
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), 3.0)  # 3 * 1 + bias 0
+    batch.data[0][:] = 2 * batch.data[0]
+    assert remembered_csr(batch.data[0]) is None
+    mod.forward(batch, is_train=False)
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), 6.0)

@@ -15,8 +15,9 @@ import numpy as np
 
 from ..ndarray.sparse import CSRNDArray
 from ..ndarray.sparse import csr_matrix as nd_csr_matrix
+from ..ndarray.sparse.parts import CsrParts, padded_size
 
-__all__ = ["HostCsr", "is_csr_source"]
+__all__ = ["DenseRows", "HostCsr", "is_csr_source", "remember_csr", "remembered_csr"]
 
 
 def _is_scipy_sparse(value: Any) -> bool:
@@ -76,7 +77,22 @@ class HostCsr:
         out = np.zeros(part.shape, self.dtype)
         row_of = np.repeat(np.arange(part.shape[0]), np.diff(part.indptr))
         out[row_of, part.indices] = part.data
+        out = out.view(DenseRows)
+        out.csr = part
         return out
+
+    def parts(self) -> CsrParts:
+        """The rows as host ``CsrParts`` (entries padded to ``parts.padded_size``)."""
+        nnz = self.data.shape[0]
+        pad = padded_size(nnz) - nnz
+        n_rows, n_cols = self.shape
+        rows = np.repeat(np.arange(n_rows, dtype=np.int32), np.diff(self.indptr))
+        return CsrParts(
+            data=np.concatenate([self.data, np.zeros(pad, self.dtype)]),
+            rows=np.concatenate([rows, np.full(pad, n_rows, np.int32)]),
+            cols=np.concatenate([self.indices.astype(np.int32), np.full(pad, n_cols, np.int32)]),
+            shape=(n_rows, n_cols),
+        )
 
     def to_ndarray(self, positions: Any, ctx: Any) -> CSRNDArray:
         """The rows at ``positions`` as a CSRNDArray on ``ctx``."""
@@ -84,3 +100,23 @@ class HostCsr:
         return nd_csr_matrix(
             (part.data, part.indices, part.indptr), shape=part.shape, ctx=ctx, dtype=self.dtype
         )
+
+
+class DenseRows(np.ndarray):
+    """A dense batch made from csr rows, remembering them (``csr``) so a Module feeding a
+    csr input skips the scan for non-zeros."""
+
+    csr = None
+
+
+def remember_csr(batch_array: Any, rows: HostCsr) -> None:
+    """Tie the csr ``rows`` to the NDArray ``batch_array`` made from them."""
+    batch_array._csr_rows = (batch_array._data, rows)
+
+
+def remembered_csr(batch_array: Any) -> HostCsr | None:
+    """The csr rows a batch NDArray was made from, unless it was written since."""
+    tied = getattr(batch_array, "_csr_rows", None)
+    if tied is None or tied[0] is not batch_array._data:
+        return None
+    return tied[1]

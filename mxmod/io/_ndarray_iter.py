@@ -19,7 +19,7 @@ from ..base import MXNetError
 from ..context import current_context
 from ..ndarray import NDArray
 from ._device_sources import DeviceSources, as_sharding
-from ._host_csr import HostCsr, is_csr_source
+from ._host_csr import DenseRows, HostCsr, is_csr_source, remember_csr
 from .io import DataBatch, DataDesc, DataIter
 
 __all__ = ["NDArrayIter"]
@@ -78,7 +78,11 @@ def _send(arrays, targets):
     """
     if targets is None:
         targets = [SingleDeviceSharding(current_context().jax_device)] * len(arrays)
-    return [NDArray(x) for x in jax.device_put(list(arrays), list(targets))]
+    out = [NDArray(x) for x in jax.device_put(list(arrays), list(targets))]
+    for host, arr in zip(arrays, out):
+        if isinstance(host, DenseRows):  # rows of a csr source: a Module may want them
+            remember_csr(arr, host.csr)
+    return out
 
 
 def _init_data(data, allow_empty, default_name):

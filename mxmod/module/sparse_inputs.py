@@ -18,6 +18,7 @@ import numpy as np
 from ..base import MXNetError
 from ..executor.placement import MeshPlacement
 from ..executor.sparse_io import device_csr_parts
+from ..io._host_csr import remembered_csr
 from ..ndarray import NDArray
 from ..ndarray.sparse import CSRNDArray, zeros
 from ..ndarray.sparse.parts import CsrParts, csr_parts, padded_size
@@ -83,6 +84,11 @@ def _host_csr_parts(host: np.ndarray) -> CsrParts:
 def place_csr(progs, name, desc, arr, target):
     """``CsrParts`` of the batch array ``arr`` for the csr input ``name``, on ``target``
     (the input's sharding)."""
+    rows = remembered_csr(arr)  # a dense batch NDArrayIter made from csr rows
+    mesh = isinstance(progs.placement, MeshPlacement) and progs.placement.n > 1
+    if rows is not None and not mesh and tuple(rows.shape) == tuple(desc.shape):
+        if np.dtype(rows.dtype) == np.dtype(desc.dtype):
+            return jax.tree_util.tree_map(lambda x: jax.device_put(x, target), rows.parts())
     csr = _as_csr(name, arr)
     if tuple(csr.shape) != tuple(desc.shape):
         raise MXNetError(
@@ -92,7 +98,6 @@ def place_csr(progs, name, desc, arr, target):
     if np.dtype(csr.dtype) != np.dtype(desc.dtype):
         csr = csr.astype(desc.dtype)
     placement = progs.placement
-    mesh = isinstance(placement, MeshPlacement) and placement.n > 1
     if placement.processes > 1:
         raise NotImplementedError(
             f"csr input {name!r} in a multi-process (dist) Module is not supported by mxmod; "
