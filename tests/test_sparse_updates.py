@@ -2,6 +2,7 @@
 the update operators with row_sparse/csr inputs (lazy, std, storage fallback, errors) and the
 optimizer classes' imperative updates with row_sparse gradients."""
 
+import io
 import json
 import os
 
@@ -122,3 +123,23 @@ def test_adagrad_optimizer_with_sparse_grad_and_wd_is_refused():
     g = mx.nd.ones((3, 2)).tostype("row_sparse")
     with pytest.raises(ValueError, match="weight decay"):
         opt.update(0, w, g, opt.create_state(0, w))
+
+
+def test_sparse_states_keep_storage_through_get_states():
+    upd = mx.optimizer.get_updater(mx.optimizer.Adam())
+    w = mx.nd.ones((4, 3)).tostype("row_sparse")
+    upd(0, mx.nd.array(np.eye(4, 3)).tostype("row_sparse"), w)
+    other = mx.optimizer.get_updater(mx.optimizer.Adam())
+    other.set_states(upd.get_states())
+    for old, new in zip(upd.states[0], other.states[0]):
+        assert new.stype == "row_sparse"
+        np.testing.assert_array_equal(new.asnumpy(), old.asnumpy())
+    with np.load(io.BytesIO(upd.get_states())) as z:
+        members = dict(z)
+    key = "__mxmod_optimizer_states__"
+    text = members[key].tobytes().replace(b'"stype": "row_sparse"', b'"stype": "rowsparse!"')
+    members[key] = np.frombuffer(text, np.uint8)
+    buf = io.BytesIO()
+    np.savez(buf, **members)
+    with pytest.raises(MXNetError, match="stype.*'row_sparse' or 'csr'"):
+        other.set_states(buf.getvalue())

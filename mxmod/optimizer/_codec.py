@@ -106,7 +106,10 @@ class _Encoder:
             return self.array(obj.array, "__nd__", {"ctx": ctx})
         if hasattr(obj, "_set_data") and hasattr(obj, "_data"):  # NDArray
             ctx = obj.context
-            return self.array(obj._data, "__nd__", {"ctx": [ctx.device_type, ctx.device_id]})
+            extra = {"ctx": [ctx.device_type, ctx.device_id]}
+            if getattr(obj, "stype", "default") != "default":  # stored dense, cast back
+                extra["stype"] = obj.stype
+            return self.array(obj._data, "__nd__", extra)
         if isinstance(obj, np.ndarray) or type(obj).__module__.startswith("jax"):
             return self.array(obj, "__array__", {})
         if isinstance(obj, tuple):
@@ -173,6 +176,7 @@ _TAGS = {
     "__optimizer__": {"__optimizer__", "attrs"},
     "__lr_scheduler__": {"__lr_scheduler__", "attrs"},
 }
+_OPTIONAL_KEYS = {"__nd__": {"stype"}}  # a sparse NDArray's storage type
 
 
 def _fail(source: str, where: str, problem: str, expected: str) -> Exception:
@@ -230,7 +234,9 @@ class _Decoder:
         if not isinstance(obj, dict):
             return obj
         tags = [t for t in _TAGS if t in obj]
-        if len(tags) != 1 or set(obj) != _TAGS[tags[0]]:
+        if len(tags) != 1 or not (
+            _TAGS[tags[0]] <= set(obj) <= _TAGS[tags[0]] | _OPTIONAL_KEYS.get(tags[0], set())
+        ):
             raise self.fail(
                 where,
                 f"an object with keys {sorted(obj)[:4]}",
@@ -251,7 +257,11 @@ class _Decoder:
                     f"{_short(ctx)} is not a context",
                     "[device_type, device_id], e.g. ['cpu', 0]",
                 )
-            return _make_ndarray(self.array(obj, tag, where), ctx)
+            arr = _make_ndarray(self.array(obj, tag, where), ctx)
+            stype = obj.get("stype", "default")
+            if stype not in ("row_sparse", "csr", "default"):
+                raise self.fail(f"{where}.stype", repr(stype), "'row_sparse' or 'csr'")
+            return arr if stype == "default" else arr.tostype(stype)
         if tag == "__array__":
             return jnp.asarray(self.array(obj, tag, where))
         items = obj[tag]
