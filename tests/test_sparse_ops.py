@@ -108,7 +108,7 @@ MISTAKES = [
     (lambda: _csr() / mx.nd.ones((5, 4)), MXNetError, "Please use elemwise_div"),
     (lambda: _csr() + "a", NotImplementedError, "__add__ of a CSRNDArray with a str"),
     (lambda: SP.sqrt([1.0]), TypeError, "sparse.sqrt needs an NDArray"),
-    (lambda: SP.concat, NotImplementedError, "mx.nd.sparse.concat: sparse operators"),
+    (lambda: SP.clip(_csr(), 1, 2), MXNetError, "sparse clip needs a_min <= 0 <= a_max"),
 ]  # fmt: skip
 
 

@@ -35,7 +35,7 @@ def inplace(op, a, b):
 def test_sparse_operand_matches_mxnet(case):
     d = mx.nd.array(OUT["d"])
     s = mx.nd.array(OUT["s"]).tostype(case["stype"])
-    scope = {"mx": mx, "inplace": inplace, "d": d, "s": s}
+    scope = {"mx": mx, "S": mx.nd.sparse, "inplace": inplace, "d": d, "s": s}
     if "error" in case:
         with pytest.raises((MXNetError, NotImplementedError)):
             eval(case["expr"], scope)  # noqa: S307

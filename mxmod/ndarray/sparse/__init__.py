@@ -7,7 +7,9 @@ and ``/``), the creation functions, ``mx.nd.save``/``load`` of sparse records an
 (``_ops``: ``dot``, ``_square_sum``, elementwise ``add``/``subtract``/``multiply``/``divide``
 and ``+ - * /``, zero-keeping unary operators, ``zeros_like``) with MXNet's output storage,
 and the optimizer updates ``sgd_update``, ``sgd_mom_update``, ``adam_update``,
-``ftrl_update``, ``adagrad_update`` with MXNet's lazy/std row_sparse kernels (``_updates``).
+``ftrl_update``, ``adagrad_update`` with MXNet's lazy/std row_sparse kernels (``_updates``),
+and MXNet's other generated sparse operators (``_fallback``: mostly its dense fallback).
+Dense operators take sparse inputs through MXNet's storage fallback (a dense copy).
 """
 
 from ..ndarray import NDArray
@@ -15,7 +17,7 @@ from ._base import BaseSparseNDArray
 from ._csr import CSRNDArray
 from ._row_sparse import RowSparseNDArray, retain
 from ._create import array, cast_storage, csr_matrix, dense_tostype, empty, row_sparse_array, zeros
-from . import _ops
+from . import _fallback, _ops
 from ._ops import (
     add,
     clip,
@@ -77,21 +79,13 @@ __all__ = [
     "zeros",
 ]
 
-# MXNet's other sparse operators (mx.nd.sparse.<op>, from its generated gen_sparse module) that
-# mxmod does not have yet: named in the error rather than a bare AttributeError
-_SPARSE_OPS = frozenset(
-    "ElementWiseSum Embedding FullyConnected LinearRegressionOutput "
-    "LogisticRegressionOutput MAERegressionOutput add_n "
-    "arccos arccosh broadcast_add broadcast_div broadcast_minus broadcast_mul "
-    "broadcast_plus broadcast_sub concat "
-    "make_loss mean norm slice square_sum sum where".split()
-)
+for _name, _fn in _fallback.OPS.items():  # MXNet's other generated sparse operators
+    globals()[_name] = _fn
+__all__ += list(_fallback.OPS)
 
 
 def __getattr__(name: str):
-    if name in _SPARSE_OPS:
-        raise NotImplementedError(
-            f"mx.nd.sparse.{name}: sparse operators are not implemented in mxmod yet; convert "
-            f"the inputs with .tostype('default') and use the dense mx.nd.{name}"
-        )
-    raise AttributeError(f"module 'mxmod.ndarray.sparse' has no attribute {name!r}")
+    raise AttributeError(
+        f"module 'mxmod.ndarray.sparse' has no attribute {name!r} (MXNet 1.9.1's mx.nd.sparse "
+        f"has none either; dense operators take sparse inputs through mx.nd.{name})"
+    )
