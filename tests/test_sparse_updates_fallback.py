@@ -1,6 +1,6 @@
 """NDArray arithmetic and operators given a sparse operand against MXNet 1.9.1
-(tests/fixtures/gen_sparse_updates.py, ``FALLBACK``): values always, output storage type
-where mxmod follows MXNet (see ``DENSE_NOT_SPARSE``)."""
+(tests/fixtures/gen_sparse_updates.py, ``FALLBACK``): values and output storage type, or
+MXNet's error."""
 
 import json
 import os
@@ -15,9 +15,6 @@ HERE = os.path.join(os.path.dirname(__file__), "fixtures", "sparse_updates")
 with open(os.path.join(HERE, "fallback.json")) as _f:
     CASES = json.load(_f)
 OUT = np.load(os.path.join(HERE, "fallback.npz"))
-# mx.nd functions of mxmod/ndarray/ops.py that MXNet runs with a sparse kernel (sparse
-# result) but mxmod computes through the dense fallback (dense result, same values)
-DENSE_NOT_SPARSE = {"mx.nd.clip(s, -2, 2)"}
 
 
 def inplace(op, a, b):
@@ -43,6 +40,5 @@ def test_sparse_operand_matches_mxnet(case):
     res = eval(case["expr"], scope)  # noqa: S307
     want = OUT[f"{case['stype']}:{case['expr']}"]
     np.testing.assert_allclose(res.asnumpy(), want, rtol=1e-5, atol=1e-6, equal_nan=True)
-    if case["expr"] not in DENSE_NOT_SPARSE:
-        assert res.stype == case["out_stype"]
+    assert res.stype == case["out_stype"]
     assert s.asnumpy().tolist() == OUT["s"].tolist()  # operands unchanged

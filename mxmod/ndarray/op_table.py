@@ -79,6 +79,10 @@ def nd_function(name: str):
             raise MXNetError(f"mx.nd.{op.name} needs input {slot!r} (inputs: {', '.join(slots)})")
 
         given = match_inputs(f"mx.nd.{op.name}", slots, positional, named, missing)
+        if given and set(raw) <= {op.variadic} and out is None and given[0].stype != "default":
+            res = given[0]._sparse_unary(op.name, *given[1:])  # MXNet's sparse kernel
+            if res is not NotImplemented:
+                return res
         ins = [_array(x, op.name, slot) for x, slot in zip(given, slots)]
         fn, _ = _compiled(op.name, tuple(sorted(raw.items())), len(op.input_names(attrs)))
         key = None

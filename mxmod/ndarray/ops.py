@@ -262,6 +262,8 @@ def where(condition: NDArray, x: NDArray, y: NDArray) -> NDArray:
 def clip(data: NDArray, a_min: float, a_max: float) -> NDArray:
     """Clip values into ``[a_min, a_max]``."""
     _check(data, "clip")
+    if data.stype != "default":  # MXNet's sparse kernel (mx.nd.sparse)
+        return data._sparse_unary("clip", a_min, a_max)
     dt = data._data.dtype
     return _like(
         jnp.clip(data._data, jnp.asarray(a_min).astype(dt), jnp.asarray(a_max).astype(dt)), data
@@ -337,7 +339,11 @@ def minimum(lhs: Any, rhs: Any) -> NDArray:
 
 def _unary(fn, op: str):
     def f(data: NDArray) -> NDArray:
-        return _like(_program(fn, ())(_check(data, op)._data), data)
+        if _check(data, op).stype != "default":  # MXNet's sparse kernel or dense fallback
+            res = data._sparse_unary(op)
+            if res is not NotImplemented:
+                return res
+        return _like(_program(fn, ())(data._data), data)
 
     return named(f, op, f"Element-wise ``{op}`` (``mx.nd.{op}``); keeps the input dtype.")
 
@@ -353,7 +359,9 @@ def zeros_like(data: NDArray, ctx: Any = None, dtype: Any = None) -> NDArray:
     """Zeros with ``data``'s shape, dtype and context. ``ctx`` and ``dtype`` are accepted as
     MXNet's operator accepts them: its output keeps ``data``'s context and dtype whatever
     they say."""
-    return NDArray(jnp.zeros_like(_check(data, "zeros_like")._data), data._ctx)
+    if _check(data, "zeros_like").stype != "default":  # keeps the storage type (MXNet)
+        return data._sparse_unary("zeros_like")
+    return NDArray(jnp.zeros_like(data._data), data._ctx)
 
 
 def ones_like(data: NDArray, ctx: Any = None, dtype: Any = None) -> NDArray:

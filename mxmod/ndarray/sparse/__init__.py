@@ -45,6 +45,23 @@ for _name in ("abs", "sign", "sqrt", "square"):
     setattr(BaseSparseNDArray, _name, _ops.unary(_name))
 BaseSparseNDArray.clip = _ops.clip
 BaseSparseNDArray.zeros_like = _ops.zeros_like
+
+
+def _sparse_unary(self: BaseSparseNDArray, name: str, *args):
+    """How ``mx.nd.<name>(self, *args)`` runs (``ndarray/ops.py`` and ``op_table.py`` ask):
+    MXNet's sparse kernel, or NotImplemented for its dense fallback."""
+    if name == "clip":
+        return _ops.clip(self, *args)
+    if name == "zeros_like":
+        return _ops.zeros_like(self)
+    if name in _ops.ZERO_KEEPING and not args:
+        return _ops.unary(name)(self)
+    if name in ("add_n", "ElementWiseSum"):
+        return _fallback.OPS[name](self, *args)
+    return NotImplemented
+
+
+BaseSparseNDArray._sparse_unary = _sparse_unary
 for _name in (*_ops.ZERO_KEEPING, *_ops.DENSE_RESULT):
     globals()[_name] = _ops.unary(_name)
 

@@ -53,7 +53,8 @@ def _add_all(arrays: list, name: str) -> NDArray:
         return RowSparseNDArray._from_parts(
             arrays[0].shape, total[jnp.asarray(rows)], [rows.astype(np.int64)], arrays[0]._ctx
         )
-    return nd_function(name)(*arrays)
+    dense = [NDArray(a._data, a._ctx) if isinstance(a, BaseSparseNDArray) else a for a in arrays]
+    return nd_function(name)(*dense)
 
 
 def ElementWiseSum(*arrays: Any, **kwargs: Any) -> NDArray:  # noqa: N802  (MXNet's name)
