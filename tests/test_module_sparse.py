@@ -190,3 +190,13 @@ def test_batch_written_after_the_iterator_made_it_is_read_as_written():
     assert remembered_csr(batch.data[0]) is None
     mod.forward(batch, is_train=False)
     np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), 6.0)
+
+
+def test_fit_over_libsvm_iter_matches_mxnet():
+    """Module.fit with LibSVMIter's CSRNDArray batches (12 rows, batch 5: the wrapped last
+    batch and the next epoch's continuation, as MXNet), lazy SGD with momentum and wd."""
+    got = gen.libsvm_fit_case(mx, str(FIX / "io_sparse" / "module.t"))
+    for name, value in got.items():
+        np.testing.assert_allclose(value, GOLD[f"libsvm_fit/{name}"], rtol=2e-5, atol=2e-6)
+    _, _, params = gen.module_inputs()
+    assert got["w_weight"][7] == params["w_weight"][7]  # no row 7 in the file: not moved
