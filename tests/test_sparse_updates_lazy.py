@@ -91,3 +91,24 @@ def test_lars_and_lbsgd_lazy_sparse_update_is_not_implemented():
     opt.update(0, w, g, opt.create_state(0, w))
     ref.update(0, dense, g.tostype("default"), ref.create_state(0, dense))
     np.testing.assert_allclose(w.asnumpy(), dense.asnumpy())
+
+
+def test_aggregated_update_with_a_sparse_gradient_matches_single_updates():
+    g_rsp = mx.nd.array([[0, 0], [1, -1], [0, 0]]).tostype("row_sparse")
+    g_dense = mx.nd.array([[0.5, 0.5], [0, 0], [1, 1]])
+
+    def run(together):
+        opt = mx.optimizer.SGD(momentum=0.9, wd=0.1, learning_rate=0.5)
+        ws = [mx.nd.ones((3, 2)), mx.nd.ones((3, 2))]
+        states = [opt.create_state(i, w) for i, w in enumerate(ws)]
+        if together:
+            opt.update([0, 1], ws, [g_rsp, g_dense], states)
+        else:
+            opt.update(0, ws[0], g_rsp, states[0])
+            opt.update(1, ws[1], g_dense, states[1])
+        return [w.asnumpy() for w in ws]
+
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b)
+    lazy = run(True)[0]
+    np.testing.assert_array_equal(lazy[[0, 2]], 1.0)  # rows without gradient did not move
