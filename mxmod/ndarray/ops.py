@@ -281,6 +281,9 @@ def dot(
     """
     _check(lhs, "dot", "lhs")
     _check(rhs, "dot", "rhs")
+    sparse = lhs if lhs.stype != "default" else rhs
+    if sparse.stype != "default":  # MXNet's sparse dot (mx.nd.sparse.dot)
+        return sparse._sparse_unary("dot", lhs, rhs, transpose_a, transpose_b)
     if lhs._data.dtype != rhs._data.dtype:
         raise MXNetError(
             f"dot: lhs dtype {lhs._data.dtype} differs from rhs dtype {rhs._data.dtype}; "

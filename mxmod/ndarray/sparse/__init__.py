@@ -49,13 +49,16 @@ BaseSparseNDArray.zeros_like = _ops.zeros_like
 
 def _sparse_unary(self: BaseSparseNDArray, name: str, *args):
     """How ``mx.nd.<name>(self, *args)`` runs (``ndarray/ops.py`` and ``op_table.py`` ask):
-    MXNet's sparse kernel, or NotImplemented for its dense fallback."""
+    MXNet's sparse kernel, or NotImplemented for its dense fallback. ``dot`` passes both
+    operands (this sparse array is one of them)."""
     if name == "clip":
         return _ops.clip(self, *args)
     if name == "zeros_like":
         return _ops.zeros_like(self)
     if name in _ops.ZERO_KEEPING and not args:
         return _ops.unary(name)(self)
+    if name == "dot":  # args: lhs, rhs, transpose_a, transpose_b (either may be self)
+        return _ops.dot(*args)
     if name in ("add_n", "ElementWiseSum"):
         return _fallback.OPS[name](self, *args)
     return NotImplemented
