@@ -143,3 +143,25 @@ def test_sparse_states_keep_storage_through_get_states():
     np.savez(buf, **members)
     with pytest.raises(MXNetError, match="stype.*'row_sparse' or 'csr'"):
         other.set_states(buf.getvalue())
+
+
+def test_update_operator_without_out_returns_a_new_weight():
+    w, g, m = mx.nd.ones((2, 2)), mx.nd.ones((2, 2)), mx.nd.zeros((2, 2))
+    new = mx.nd.sgd_mom_update(w, g, m, lr=0.1, momentum=0.9)
+    assert new is not w
+    np.testing.assert_allclose(w.asnumpy(), 1.0)  # the weight is not written (MXNet)
+    np.testing.assert_allclose(m.asnumpy(), -0.1)  # the state is
+    np.testing.assert_allclose(new.asnumpy(), 0.9)
+    w16, w32 = mx.nd.ones((2, 2), dtype="float16"), mx.nd.ones((2, 2))
+    new = mx.nd.mp_sgd_update(w16, g.astype("float16"), w32, lr=0.1)
+    assert new.dtype == np.float16 and float(w16.asnumpy()[0, 0]) == 1.0
+    np.testing.assert_allclose(w32.asnumpy(), 0.9)
+
+
+def test_sparse_kernel_needs_out_weight():
+    w = mx.nd.ones((2, 2)).tostype("row_sparse")
+    g = mx.nd.ones((2, 2)).tostype("row_sparse")
+    with pytest.raises(MXNetError, match="kWriteInplace is expected for sparse sgd_update"):
+        mx.nd.sgd_update(w, g, lr=0.1)
+    dense = mx.nd.rmsprop_update(w, g, mx.nd.zeros((2, 2)), lr=0.1)  # fallback: fine
+    assert dense.stype == "default" and w.asnumpy().tolist() == [[1.0, 1.0], [1.0, 1.0]]

@@ -99,7 +99,7 @@ def _update_op(
             _check(kernel.__name__, *values)
             kw = {h: -1.0 if a[h] is None else a[h] for h in hyper}
             kw.update({k: f(a) for k, f in computed.items()})
-            target = a["weight"] if a["out"] is None else a["out"]
+            target = a["out"]  # None: a new array (the weight is not written, as MXNet)
             if sparse_only or any_sparse((*values, target)):
                 lazy = bool(a["lazy_update"]) if lazy_flag else True
                 return sparse_update(op_name, jitted, lazy_kernel, values, target, kw, lazy)
@@ -107,6 +107,9 @@ def _update_op(
             new_w, *new_states = res if states else (res,)
             for arr, value in zip(values[2:], new_states):
                 arr._set_data(value.astype(arr._data.dtype))
+            weight = a["weight"]
+            if target is None:
+                return NDArray(new_w.astype(weight._data.dtype), weight.context)
             target._set_data(new_w.astype(target._data.dtype))
             return target
 
@@ -120,7 +123,7 @@ _COMMON = dict(wd=0.0, rescale_grad=1.0, clip_gradient=-1.0)  # MXNet's defaults
 
 
 def _out_is_weight(a: dict) -> bool:
-    return a["out"] is None or a["out"] is a["weight"]
+    return a["out"] is a["weight"]
 
 
 @_update_op((), lazy_flag=True, **_COMMON)

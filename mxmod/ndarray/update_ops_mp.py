@@ -50,9 +50,10 @@ def _f32(x: NDArray) -> NDArray:
 def _through_master(kernel, weight, grad, states, weight32, out, kwargs) -> NDArray:
     _check(kernel.__name__, weight, grad, weight32, *states)
     kernel(weight32, _f32(grad), *states, out=weight32, **kwargs)
-    target = weight if out is None else out
-    target._set_data(weight32._data.astype(target._data.dtype))
-    return target
+    if out is None:  # a new array; weight32 (and the states) are updated in place (MXNet)
+        return NDArray(weight32._data.astype(weight._data.dtype), weight.context)
+    out._set_data(weight32._data.astype(out._data.dtype))
+    return out
 
 
 def mp_sgd_update(weight, grad, weight32, lr, out=None, **kwargs):
@@ -84,10 +85,11 @@ def _multi(name, per, data, lrs, wds, out, num_weights, apply) -> list:
         )
     if len(lrs) != n or len(wds) != n:
         raise MXNetError(f"mx.nd.{name}: lrs and wds need one value per weight ({n})")
-    outs = list(out) if isinstance(out, (list, tuple)) else [data[i * per] for i in range(n)]
-    for i in range(n):
+    outs = list(out) if isinstance(out, (list, tuple)) else [None] * n  # None: new arrays
+    return [
         apply(*data[i * per : (i + 1) * per], lr=float(lrs[i]), wd=float(wds[i]), out=outs[i])
-    return outs
+        for i in range(n)
+    ]
 
 
 def multi_sgd_update(*data, lrs, wds, num_weights=None, out=None, **kwargs):

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...base import MXNetError
+from ..ndarray import NDArray
 from ._base import BaseSparseNDArray
 from ._row_sparse import RowSparseNDArray
 from .parts import padded_size
@@ -130,9 +131,20 @@ def write_back(x, value: jax.Array, all_rows: bool) -> None:
 def sparse_update(name: str, dense_kernel, lazy_kernel, values: list, target, hyper: dict,
                   lazy_update: bool):  # fmt: skip
     """Run update operator ``name`` on ``values = [weight, grad, *states]`` (some sparse),
-    writing the new weight into ``target`` and the states in place; returns ``target``."""
+    writing the new weight into ``target`` (None: a new dense array; MXNet's sparse kernels
+    need ``out=weight``) and the states in place; returns the new weight.
+
+    Raises:
+        MXNetError: a sparse kernel without ``out=weight``, a row_sparse weight missing rows,
+            storage types a sparse-only operator has no kernel for.
+    """
     w, g, *states = values
-    mode = kernel_mode(name, w, g, states, target, hyper, lazy_update)
+    mode = kernel_mode(name, w, g, states, w if target is None else target, hyper, lazy_update)
+    if mode != "fallback" and target is not w:
+        raise MXNetError(
+            f"Check failed: req == kWriteInplace: kWriteInplace is expected for sparse {name}; "
+            f"pass out=weight (the sparse kernels update the weight in place)"
+        )
     if mode != "fallback":
         check_all_rows(name, w)
     dense_states = [dense_of(s) for s in states]
@@ -146,5 +158,7 @@ def sparse_update(name: str, dense_kernel, lazy_kernel, values: list, target, hy
     all_rows = mode != "fallback"
     for arr, value in zip(states, new_states):
         write_back(arr, value, all_rows)
+    if target is None:
+        return NDArray(new_w.astype(dense_of(w).dtype), w.context)
     write_back(target, new_w, all_rows)
     return target
