@@ -23,7 +23,9 @@ def _fresh_compile_cache_and_names():
     inspect or patch never leak between tests through the structural cache) and names its
     symbols from 0 (``dropout0``), as in a fresh process, whatever ran before on the worker."""
     import mxmod as mx  # imported by the first test that runs, not at collection
+    from mxmod.executor import tiers
 
     mx.executor.forget_compiled()
     with mx.name.NameManager():
         yield
+    tiers.drain()  # a background compile (MXMOD_COMPILE=tiered) ends inside its own test

@@ -59,6 +59,11 @@ def program_jit(fn, key=None, **jit_kwargs):
     return jax.jit(fn, **jit_kwargs)
 
 
+def drain() -> None:
+    """Wait until every background compile started so far has finished."""
+    _POOL.submit(lambda: None).result()
+
+
 class _Build:
     """One signature's builds: the program running now, and the optimised one when it is
     compiling (``future``) or not yet asked for (``optimised`` False, ``future`` None)."""
