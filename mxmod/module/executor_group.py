@@ -124,7 +124,13 @@ class DataParallelExecutorGroup:
         self._input_grads: dict = {}
         self._want_stacked = False
         self._keep_grads = False
-        self._overlay: dict = {}
+        # per-device parameter writes not yet in the state; a group bound with
+        # shared_group shares them (MXNet: the two groups' arrays are the same memory)
+        self._overlay: dict = (
+            shared_group._overlay
+            if shared_group is not None and len(shared_group.contexts) == len(self.contexts)
+            else {}
+        )
         self._tables: dict = {}
         # MXNet's shared_data_arrays: one dict per context, the shared group's when given
         self._owns_shared_arrays = shared_group is None

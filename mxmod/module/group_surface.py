@@ -80,7 +80,8 @@ def _commit_overlay(self) -> None:
     one copy per device (``StepState.per_device``; ``params`` holds their mean, what MXNet's
     ``get_params`` averages), so each device runs with its own weights as MXNet's
     executors do; elsewhere (aux states, one device, replicas) device 0's copy wins."""
-    overlay, self._overlay = self._overlay, {}
+    overlay = dict(self._overlay)
+    self._overlay.clear()  # in place: groups bound with shared_group share the dict
     writes: dict = {}
     for (kind, name, k), value in overlay.items():
         writes.setdefault((kind, name), {})[k] = value
@@ -200,6 +201,8 @@ def _zero_grads(self) -> None:
     }
     self._grads_stacked = bool(n)
     self._grads_valid = True
+    if self.state.grad_owner is None:  # the buffers groups sharing these weights show
+        self.state.grad_owner = self
 
 
 def _input_names(self) -> list:

@@ -174,7 +174,7 @@ def _write_output(g, p, i, k, value) -> None:
 
 def _state_view(g, kind: str, name: str, k):
     def read():
-        g.flush()
+        g.state.flush_all()  # groups sharing these weights finish their updates first
         if (kind, name, k) in g._overlay:
             return g._overlay[(kind, name, k)]
         if k is not None and kind == "param" and name in g.state.value.per_device:
@@ -183,7 +183,7 @@ def _state_view(g, kind: str, name: str, k):
         return store[name] if k is None else on_device(store[name], g._dev(k))
 
     def write(value):
-        g.flush()
+        g.state.flush_all()
         if k is None or len(g.contexts) == 1:
             g._write_whole(kind, name, value)
         else:
@@ -200,17 +200,36 @@ def aux_view(g, name, k):
     return _state_view(g, "aux", name, k)
 
 
+def _grad_buffer(g, name):
+    """The group whose gradients ``name``'s views show. Groups bound with ``shared_group``
+    share their common parameters' gradient buffers (MXNet hands the second group the
+    first one's arrays), so they show what the group that computed gradients last
+    (``TrainState.grad_owner``) holds, where it holds ``name`` in the same layout."""
+    owner = g.state.grad_owner
+    if (
+        owner is None
+        or owner is g
+        or not owner._grads_valid
+        or name not in owner._grads
+        or len(owner.contexts) != len(g.contexts)
+        or tuple(owner._arg_shape[name]) != tuple(g._arg_shape[name])
+    ):
+        return g
+    return owner
+
+
 def grad_view(g, name, k):
     """Device ``k``'s own gradient (its slice of the batch; the sum for ``k=None``)."""
     g._want_stacked = True
     g._keep_grads = True
 
     def read():
-        g.flush()
-        grad = g._current_grads().get(name)
+        g.state.flush_all()  # a group sharing the buffers may owe a backward
+        h = _grad_buffer(g, name)
+        grad = h._current_grads().get(name)
         if grad is None:
             return _zeros(g, g._arg_shape[name], g._arg_type[name], name, k)
-        if g._grads_stacked:
+        if h._grads_stacked:
             if k is not None or grad.shape[0] == 1:  # this worker's devices (dist_sync)
                 local = g._progs.placement.local(grad, 0)
                 return stacked_slot(local, 0 if k is None else k, g._dev(k or 0))
@@ -218,10 +237,11 @@ def grad_view(g, name, k):
         return grad
 
     def write(value):
-        g.flush()
-        cur = g._current_grads()
+        g.state.flush_all()
+        h = _grad_buffer(g, name)
+        cur = h._current_grads()
         value = jnp.asarray(value)
-        if g._grads_stacked:
+        if h._grads_stacked:
             idx = 0 if k is None else k
             cur[name] = stacked_replace(cur[name], idx, value.astype(cur[name].dtype))
         else:
