@@ -29,6 +29,7 @@ from ..executor.replicas import programs_for
 from ..executor.grad_check import check_differentiable
 from ..io import DataDesc
 from ..kvstore import dist
+from ..symbol.stype import variable_stypes
 from .ctx_groups import prepare_group2ctxs, variable_groups
 from . import group_run as run
 from . import group_state as state_io
@@ -108,6 +109,7 @@ class DataParallelExecutorGroup:
         self.fixed_param_names = list(fixed_param_names or [])
         self.state_names = list(state_names or [])
         self.logger = logger
+        self._var_stypes = variable_stypes(symbol)  # row_sparse parameters' views are such
         self._compiled = compiled_for(symbol)
         self._graph = self._compiled.graph
         self._devices = list(dict.fromkeys(c.jax_device for c in self.contexts))

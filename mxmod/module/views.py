@@ -20,6 +20,7 @@ from ..base import MXNetError
 from ..io import DataBatch, DataDesc
 from ..ndarray import NDArray
 from .slicing import sliced_shape
+from .sparse_views import RowSparseStateView
 
 
 class StateView(NDArray):
@@ -189,7 +190,10 @@ def _state_view(g, kind: str, name: str, k):
         else:
             g._overlay[(kind, name, k)] = jax.device_put(jnp.asarray(value), g._dev(k))
 
-    return StateView(g._grouped(name, k, read), write, g._var_ctx(name, k))
+    read = g._grouped(name, k, read)
+    if kind == "param" and g._var_stypes.get(name) == "row_sparse":
+        return RowSparseStateView(read, write, g._var_ctx(name, k), g._arg_shape[name])
+    return StateView(read, write, g._var_ctx(name, k))
 
 
 def param_view(g, name, k):
