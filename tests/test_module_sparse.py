@@ -200,3 +200,9 @@ def test_fit_over_libsvm_iter_matches_mxnet():
         np.testing.assert_allclose(value, GOLD[f"libsvm_fit/{name}"], rtol=2e-5, atol=2e-6)
     _, _, params = gen.module_inputs()
     assert got["w_weight"][7] == params["w_weight"][7]  # no row 7 in the file: not moved
+
+
+def test_fused_adagrad_refuses_weight_decay_on_row_sparse_gradients():
+    """MXNet's sparse AdaGrad kernel has no weight decay (its lazy update refuses one)."""
+    with pytest.raises(ValueError, match="does not support weight decay"):
+        gen.module_case(mx, "fm", "adagrad", dict(learning_rate=0.1, wd=0.01))

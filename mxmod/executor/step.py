@@ -161,9 +161,13 @@ def optimizer_rule(optimizer, lazy_rows=frozenset()) -> Keyed:
     lazily (``optimizer.lazy.supports_lazy``): only their gradient's rows of the weight and
     of its state move. Other row_sparse gradients are applied dense (MXNet's std update)."""
     fused_update = optimizer.fused_update
+    rows_update = getattr(optimizer, "fused_update_rows", None)
 
-    def rule(trained, grads, opt, hyper, scaler):
-        new, opt = fused_update(trained, dense_grads(grads), opt, hyper)
+    def rule(trained, grads, opt, hyper, scaler, lazy=frozenset()):
+        if lazy and rows_update is not None:  # MXNet's sparse kernels for those rows
+            new, opt = rows_update(trained, dense_grads(grads), opt, hyper, lazy)
+        else:
+            new, opt = fused_update(trained, dense_grads(grads), opt, hyper)
         return new, opt, scaler
 
     lazy_rows = frozenset(lazy_rows)
@@ -201,7 +205,7 @@ def lazy_rule(rule: Callable, names: frozenset) -> Callable:
         view_opt = dict(opt)
         for k in lazy:
             view_opt[k] = jax.tree_util.tree_map(lambda x, k=k: gather(x, k), opt[k])
-        new, new_opt, scaler = rule(view_w, view_g, view_opt, hyper, scaler)
+        new, new_opt, scaler = rule(view_w, view_g, view_opt, hyper, scaler, frozenset(lazy))
         new, new_opt = dict(new), dict(new_opt)
         for k in lazy:
             new[k] = scatter(trained[k], new[k], k)

@@ -368,6 +368,14 @@ class Optimizer:
         ``state`` from :meth:`fused_init`, ``hyper`` from :meth:`fused_hyper` (traceable)."""
         return fused.update(self, params, grads, state, hyper)
 
+    def fused_update_rows(self, params, grads, state, hyper, lazy: frozenset) -> tuple:
+        """:meth:`fused_update` where the parameters ``lazy`` hold a row_sparse gradient's
+        rows (weight, gradient and state rows): MXNet's sparse kernel for them. A subclass
+        that overrides ``fused_update`` keeps its own (its rule on the rows)."""
+        if type(self).fused_update is not Optimizer.fused_update:
+            return self.fused_update(params, grads, state, hyper)
+        return fused.update(self, params, grads, state, hyper, frozenset(lazy))
+
     def to_optax(self, learning_rate: Any = None):
         """An ``optax.GradientTransformation`` with this optimizer's exact MXNet update;
         ``learning_rate`` (a float or a schedule) overrides the scheduler/``lr`` (an

@@ -26,6 +26,7 @@ import numpy as np
 from . import _custom
 from ._mults import first_name, name_mults, positions
 from ._settings import bump, settings_key, static_key
+from .lazy import check_lazy_wd
 from .rules import LeafInfo, init_leaf_mp, leaf_step, use_mp
 
 
@@ -140,8 +141,12 @@ def hyper(opt: Any, names: Any = None) -> dict:
     return out
 
 
-def update(opt: Any, params: dict, grads: dict, state: dict, hyper: dict) -> tuple:
-    """See ``Optimizer.fused_update``."""
+def update(
+    opt: Any, params: dict, grads: dict, state: dict, hyper: dict, lazy: frozenset = frozenset()
+) -> tuple:
+    """See ``Optimizer.fused_update``. ``lazy``: parameters whose ``params``/``grads``/
+    ``state`` hold only a row_sparse gradient's rows: they take the optimizer's sparse
+    kernel (``_lazy_rule`` where it differs from ``_rule``), as MXNet's lazy update."""
     check(opt)
     if not opt._has_rule():
         return _custom.fused_update(opt, params, grads, state, hyper)
@@ -158,8 +163,13 @@ def update(opt: Any, params: dict, grads: dict, state: dict, hyper: dict) -> tup
         lr_mult, wd = mults[name]
         leaf = LeafInfo(lr if lr_mult == 1.0 else lr * lr_mult, wd, t, name, pos[name],
                         extra, None, lr_mult, name == first)  # fmt: skip
+        rule = None
+        if name in lazy:
+            rule = getattr(opt, "_lazy_rule", None)
+            if not isinstance(wd, jax.core.Tracer):
+                check_lazy_wd(opt, [wd])
         new_p[name], new_s[name] = leaf_step(
-            opt, w, grads[name], state[name], leaf, use_mp(opt, w.dtype)
+            opt, w, grads[name], state[name], leaf, use_mp(opt, w.dtype), rule
         )
     return new_p, new_s
 
