@@ -40,8 +40,9 @@ from . import compile_cache
 from . import program_files as files
 
 FORMAT = "mxmod-program-1"
-# this process's programs: loaded from disk, built (traced and compiled), written
-COUNTS = {"loaded": 0, "built": 0, "saved": 0}
+# this process's programs: loaded from disk, built (traced and compiled), written, and
+# quick builds replaced by their optimised build (``program_tiers``)
+COUNTS = {"loaded": 0, "built": 0, "saved": 0, "promoted": 0}
 
 
 class Unstable(Exception):

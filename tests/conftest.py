@@ -23,7 +23,7 @@ def _fresh_compile_cache_and_names():
     inspect or patch never leak between tests through the structural cache) and names its
     symbols from 0 (``dropout0``), as in a fresh process, whatever ran before on the worker."""
     import mxmod as mx  # imported by the first test that runs, not at collection
-    from mxmod.executor import tiers
+    from mxmod import program_tiers as tiers
 
     mx.executor.forget_compiled()
     with mx.name.NameManager():

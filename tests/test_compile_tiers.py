@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mxmod as mx
-from mxmod.executor import tiers
+from mxmod import program_tiers as tiers
 
 
 def net():
@@ -14,7 +14,7 @@ def net():
     return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(h, num_hidden=4, name="fc2"), name="softmax")
 
 
-def trajectory(monkeypatch, mode, steps=20):
+def trajectory(monkeypatch, mode, steps=20, at_step=None):
     monkeypatch.setenv("MXMOD_COMPILE", mode)
     mx.executor.forget_compiled()
     rng = np.random.RandomState(0)
@@ -25,7 +25,9 @@ def trajectory(monkeypatch, mode, steps=20):
     mod.init_params(mx.init.Constant(0.05))
     mod.init_optimizer(optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
     losses = []
-    for batch in it:
+    for i, batch in enumerate(it):
+        if at_step is not None and i == steps // 2:
+            at_step()
         mod.forward_backward(batch)
         mod.update()
         losses.append(mod.get_outputs()[0].asnumpy().max(1).mean())
@@ -102,5 +104,127 @@ def test_tiered_keeps_its_quick_builds_on_disk(tmp_path, monkeypatch):
 
 def test_an_unknown_mode_names_the_choices(monkeypatch):
     monkeypatch.setenv("MXMOD_COMPILE", "turbo")
-    with pytest.raises(ValueError, match="MXMOD_COMPILE='turbo': use one of sync, fast, tiered"):
+    with pytest.raises(ValueError, match="MXMOD_COMPILE='turbo': use one of tiered, sync, fast"):
         tiers.compile_mode()
+
+
+def test_tiered_is_the_default(monkeypatch):
+    monkeypatch.delenv("MXMOD_COMPILE", raising=False)
+    assert tiers.compile_mode() == "tiered"
+    monkeypatch.setenv("MXMOD_COMPILE", "")
+    assert tiers.compile_mode() == "tiered"
+
+
+def test_promotion_waits_until_the_quick_build_has_cost_the_optimised_compile():
+    prog = tiers.Tiered(None, None, tiers.cost_estimate)
+    # 20 ms a call optimised, ~40 ms more quick; the optimised compile ~4x the quick 0.3 s
+    assert prog._promote_after(0.02, 0.3) == 30
+    assert prog._promote_after(1e-6, 0.3) == tiers.PROMOTE_AFTER  # tiny: at most 50 calls
+    assert prog._promote_after(0.5, 0.01) == 3  # at least 3
+    assert prog._promote_after(None, 0.3) == tiers.PROMOTE_AFTER  # no estimate
+    assert (
+        tiers.Tiered(None, None, tiers.cost_estimate, quick_only=True)._promote_after(0.02, 0.3)
+        == 0
+    )  # fast: never
+
+
+def test_a_heavy_program_compiles_optimised_at_once(tmp_path, monkeypatch):
+    import jax.numpy as jnp
+
+    from mxmod import program_store
+
+    monkeypatch.setenv("MXMOD_COMPILE", "tiered")
+    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
+    program_store._ENVIRONMENT = None
+    try:
+        a = jnp.ones((64, 64))
+        heavy = tiers.program_jit(lambda x: x @ x, key="test-heavy", estimate=lambda lo, ar: 1.0)
+        np.testing.assert_allclose(np.asarray(heavy(a)), np.full((64, 64), 64.0))
+        build = heavy._builds[tiers.signature((a,))]
+        assert build.optimised and build.future is None
+        saved = program_store.COUNTS["loaded"]
+        # a later process loads the optimised build (its own estimate is never asked)
+        again = tiers.program_jit(lambda x: x @ x, key="test-heavy", estimate=None)
+        np.testing.assert_allclose(np.asarray(again(a)), np.full((64, 64), 64.0))
+        assert program_store.COUNTS["loaded"] == saved + 1
+        assert again._builds[tiers.signature((a,))].optimised
+    finally:
+        program_store._ENVIRONMENT = None
+
+
+def test_no_cost_estimate_means_optimised(monkeypatch):
+    import jax.numpy as jnp
+
+    monkeypatch.setenv("MXMOD_COMPILE", "tiered")
+    prog = tiers.program_jit(lambda x: x + 1.0, estimate=lambda lo, ar: None)
+    prog(jnp.ones(3))
+    assert prog._builds[tiers.signature((jnp.ones(3),))].optimised
+
+
+def test_xla_cost_analysis_tells_light_from_heavy():
+    import jax
+    import jax.numpy as jnp
+
+    small = jax.jit(lambda x: x * 2.0).lower(jnp.ones(8))
+    big = jax.jit(lambda x: x @ x).lower(jnp.ones((2048, 2048)))
+    assert tiers.cost_estimate(small, None) < 1e-6
+    assert tiers.cost_estimate(big, None) > tiers.HEAVY_S  # 17 GFLOP
+
+
+def test_a_promoted_build_is_kept_and_preferred_by_a_later_process(tmp_path, monkeypatch):
+    import jax.numpy as jnp
+
+    from mxmod import program_store
+
+    monkeypatch.setenv("MXMOD_COMPILE", "tiered")
+    monkeypatch.setattr(tiers, "PROMOTE_AFTER", 3)
+    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
+    program_store._ENVIRONMENT = None
+    try:
+        a = jnp.arange(4.0)
+        first = tiers.program_jit(lambda x: x - 1.0, key="test-promoted")
+        for _ in range(3):
+            first(a)
+        build = first._builds[tiers.signature((a,))]
+        build.future.result()  # compiled and written in the background
+        again = tiers.program_jit(lambda x: x - 1.0, key="test-promoted")
+        np.testing.assert_array_equal(np.asarray(again(a)), [-1, 0, 1, 2])
+        assert again._builds[tiers.signature((a,))].optimised  # not the quick build
+    finally:
+        program_store._ENVIRONMENT = None
+
+
+def test_fast_keeps_its_quick_builds(monkeypatch):
+    import jax.numpy as jnp
+
+    monkeypatch.setenv("MXMOD_COMPILE", "fast")
+    prog = tiers.program_jit(lambda x: x * 3.0)
+    a = jnp.ones(2)
+    for _ in range(tiers.PROMOTE_AFTER + 1):
+        prog(a)
+    prog.wait()
+    build = prog._builds[tiers.signature((a,))]
+    assert not build.optimised and build.future is None
+
+
+def test_sync_is_plain_jit_without_a_key(monkeypatch):
+    import jax
+
+    monkeypatch.setenv("MXMOD_COMPILE", "sync")
+    assert isinstance(tiers.program_jit(lambda x: x), type(jax.jit(lambda x: x)))
+
+
+def test_tiered_trajectory_across_the_switch_to_the_optimised_build(monkeypatch):
+    # promoted after 5 steps: the run crosses from the quick to the optimised build
+    monkeypatch.setattr(tiers, "PROMOTE_AFTER", 5)
+    monkeypatch.setattr(tiers, "FULL_OVER_QUICK", 0.0)
+    from mxmod import program_store
+
+    want_losses, want = trajectory(monkeypatch, "sync")
+    promoted = program_store.COUNTS["promoted"]
+    # halfway, the optimised builds are ready: the second half runs them
+    got_losses, got = trajectory(monkeypatch, "tiered", at_step=tiers.drain)
+    assert program_store.COUNTS["promoted"] > promoted
+    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-4, atol=1e-6)
+    for name in want:
+        np.testing.assert_allclose(got[name].asnumpy(), want[name].asnumpy(), rtol=1e-4, atol=1e-5)

@@ -34,7 +34,7 @@ from .monitor_taps import backward_taps
 from .programs import vjp_step
 from .layout import channel_last_enabled
 from .step import zero_key
-from .tiers import compile_mode
+from ..program_tiers import compile_mode
 
 
 class Compiled:

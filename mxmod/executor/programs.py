@@ -21,7 +21,7 @@ from .sparse_io import local_inputs
 from .placement import AXIS, spec
 from .step import SUM, Keyed, compose_step, make_update, scan_steps, split_per_device
 from ..program_store import program_key
-from .tiers import program_jit
+from ..program_tiers import program_jit
 
 
 def vjp_step(

@@ -22,6 +22,7 @@ from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from jax.sharding import PartitionSpec as P
 
 from ..ndarray._device import ctx_of
+from ..program_tiers import wrap
 
 
 def as_sharding(name, target):
@@ -65,6 +66,10 @@ def _gather(arrays, perm, start, *, n, batch, axis, run):
 _GATHERS: dict = {}  # (static layout, output shardings) -> the jitted gather
 
 
+def _light(lowered, args) -> float:
+    return 0.0
+
+
 class DeviceSources:
     """The sources of one NDArrayIter on its placement's devices.
 
@@ -100,9 +105,9 @@ class DeviceSources:
             key = (tuple(sorted(self._static.items())), out)
             fn = _GATHERS.get(key)
             if fn is None:
-                fn = _GATHERS[key] = jax.jit(
-                    partial(_gather, **self._static), out_shardings=list(out)
-                )
+                jitted = jax.jit(partial(_gather, **self._static), out_shardings=list(out))
+                # a gather moves at most RUN_BYTES: light, whatever the sources' size
+                fn = _GATHERS[key] = wrap(jitted, None, _light)
             self._programs[which] = fn
         return fn
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import jax
 
-from ..program_store import Stored, Unstable, program_key, stable_text
+from ..program_store import Unstable, program_key, stable_text
+from ..program_tiers import size_estimate, wrap
 
 _PROGRAMS: dict = {}  # (fn, static) -> program, oldest first
 MAX_PROGRAMS = 4096
@@ -37,7 +38,7 @@ def program(fn, static: tuple):
         key = None
     if len(_PROGRAMS) >= MAX_PROGRAMS:
         del _PROGRAMS[next(iter(_PROGRAMS))]
-    made = _PROGRAMS[(fn, static)] = Stored(jitted, key) if key is not None else jitted
+    made = _PROGRAMS[(fn, static)] = wrap(jitted, key, size_estimate)
     return made
 
 

@@ -16,7 +16,8 @@ import numpy as np
 from ..base import MXNetError, match_inputs, named
 from ..ops import LowerCtx, get_op
 from ..ops._attrs import attr_str
-from ..program_store import Stored, program_key
+from ..program_store import program_key
+from ..program_tiers import size_estimate, wrap
 from ._random import next_key
 from .ndarray import NDArray
 
@@ -34,7 +35,7 @@ def _compiled(op_name: str, frozen_attrs: tuple, n_data: int):
 
     # mxmod's own operators are stored whole on disk (a later process runs them untraced)
     key = None if op_name == "Custom" else program_key("nd", op_name, frozen_attrs, n_data)
-    return (Stored(jax.jit(run), key) if key is not None else jax.jit(run)), attrs
+    return wrap(jax.jit(run), key, size_estimate), attrs
 
 
 def _array(x: Any, op_name: str, slot: str):

@@ -1,0 +1,259 @@
+"""How mxmod's compiled programs are compiled: ``MXMOD_COMPILE``.
+
+- ``tiered`` (default): a new CPU program (or new shapes) whose estimated run time is
+  short runs a quick build (XLA level 0, legacy fusion emitters: compiles 2-4x faster, runs
+  slower) at once; once the quick build's extra run time has cost about what the optimised
+  compile will (at least 3, at most ``PROMOTE_AFTER`` calls) the optimised build compiles in a
+  background thread and calls switch to it when it is ready (between two calls). Heavy
+  programs (estimated above ``HEAVY_S`` a call, e.g. a ResNet-50 step) and programs on
+  accelerators compile optimised at once, as ``sync``. Both builds are kept on disk; a
+  later process prefers the optimised one. Numbers agree to float rounding (XLA fuses
+  differently at each level); ``tests/test_compile_tiers.py`` bounds the difference over
+  20 training steps.
+- ``sync``: XLA's full optimisation for every program; its first call waits for it.
+- ``fast``: the quick build only (never optimised).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+import os
+import time
+from typing import Callable, Optional
+
+import jax
+import numpy as np
+
+from .program_store import (
+    COUNTS,
+    Stored,
+    compile_past_cache,
+    load_program,
+    program_digest,
+    save_program,
+    signature,
+)
+
+MODES = ("tiered", "sync", "fast")
+QUICK_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+PROMOTE_AFTER = 50  # calls of one quick build at most before its optimised build compiles
+QUICK_SLOWDOWN = 3.0  # a quick build's run time over the optimised one's (CPU, typical)
+FULL_OVER_QUICK = 4.0  # the optimised compile's time over the quick one's (CPU, typical)
+HEAVY_S = 0.03  # programs estimated to run longer than this compile optimised at once
+# what a 2-core CPU's optimised programs roughly sustain (for the estimate only)
+FLOPS_PER_S, BYTES_PER_S = 2e10, 1e10
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mxmod-xla")
+
+
+def compile_mode() -> str:
+    mode = os.environ.get("MXMOD_COMPILE", "tiered") or "tiered"
+    if mode not in MODES:
+        raise ValueError(f"MXMOD_COMPILE={mode!r}: use one of {', '.join(MODES)}")
+    return mode
+
+
+def cost_estimate(lowered, args) -> Optional[float]:
+    """Seconds one call of the optimised build of ``lowered`` takes, roughly (XLA's cost
+    analysis of the unoptimised program), or None when XLA gives none."""
+    try:
+        cost = lowered.cost_analysis()
+    except Exception:  # a backend without cost analysis: treat the program as heavy
+        return None
+    if isinstance(cost, (list, tuple)):  # older JAX: one dict per computation
+        cost = cost[0] if cost else None
+    if not cost:
+        return None
+    return (
+        float(cost.get("flops", 0.0)) / FLOPS_PER_S
+        + float(cost.get("bytes accessed", 0.0)) / BYTES_PER_S
+    )
+
+
+def size_estimate(lowered, args) -> Optional[float]:
+    """A cheaper estimate for single operators: their arguments' bytes, each read a few
+    times."""
+    nbytes = sum(getattr(x, "nbytes", 0) for x in jax.tree_util.tree_leaves(args))
+    return 4.0 * nbytes / BYTES_PER_S
+
+
+def program_jit(fn, key=None, estimate: Callable = cost_estimate, **jit_kwargs):
+    """``jax.jit(fn, **jit_kwargs)`` compiled as ``MXMOD_COMPILE`` says (no static
+    arguments). ``key`` (``program_store.program_key``), when given, names everything
+    ``fn`` was built from: its executables are then kept on disk. ``estimate(lowered,
+    args)`` gives a call's seconds (``tiered``: which programs are heavy)."""
+    return wrap(jax.jit(fn, **jit_kwargs), key, estimate)
+
+
+def wrap(jitted, key=None, estimate: Callable = cost_estimate):
+    """An existing ``jax.jit`` function compiled as ``MXMOD_COMPILE`` says."""
+    mode = compile_mode()
+    if mode == "sync":
+        return Stored(jitted, key) if key is not None else jitted
+    return Tiered(jitted, key, estimate, quick_only=mode == "fast")
+
+
+def drain() -> None:
+    """Wait until every background compile started so far has finished."""
+    _POOL.submit(lambda: None).result()
+
+
+class _Build:
+    """One signature's builds: the program running now (``exe``), and the optimised one
+    while it compiles (``future``). ``optimised``: ``exe`` is final."""
+
+    __slots__ = ("exe", "lowered", "spec", "digest", "calls", "promote_after", "future")
+    __slots__ += ("optimised",)
+
+    def __init__(self, exe, lowered=None, spec=None, digest=None, promote_after=0):
+        self.exe, self.lowered, self.spec, self.digest = exe, lowered, spec, digest
+        self.calls, self.promote_after, self.future = 0, promote_after, None
+        self.optimised = False
+
+    def optimise(self, jitted) -> None:
+        """Start compiling the optimised build in the background (kept on disk under
+        ``digest``; without one, in JAX's persistent cache)."""
+        lowered = self.lowered if self.lowered is not None else jitted.lower(*self.spec)
+        self.future = _POOL.submit(_compile_optimised, lowered, self.digest)
+        self.lowered = self.spec = None
+
+    def finish(self) -> None:
+        self.exe, self.future, self.optimised = self.future.result(), None, True
+        COUNTS["promoted"] += 1
+
+
+def _compile_optimised(lowered, digest: Optional[str]):
+    if digest is None:
+        return lowered.compile()
+    exe = compile_past_cache(lowered)
+    save_program(digest, exe)
+    return exe
+
+
+class Tiered:
+    """A jitted function compiled in tiers (module docstring). With ``key`` both builds
+    are kept on disk (``program_store``): a later process runs them untraced; without,
+    JAX's persistent cache keeps them."""
+
+    def __init__(self, jitted, key: Optional[str], estimate: Callable, quick_only=False):
+        self._jitted = jitted
+        self._key = key
+        self._estimate = estimate
+        self._quick_only = quick_only
+        self._builds: dict = {}  # signature -> _Build
+        self._last: Optional[_Build] = None  # the most recent signature's, tried first
+
+    def __call__(self, *args):
+        last = self._last
+        if last is not None and (last.optimised or last.promote_after == 0):
+            try:
+                return last.exe(*args)
+            except TypeError:  # other shapes: look them up
+                pass
+        sig = signature(args)
+        build = self._builds.get(sig)
+        if build is None:
+            build = self._builds[sig] = self._first_build(args)
+        if not build.optimised:
+            self._advance(build, args)
+        self._last = build
+        return build.exe(*args)
+
+    def _digests(self, args):
+        if self._key is None:
+            return None, None
+        return program_digest(self._key, args), program_digest(self._key + "|level0", args)
+
+    def _compile(self, lowered, options=None):
+        if self._key is None:  # JAX's persistent cache keeps it
+            return lowered.compile(options) if options else lowered.compile()
+        return compile_past_cache(lowered, options)
+
+    def _first_build(self, args: tuple) -> _Build:
+        full, quick = self._digests(args)
+        exe = load_program(full) if full and not self._quick_only else None
+        if exe is not None:
+            return _final(exe)
+        exe = load_program(quick) if quick else None
+        if exe is not None:  # a previous process judged it light: promote as it would
+            return _Build(exe, None, _spec(args), full, self._promote_after(None, None))
+        COUNTS["built"] += 1
+        lowered = self._jitted.lower(*args)
+        seconds = None if not _on_cpu(args) else self._estimate(lowered, args)
+        if not self._quick_only and (seconds is None or seconds > HEAVY_S):
+            exe = self._compile(lowered)
+            if full:
+                save_program(full, exe)
+            return _final(exe)
+        start = time.perf_counter()
+        exe = self._compile(lowered, QUICK_OPTIONS)
+        promote_after = self._promote_after(seconds, time.perf_counter() - start)
+        if quick:
+            save_program(quick, exe)
+        return _Build(exe, lowered, None, full, promote_after)
+
+    def _promote_after(self, seconds: Optional[float], quick_s: Optional[float]) -> int:
+        """Calls of a quick build before its optimised build compiles (0: never): when
+        the quick build's extra run time has cost about what the optimised compile will
+        (so a short job never pays for a compile it would not win back)."""
+        if self._quick_only:
+            return 0
+        if not seconds or quick_s is None:
+            return PROMOTE_AFTER
+        calls = math.ceil(FULL_OVER_QUICK * quick_s / ((QUICK_SLOWDOWN - 1.0) * seconds))
+        return max(3, min(PROMOTE_AFTER, calls))
+
+    def _advance(self, build: _Build, args) -> None:
+        if build.promote_after == 0:
+            return
+        build.calls += 1
+        if build.future is None and build.calls >= build.promote_after:
+            build.optimise(self._jitted)
+        if build.future is not None and build.future.done():
+            build.finish()
+
+    def _cache_size(self) -> int:
+        """Programs compiled (a signature's two builds count once), as ``jax.jit``'s."""
+        return len(self._builds)
+
+    def lower(self, *args):
+        """``jax.jit(...).lower``: e.g. for XLA's memory analysis."""
+        return self._jitted.lower(*args)
+
+    def wait(self) -> None:
+        """Compile every signature's optimised build now and switch to it (tests,
+        benchmarks); ``fast`` keeps its quick builds."""
+        if self._quick_only:
+            return
+        for build in list(self._builds.values()):
+            if build.optimised:
+                continue
+            if build.future is None:
+                build.optimise(self._jitted)
+            build.finish()
+
+
+def _final(exe) -> _Build:
+    build = _Build(exe)
+    build.optimised = True
+    return build
+
+
+def _on_cpu(args) -> bool:
+    """Whether ``args`` live on CPU devices (quick builds are made for CPU programs only:
+    an accelerator's level-0 run speed is unmeasured)."""
+    for x in jax.tree_util.tree_leaves(args):
+        sharding = getattr(x, "sharding", None)
+        if sharding is not None:
+            return all(d.platform == "cpu" for d in sharding.device_set)
+    return jax.default_backend() == "cpu"
+
+
+def _spec(args: tuple):
+    """What lowering needs of ``args``: shapes, dtypes, shardings (not the buffers)."""
+
+    def leaf(x):
+        sharding = getattr(x, "sharding", None)
+        return jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=sharding)
+
+    return jax.tree_util.tree_map(leaf, args)
