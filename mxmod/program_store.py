@@ -104,6 +104,11 @@ def signature(args) -> tuple:
     )
 
 
+def traced(args) -> bool:
+    """Whether any of ``args`` is a JAX tracer (a call inside a program being traced)."""
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(args))
+
+
 def args_text(args: tuple) -> str:
     leaves, tree = jax.tree_util.tree_flatten(args)
     return f"{tree!r}|" + ";".join(_leaf_text(x) for x in leaves)
@@ -187,6 +192,8 @@ class Stored:
                 return last(*args)
             except TypeError:  # other shapes or placement: look them up
                 pass
+        if traced(args):  # called inside another program's trace: part of that program
+            return self._jitted(*args)
         sig = signature(args)
         exe = self._builds.get(sig)
         if exe is None:

@@ -33,6 +33,7 @@ from .program_store import (
     program_digest,
     save_program,
     signature,
+    traced,
 )
 
 MODES = ("tiered", "sync", "fast")
@@ -150,6 +151,8 @@ class Tiered:
                 return last.exe(*args)
             except TypeError:  # other shapes: look them up
                 pass
+        if traced(args):  # called inside another program's trace: part of that program
+            return self._jitted(*args)
         sig = signature(args)
         build = self._builds.get(sig)
         if build is None:

@@ -228,3 +228,25 @@ def test_tiered_trajectory_across_the_switch_to_the_optimised_build(monkeypatch)
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-4, atol=1e-6)
     for name in want:
         np.testing.assert_allclose(got[name].asnumpy(), want[name].asnumpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["sync", "tiered", "fast"])
+def test_a_kept_program_called_inside_another_trace_becomes_part_of_it(tmp_path, monkeypatch, mode):
+    # e.g. an mx.nd operator in a custom optimizer's update(), traced into the fused step
+    import jax
+    import jax.numpy as jnp
+
+    from mxmod import program_store
+
+    monkeypatch.setenv("MXMOD_COMPILE", mode)
+    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
+    program_store._ENVIRONMENT = None
+    try:
+        inner = tiers.program_jit(lambda x: x * 2.0, key=f"test-inner-{mode}")
+        np.testing.assert_array_equal(np.asarray(inner(jnp.ones(2))), [2.0, 2.0])
+        outer = jax.jit(lambda x: inner(x) + 1.0)
+        np.testing.assert_array_equal(np.asarray(outer(jnp.ones(2))), [3.0, 3.0])
+        grad = jax.grad(lambda x: inner(x).sum())(jnp.ones(2))
+        np.testing.assert_array_equal(np.asarray(grad), [2.0, 2.0])
+    finally:
+        program_store._ENVIRONMENT = None
