@@ -54,24 +54,60 @@ def compile_mode() -> str:
     return mode
 
 
-def cost_estimate(lowered, args) -> Optional[float]:
-    """Seconds one call of the optimised build of ``lowered`` takes, roughly (XLA's cost
-    analysis of the unoptimised program), or None when XLA gives none."""
-    try:
-        cost = lowered.cost_analysis()
-    except Exception:  # a backend without cost analysis: treat the program as heavy
-        return None
-    if isinstance(cost, (list, tuple)):  # older JAX: one dict per computation
-        cost = cost[0] if cost else None
-    if not cost:
-        return None
-    return (
-        float(cost.get("flops", 0.0)) / FLOPS_PER_S
-        + float(cost.get("bytes accessed", 0.0)) / BYTES_PER_S
-    )
+def cost_estimate(traced, args) -> Optional[float]:
+    """Seconds one call of the optimised build of ``traced`` (``jax.jit(...).trace``)
+    takes, roughly: its operations' flops and the bytes they read and write, unfused (the
+    measure of XLA's cost analysis, from the jaxpr: no HLO conversion)."""
+    flops, moved = _jaxpr_cost(traced.jaxpr.jaxpr)
+    return flops / FLOPS_PER_S + moved / BYTES_PER_S
 
 
-def size_estimate(lowered, args) -> Optional[float]:
+def _jaxpr_cost(jaxpr) -> tuple:
+    flops = moved = 0.0
+    for eqn in jaxpr.eqns:
+        inner = [_jaxpr_cost(j) for j in _sub_jaxprs(eqn.params)]
+        if inner:
+            times = eqn.params.get("length", 1) if eqn.primitive.name == "scan" else 1
+            if eqn.primitive.name == "cond":  # one branch runs
+                inner = [max(inner)]
+            flops += times * sum(f for f, _ in inner)
+            moved += times * sum(m for _, m in inner)
+            continue
+        out = sum(_elements(v.aval) for v in eqn.outvars)
+        moved += sum(_bytes(v.aval) for v in (*eqn.invars, *eqn.outvars))
+        name = eqn.primitive.name
+        if name == "dot_general":
+            (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+            shape = eqn.invars[0].aval.shape
+            flops += 2.0 * out * math.prod(shape[d] for d in lhs_contract)
+        elif name == "conv_general_dilated":
+            kernel = eqn.invars[1].aval.shape
+            out_channels = kernel[eqn.params["dimension_numbers"].rhs_spec[0]]
+            flops += 2.0 * out * math.prod(kernel) / max(1, out_channels)
+        else:
+            flops += out
+    return flops, moved
+
+
+def _sub_jaxprs(params):
+    for value in params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(item, jax.extend.core.ClosedJaxpr):
+                yield item.jaxpr
+            elif isinstance(item, jax.extend.core.Jaxpr):
+                yield item
+
+
+def _elements(aval) -> int:
+    return math.prod(getattr(aval, "shape", ()))
+
+
+def _bytes(aval) -> int:
+    dtype = getattr(aval, "dtype", None)
+    return _elements(aval) * (dtype.itemsize if dtype is not None else 0)
+
+
+def size_estimate(traced, args) -> Optional[float]:
     """A cheaper estimate for single operators: their arguments' bytes, each read a few
     times."""
     nbytes = sum(getattr(x, "nbytes", 0) for x in jax.tree_util.tree_leaves(args))
@@ -81,7 +117,7 @@ def size_estimate(lowered, args) -> Optional[float]:
 def program_jit(fn, key=None, estimate: Callable = cost_estimate, **jit_kwargs):
     """``jax.jit(fn, **jit_kwargs)`` compiled as ``MXMOD_COMPILE`` says (no static
     arguments). ``key`` (``program_store.program_key``), when given, names everything
-    ``fn`` was built from: its executables are then kept on disk. ``estimate(lowered,
+    ``fn`` was built from: its executables are then kept on disk. ``estimate(traced,
     args)`` gives a call's seconds (``tiered``: which programs are heavy)."""
     return wrap(jax.jit(fn, **jit_kwargs), key, estimate)
 
@@ -181,8 +217,9 @@ class Tiered:
         if exe is not None:  # a previous process judged it light: promote as it would
             return _Build(exe, None, _spec(args), full, self._promote_after(None, None))
         COUNTS["built"] += 1
-        lowered = self._jitted.lower(*args)
-        seconds = None if not _on_cpu(args) else self._estimate(lowered, args)
+        traced = self._jitted.trace(*args)
+        seconds = None if not _on_cpu(args) else self._estimate(traced, args)
+        lowered = traced.lower()
         if not self._quick_only and (seconds is None or seconds > HEAVY_S):
             exe = self._compile(lowered)
             if full:

@@ -161,14 +161,40 @@ def test_no_cost_estimate_means_optimised(monkeypatch):
     assert prog._builds[tiers.signature((jnp.ones(3),))].optimised
 
 
-def test_xla_cost_analysis_tells_light_from_heavy():
+def test_the_cost_estimate_counts_flops_and_bytes():
     import jax
     import jax.numpy as jnp
 
-    small = jax.jit(lambda x: x * 2.0).lower(jnp.ones(8))
-    big = jax.jit(lambda x: x @ x).lower(jnp.ones((2048, 2048)))
-    assert tiers.cost_estimate(small, None) < 1e-6
+    def flops_and_bytes(fn, *args):
+        return tiers._jaxpr_cost(jax.jit(fn).trace(*args).jaxpr.jaxpr)
+
+    # a matmul: 2 n^3 flops; reads two n x n float32 matrices, writes one
+    assert flops_and_bytes(lambda x: x @ x, jnp.ones((256, 256))) == (2 * 256**3, 3 * 256**2 * 4)
+
+    # a scan counts its body once per step (XLA's cost analysis counts it once)
+    def scanned(x, w):
+        return jax.lax.scan(lambda c, _: (jnp.tanh(c @ w), None), x, None, length=5)[0]
+
+    flops, _ = flops_and_bytes(scanned, jnp.ones((4, 64)), jnp.ones((64, 64)))
+    assert flops == 5 * (2 * 4 * 64 * 64 + 4 * 64)
+
+    # a convolution: 2 flops per output element and kernel tap of its input channels
+    def conv(x, k):
+        return jax.lax.conv_general_dilated(x, k, (1, 1), "SAME")
+
+    flops, _ = flops_and_bytes(conv, jnp.ones((8, 16, 32, 32)), jnp.ones((32, 16, 3, 3)))
+    assert flops == 2 * (8 * 32 * 32 * 32) * (16 * 3 * 3)
+
+    # a cond runs one branch
+    flops, _ = flops_and_bytes(
+        lambda x: jax.lax.cond(x[0] > 0, jnp.sin, lambda v: jnp.cos(v) * 2, x), jnp.ones(1000)
+    )
+    assert 2000 <= flops < 2100
+
+    big = jax.jit(lambda x: x @ x).trace(jnp.ones((2048, 2048)))
     assert tiers.cost_estimate(big, None) > tiers.HEAVY_S  # 17 GFLOP
+    small = jax.jit(lambda x: x * 2.0).trace(jnp.ones(8))
+    assert tiers.cost_estimate(small, None) < 1e-6
 
 
 def test_a_promoted_build_is_kept_and_preferred_by_a_later_process(tmp_path, monkeypatch):

@@ -66,7 +66,7 @@ def _gather(arrays, perm, start, *, n, batch, axis, run):
 _GATHERS: dict = {}  # (static layout, output shardings) -> the jitted gather
 
 
-def _light(lowered, args) -> float:
+def _light(traced, args) -> float:
     return 0.0
 
 
