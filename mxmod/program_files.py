@@ -16,6 +16,7 @@ import io
 import os
 import pickle
 import tempfile
+import time
 import threading
 from typing import Optional
 
@@ -26,6 +27,7 @@ from . import compile_cache
 
 RECENT_MAX = 128  # programs remembered (and loaded ahead) per environment
 AHEAD_MAX_BYTES = 256 << 20  # files loaded ahead, in total
+STALE_TMP_S = 3600  # a temporary file this old was left by a process that ended mid-write
 
 
 class _TreeUnpickler(pickle.Unpickler):
@@ -94,20 +96,29 @@ def prune(folder: str) -> None:
     """Delete the least recently used programs beyond ``MXMOD_CACHE_MAX_MB``."""
     limit = compile_cache.max_bytes()
     entries = []
+    stale = time.time() - STALE_TMP_S
     with os.scandir(folder) as it:
         for e in it:
-            if e.is_file() and not e.name.startswith(".tmp-"):
-                st = e.stat()
+            if not e.is_file():
+                continue
+            st = e.stat()
+            if not e.name.startswith(".tmp-"):
                 entries.append((st.st_mtime, st.st_size, e.path))
+            elif st.st_mtime < stale:  # a write its process never finished (it ended)
+                _remove(e.path)
     total = sum(size for _, size, _ in entries)
     for _, size, path in sorted(entries):
         if total <= limit:
             break
-        try:
-            os.remove(path)
-        except OSError:
-            pass
+        _remove(path)
         total -= size
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 class Ahead:

@@ -7,7 +7,8 @@
   background thread and calls switch to it when it is ready (between two calls). Heavy
   programs (estimated above ``HEAVY_S`` a call, e.g. a ResNet-50 step) and programs on
   accelerators compile optimised at once, as ``sync``. Both builds are kept on disk; a
-  later process prefers the optimised one. Numbers agree to float rounding (XLA fuses
+  later process prefers the optimised one. A process that ends does not wait for a
+  background compile. Numbers agree to float rounding (XLA fuses
   differently at each level); ``tests/test_compile_tiers.py`` bounds the difference over
   20 training steps.
 - ``sync``: XLA's full optimisation for every program; its first call waits for it.
@@ -19,6 +20,8 @@ from __future__ import annotations
 import concurrent.futures
 import math
 import os
+import queue
+import threading
 import time
 from typing import Callable, Optional
 
@@ -44,7 +47,6 @@ FULL_OVER_QUICK = 4.0  # the optimised compile's time over the quick one's (CPU,
 HEAVY_S = 0.03  # programs estimated to run longer than this compile optimised at once
 # what a 2-core CPU's optimised programs roughly sustain (for the estimate only)
 FLOPS_PER_S, BYTES_PER_S = 2e10, 1e10
-_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mxmod-xla")
 
 
 def compile_mode() -> str:
@@ -128,6 +130,38 @@ def wrap(jitted, key=None, estimate: Callable = cost_estimate):
     if mode == "sync":
         return Stored(jitted, key) if key is not None else jitted
     return Tiered(jitted, key, estimate, quick_only=mode == "fast")
+
+
+class _Background:
+    """One daemon thread running compiles in order. A daemon: a process that ends does not
+    wait for an optimised build it will never run (a ``ThreadPoolExecutor`` would)."""
+
+    def __init__(self):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+
+    def submit(self, fn, *args) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._queue.put((future, fn, args))
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="mxmod-xla", daemon=True)
+                self._thread.start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            future, fn, args = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as err:  # handed to whoever takes the build
+                future.set_exception(err)
+
+
+_POOL = _Background()
 
 
 def drain() -> None:

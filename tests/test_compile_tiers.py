@@ -276,3 +276,50 @@ def test_a_kept_program_called_inside_another_trace_becomes_part_of_it(tmp_path,
         np.testing.assert_array_equal(np.asarray(grad), [2.0, 2.0])
     finally:
         program_store._ENVIRONMENT = None
+
+
+EXIT_MID_COMPILE = """
+import sys, time
+import jax.numpy as jnp
+from mxmod import program_tiers as tiers
+tiers.PROMOTE_AFTER = 3
+def chain(x):  # a long program: its optimised build takes seconds
+    for i in range(300):
+        x = jnp.tanh(x @ x * 0.01 + i)
+    return x
+prog = tiers.program_jit(chain, key=None)
+a = jnp.ones((8, 8))
+for _ in range(3):
+    prog(a).block_until_ready()
+build = next(iter(prog._builds.values()))
+assert build.future is not None and not build.future.done(), "compiling in the background"
+assert tiers._POOL._thread.daemon
+print("ended with the optimised build still compiling", flush=True)
+"""
+
+
+def test_a_process_ends_without_waiting_for_a_background_compile(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "MXMOD_COMPILE": "tiered", "MXMOD_CACHE_DIR": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_MID_COMPILE], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ended with the optimised build still compiling" in done.stdout
+
+
+def test_temporary_files_of_an_ended_write_are_pruned(tmp_path):
+    import os
+    import time
+
+    from mxmod import program_files
+
+    stale, fresh = tmp_path / ".tmp-stale", tmp_path / ".tmp-fresh"
+    stale.write_bytes(b"x")
+    fresh.write_bytes(b"x")  # another process may be writing it now
+    old = time.time() - program_files.STALE_TMP_S - 10
+    os.utime(stale, (old, old))
+    program_files.prune(str(tmp_path))
+    assert not stale.exists() and fresh.exists()
