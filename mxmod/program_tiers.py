@@ -1,14 +1,15 @@
 """How mxmod's compiled programs are compiled: ``MXMOD_COMPILE``.
 
 - ``tiered`` (default): a new CPU program (or new shapes) whose estimated run time is
-  short runs a quick build (XLA level 0, legacy fusion emitters: compiles 2-4x faster, runs
-  slower) at once; once the quick build's extra run time has cost about what the optimised
-  compile will (at least 3, at most ``PROMOTE_AFTER`` calls) the optimised build compiles in a
-  background thread and calls switch to it when it is ready (between two calls). Heavy
-  programs (estimated above ``HEAVY_S`` a call, e.g. a ResNet-50 step) and programs on
-  accelerators compile optimised at once, as ``sync``. Both builds are kept on disk; a
-  later process prefers the optimised one. A process that ends does not wait for a
-  background compile. Numbers agree to float rounding (XLA fuses
+  short runs a quick build (XLA level 0, legacy fusion emitters: compiles 2-4x faster,
+  runs slower) at once; once the quick build's extra run time has cost about what the
+  optimised compile will (at least 3, at most ``PROMOTE_AFTER`` calls) the optimised
+  build compiles in a background thread and calls switch to it when it is ready (between
+  two calls). Heavy programs (estimated above ``HEAVY_S`` a call, e.g. a ResNet-50 step),
+  programs on accelerators and every program of a multi-process job (its workers must
+  run the same build: their collectives meet) compile optimised at once, as ``sync``.
+  Both builds are kept on disk; a later process prefers the optimised one. A process that
+  ends does not wait for a background compile. Numbers agree to float rounding (XLA fuses
   differently at each level); ``tests/test_compile_tiers.py`` bounds the difference over
   20 training steps.
 - ``sync``: XLA's full optimisation for every program; its first call waits for it.
@@ -127,7 +128,8 @@ def program_jit(fn, key=None, estimate: Callable = cost_estimate, **jit_kwargs):
 def wrap(jitted, key=None, estimate: Callable = cost_estimate):
     """An existing ``jax.jit`` function compiled as ``MXMOD_COMPILE`` says."""
     mode = compile_mode()
-    if mode == "sync":
+    # a multi-process job's programs meet in collectives: every worker runs the same build
+    if mode == "sync" or (mode == "tiered" and jax.process_count() > 1):
         return Stored(jitted, key) if key is not None else jitted
     return Tiered(jitted, key, estimate, quick_only=mode == "fast")
 

@@ -323,3 +323,15 @@ def test_temporary_files_of_an_ended_write_are_pruned(tmp_path):
     os.utime(stale, (old, old))
     program_files.prune(str(tmp_path))
     assert not stale.exists() and fresh.exists()
+
+
+def test_a_multi_process_job_compiles_as_sync(monkeypatch):
+    # its workers' programs meet in collectives: none may switch builds on its own
+    import jax
+
+    monkeypatch.setenv("MXMOD_COMPILE", "tiered")
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    prog = tiers.program_jit(lambda x: x)
+    assert not isinstance(prog, tiers.Tiered)
+    monkeypatch.setattr(jax, "process_count", lambda: 1)
+    assert isinstance(tiers.program_jit(lambda x: x), tiers.Tiered)
