@@ -279,35 +279,49 @@ def test_a_kept_program_called_inside_another_trace_becomes_part_of_it(tmp_path,
 
 
 EXIT_MID_COMPILE = """
-import sys, time
 import jax.numpy as jnp
 from mxmod import program_tiers as tiers
 tiers.PROMOTE_AFTER = 3
-def chain(x):  # a long program: its optimised build takes seconds
+def chain(x, k):  # a long program: its optimised build takes seconds
     for i in range(300):
-        x = jnp.tanh(x @ x * 0.01 + i)
+        x = jnp.tanh(x @ x * 0.01 + i * k)
     return x
-prog = tiers.program_jit(chain, key=None)
+progs = [tiers.program_jit(lambda x, k=k: chain(x, k)) for k in (1.0, 2.0)]
 a = jnp.ones((8, 8))
-for _ in range(3):
-    prog(a).block_until_ready()
-build = next(iter(prog._builds.values()))
-assert build.future is not None and not build.future.done(), "compiling in the background"
-assert tiers._POOL._thread.daemon
-print("ended with the optimised build still compiling", flush=True)
+for prog in progs:
+    for _ in range(3):
+        prog(a).block_until_ready()
+futures = [next(iter(p._builds.values())).future for p in progs]
+assert not futures[1].done(), "queued behind the first"
+print("ended with optimised builds compiling", flush=True)
 """
 
 
-def test_a_process_ends_without_waiting_for_a_background_compile(tmp_path):
+def test_a_process_ends_cleanly_with_background_compiles_in_flight():
+    import os
     import subprocess
     import sys
 
-    env = {**__import__("os").environ, "MXMOD_COMPILE": "tiered", "MXMOD_CACHE_DIR": ""}
+    env = {**os.environ, "MXMOD_COMPILE": "tiered", "MXMOD_CACHE_DIR": ""}
     done = subprocess.run(
         [sys.executable, "-c", EXIT_MID_COMPILE], capture_output=True, text=True, env=env
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "ended with the optimised build still compiling" in done.stdout
+    assert "ended with optimised builds compiling" in done.stdout
+
+
+def test_the_end_of_a_process_drops_the_compiles_not_started():
+    import concurrent.futures
+    import threading
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    release = threading.Event()
+    running = pool.submit(release.wait)
+    queued = pool.submit(lambda: "compiled")
+    tiers._abandon_queued(pool)
+    assert queued.cancelled()
+    release.set()
+    assert running.result() is True
 
 
 def test_temporary_files_of_an_ended_write_are_pruned(tmp_path):
