@@ -155,20 +155,22 @@ class _Build:
     """One signature's builds: the program running now (``exe``), and the optimised one
     while it compiles (``future``). ``optimised``: ``exe`` is final."""
 
-    __slots__ = ("exe", "lowered", "spec", "digest", "calls", "promote_after", "future")
+    __slots__ = ("exe", "spec", "digest", "calls", "promote_after", "future")
     __slots__ += ("optimised",)
 
-    def __init__(self, exe, lowered=None, spec=None, digest=None, promote_after=0):
-        self.exe, self.lowered, self.spec, self.digest = exe, lowered, spec, digest
+    def __init__(self, exe, spec=None, digest=None, promote_after=0):
+        self.exe, self.spec, self.digest = exe, spec, digest
         self.calls, self.promote_after, self.future = 0, promote_after, None
         self.optimised = False
 
     def optimise(self, jitted) -> None:
         """Start compiling the optimised build in the background (kept on disk under
         ``digest``; without one, in JAX's persistent cache)."""
-        lowered = self.lowered if self.lowered is not None else jitted.lower(*self.spec)
+        # lowered again from the shapes (JAX keeps recent lowerings: usually no trace); a
+        # quick build holds no IR while it runs
+        lowered = jitted.lower(*self.spec)
         self.future = _POOL.submit(_compile_optimised, lowered, self.digest)
-        self.lowered = self.spec = None
+        self.spec = None
 
     def finish(self) -> None:
         self.exe, self.future, self.optimised = self.future.result(), None, True
@@ -231,7 +233,7 @@ class Tiered:
             return _final(exe)
         exe = load_program(quick) if quick else None
         if exe is not None:  # a previous process judged it light: promote as it would
-            return _Build(exe, None, _spec(args), full, self._promote_after(None, None))
+            return _Build(exe, _spec(args), full, self._promote_after(None, None))
         COUNTS["built"] += 1
         traced = self._jitted.trace(*args)
         seconds = None if not _on_cpu(args) else self._estimate(traced, args)
@@ -246,7 +248,7 @@ class Tiered:
         promote_after = self._promote_after(seconds, time.perf_counter() - start)
         if quick:
             save_program(quick, exe)
-        return _Build(exe, lowered, None, full, promote_after)
+        return _Build(exe, _spec(args), full, promote_after)
 
     def _promote_after(self, seconds: Optional[float], quick_s: Optional[float]) -> int:
         """Calls of a quick build before its optimised build compiles (0: never): when
@@ -309,7 +311,10 @@ def _spec(args: tuple):
     """What lowering needs of ``args``: shapes, dtypes, shardings (not the buffers)."""
 
     def leaf(x):
+        if not hasattr(x, "dtype"):  # a Python scalar: lowered as given
+            return x
         sharding = getattr(x, "sharding", None)
-        return jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=sharding)
+        weak = bool(getattr(x, "weak_type", False))
+        return jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=sharding, weak_type=weak)
 
     return jax.tree_util.tree_map(leaf, args)

@@ -75,7 +75,7 @@ def test_tiered_optimises_a_program_called_in_a_loop(monkeypatch):
     assert build.future is not None  # compiling in the background after the 3rd call
     build.future.result()
     np.testing.assert_array_equal(np.asarray(prog(a)), [2.0, 2.0, 2.0])
-    assert build.optimised and build.lowered is None  # the trace is released
+    assert build.optimised and build.spec is None  # nothing of the trace is kept
 
 
 def test_tiered_keeps_its_quick_builds_on_disk(tmp_path, monkeypatch):
@@ -95,7 +95,7 @@ def test_tiered_keeps_its_quick_builds_on_disk(tmp_path, monkeypatch):
         np.testing.assert_array_equal(np.asarray(again(a)), [1, 2, 3, 4])
         assert program_store.COUNTS["loaded"] == loaded + 1
         build = again._builds[tiers.signature((a,))]
-        assert build.lowered is None and build.spec is not None  # nothing traced
+        assert build.spec is not None  # shapes kept, for the optimised build
         again.wait()  # the optimised build is lowered from the kept shapes
         assert build.optimised
     finally:
@@ -349,3 +349,18 @@ def test_a_multi_process_job_compiles_as_sync(monkeypatch):
     assert not isinstance(prog, tiers.Tiered)
     monkeypatch.setattr(jax, "process_count", lambda: 1)
     assert isinstance(tiers.program_jit(lambda x: x), tiers.Tiered)
+
+
+def test_a_program_with_python_scalars_is_optimised_from_its_kept_shapes(monkeypatch):
+    # e.g. NDArrayIter's gather(arrays, order, start): the optimised build is lowered again
+    # from shapes, dtypes, weak types and the scalars themselves
+    import jax.numpy as jnp
+
+    monkeypatch.setenv("MXMOD_COMPILE", "tiered")
+    monkeypatch.setattr(tiers, "PROMOTE_AFTER", 3)
+    prog = tiers.program_jit(lambda x, start: x[start] * 2.0)
+    x = jnp.arange(6.0)
+    got = [float(prog(x, 2)) for _ in range(3)]
+    prog.wait()
+    build = prog._builds[tiers.signature((x, 2))]
+    assert build.optimised and got == [4.0] * 3 and float(prog(x, 2)) == 4.0
