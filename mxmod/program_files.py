@@ -73,13 +73,13 @@ def save(path: str, exe) -> bool:
         blob = pickle.dumps((*serialize_executable.serialize(exe), device_ids))
     except Exception:  # host callbacks, constants, another JAX: not stored, kept in memory
         return False
-    if not _write_atomic(path, blob):
+    if not write_atomic(path, blob):
         return False
     prune(os.path.dirname(path))
     return os.path.exists(path)  # False when the budget had no room for it
 
 
-def _write_atomic(path: str, blob: bytes) -> bool:
+def write_atomic(path: str, blob: bytes) -> bool:
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, exist_ok=True)
@@ -161,7 +161,7 @@ class Ahead:
             self._used.append(digest)
             seen = set(self._used)
             order = self._used + [d for d in self._earlier if d not in seen]
-        _write_atomic(self._record, "\n".join(order[:RECENT_MAX]).encode())
+        write_atomic(self._record, "\n".join(order[:RECENT_MAX]).encode())
 
 
 def _read_record(path: str) -> list:

@@ -247,6 +247,29 @@ def save_program(digest: str, exe) -> None:
         files.ahead(base, environment_digest()).note_used(digest)
 
 
+def has_program(digest: str) -> bool:
+    base = folder()
+    return base is not None and os.path.exists(os.path.join(base, digest))
+
+
+def save_number(digest: str, value: int) -> None:
+    """Keep a small number under ``digest`` (e.g. a quick build's switch schedule)."""
+    base = folder()
+    if base is not None:
+        files.write_atomic(os.path.join(base, digest), str(int(value)).encode())
+
+
+def load_number(digest: str) -> Optional[int]:
+    base = folder()
+    if base is None:
+        return None
+    try:
+        with open(os.path.join(base, digest), "rb") as f:
+            return int(f.read(32).decode("ascii"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
 def compile_past_cache(lowered, options: Optional[dict] = None):
     """``lowered.compile(options)`` past JAX's persistent cache (``_jax_cache_off``)."""
     with _jax_cache_off():

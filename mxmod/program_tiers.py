@@ -2,14 +2,16 @@
 
 - ``tiered`` (default): a new CPU program (or new shapes) whose estimated run time is
   short runs a quick build (XLA level 0, legacy fusion emitters: compiles 2-4x faster,
-  runs slower) at once; once the quick build's extra run time has cost about what the
-  optimised compile will (at least 3, at most ``PROMOTE_AFTER`` calls) the optimised
-  build compiles in a background thread and calls switch to it when it is ready (between
-  two calls). Heavy programs (estimated above ``HEAVY_S`` a call, e.g. a ResNet-50 step),
-  programs on accelerators and every program of a multi-process job (its workers must
-  run the same build: their collectives meet) compile optimised at once, as ``sync``.
-  Both builds are kept on disk; a later process prefers the optimised one. A process that
-  ends waits for the background compile running, not for those queued. Numbers agree to
+  runs slower) at once. Once the quick build's extra run time has cost about what the
+  optimised compile will (call ``P``: at least 3, at most ``PROMOTE_AFTER``; computed from
+  the program, so the same in every run) the optimised build compiles in a background
+  thread, and from call ``2P`` on the calls run it (waiting for it if it is late): a fixed
+  switch, so a script gives the same numbers every time it runs. Heavy programs
+  (estimated above ``HEAVY_S`` a call, e.g. a ResNet-50 step), programs on accelerators
+  and every program of a multi-process job (its workers must run the same build: their
+  collectives meet) compile optimised at once, as ``sync``. Both builds and the schedule
+  are kept on disk: a later process replays them. A process that ends waits for the
+  background compile running, not for those queued. Quick and optimised builds agree to
   float rounding (XLA fuses differently at each level); ``tests/test_compile_tiers.py``
   bounds the difference over 20 training steps.
 - ``sync``: XLA's full optimisation for every program; its first call waits for it.
@@ -22,7 +24,6 @@ import concurrent.futures
 import math
 import os
 import threading
-import time
 from typing import Callable, Optional
 
 import jax
@@ -32,8 +33,11 @@ from .program_store import (
     COUNTS,
     Stored,
     compile_past_cache,
+    has_program,
+    load_number,
     load_program,
     program_digest,
+    save_number,
     save_program,
     signature,
     traced,
@@ -44,6 +48,7 @@ QUICK_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitte
 PROMOTE_AFTER = 50  # calls of one quick build at most before its optimised build compiles
 QUICK_SLOWDOWN = 3.0  # a quick build's run time over the optimised one's (CPU, typical)
 FULL_OVER_QUICK = 4.0  # the optimised compile's time over the quick one's (CPU, typical)
+QUICK_S_PER_EQN = 5e-4  # a quick build's compile seconds per jaxpr operation (CPU, typical)
 HEAVY_S = 0.03  # programs estimated to run longer than this compile optimised at once
 # what a 2-core CPU's optimised programs roughly sustain (for the estimate only)
 FLOPS_PER_S, BYTES_PER_S = 2e10, 1e10
@@ -153,10 +158,12 @@ def drain() -> None:
 
 class _Build:
     """One signature's builds: the program running now (``exe``), and the optimised one
-    while it compiles (``future``). ``optimised``: ``exe`` is final."""
+    while it compiles or loads (``future``). ``optimised``: ``exe`` is final. A quick build
+    starts its optimised build at call ``promote_after`` and runs it from call
+    ``2 * promote_after`` (waiting for it if need be): a fixed switch, so every run of a
+    program gives the same numbers, whatever the background compile's speed."""
 
-    __slots__ = ("exe", "spec", "digest", "calls", "promote_after", "future")
-    __slots__ += ("optimised",)
+    __slots__ = ("exe", "spec", "digest", "calls", "promote_after", "future", "optimised")
 
     def __init__(self, exe, spec=None, digest=None, promote_after=0):
         self.exe, self.spec, self.digest = exe, spec, digest
@@ -164,12 +171,14 @@ class _Build:
         self.optimised = False
 
     def optimise(self, jitted) -> None:
-        """Start compiling the optimised build in the background (kept on disk under
-        ``digest``; without one, in JAX's persistent cache)."""
-        # lowered again from the shapes (JAX keeps recent lowerings: usually no trace); a
-        # quick build holds no IR while it runs
-        lowered = jitted.lower(*self.spec)
-        self.future = _POOL.submit(_compile_optimised, lowered, self.digest)
+        """Start the optimised build in the background: loaded when an earlier process
+        kept it (``digest``), else compiled (and kept)."""
+        if self.digest is not None and has_program(self.digest):
+            self.future = _POOL.submit(_load_or_compile, None, self.digest)
+        else:
+            # lowered again from the shapes (JAX keeps recent lowerings: usually no trace);
+            # a quick build holds no IR while it runs
+            self.future = _POOL.submit(_load_or_compile, jitted.lower(*self.spec), self.digest)
         self.spec = None
 
     def finish(self) -> None:
@@ -177,7 +186,12 @@ class _Build:
         COUNTS["promoted"] += 1
 
 
-def _compile_optimised(lowered, digest: Optional[str]):
+def _load_or_compile(lowered, digest: Optional[str]):
+    if lowered is None:
+        exe = load_program(digest)
+        if exe is not None:
+            return exe
+        raise RuntimeError(f"the optimised build {digest} could not be loaded")
     if digest is None:
         return lowered.compile()
     exe = compile_past_cache(lowered)
@@ -187,8 +201,8 @@ def _compile_optimised(lowered, digest: Optional[str]):
 
 class Tiered:
     """A jitted function compiled in tiers (module docstring). With ``key`` both builds
-    are kept on disk (``program_store``): a later process runs them untraced; without,
-    JAX's persistent cache keeps them."""
+    and the switch schedule are kept on disk (``program_store``): a later process runs
+    them untraced, on the same schedule; without, JAX's persistent cache keeps them."""
 
     def __init__(self, jitted, key: Optional[str], estimate: Callable, quick_only=False):
         self._jitted = jitted
@@ -212,14 +226,16 @@ class Tiered:
         if build is None:
             build = self._builds[sig] = self._first_build(args)
         if not build.optimised:
-            self._advance(build, args)
+            self._advance(build)
         self._last = build
         return build.exe(*args)
 
     def _digests(self, args):
+        """File names of the optimised build, the quick one and the quick one's schedule."""
         if self._key is None:
-            return None, None
-        return program_digest(self._key, args), program_digest(self._key + "|level0", args)
+            return None, None, None
+        names = (self._key, self._key + "|level0", self._key + "|schedule")
+        return tuple(program_digest(name, args) for name in names)
 
     def _compile(self, lowered, options=None):
         if self._key is None:  # JAX's persistent cache keeps it
@@ -227,13 +243,21 @@ class Tiered:
         return compile_past_cache(lowered, options)
 
     def _first_build(self, args: tuple) -> _Build:
-        full, quick = self._digests(args)
-        exe = load_program(full) if full and not self._quick_only else None
-        if exe is not None:
-            return _final(exe)
-        exe = load_program(quick) if quick else None
-        if exe is not None:  # a previous process judged it light: promote as it would
-            return _Build(exe, _spec(args), full, self._promote_after(None, None))
+        full, quick, schedule = self._digests(args)
+        if self._quick_only:
+            exe = load_program(quick) if quick else None
+            if exe is not None:
+                return _Build(exe)
+        elif full is not None:
+            promote_after = load_number(schedule)
+            if promote_after is None:  # heavy for an earlier process (or never built)
+                exe = load_program(full)
+                if exe is not None:
+                    return _final(exe)
+            else:  # light: the same schedule as the process that built it
+                exe = load_program(quick)
+                if exe is not None:
+                    return _Build(exe, _spec(args), full, promote_after)
         COUNTS["built"] += 1
         traced = self._jitted.trace(*args)
         seconds = None if not _on_cpu(args) else self._estimate(traced, args)
@@ -243,31 +267,34 @@ class Tiered:
             if full:
                 save_program(full, exe)
             return _final(exe)
-        start = time.perf_counter()
         exe = self._compile(lowered, QUICK_OPTIONS)
-        promote_after = self._promote_after(seconds, time.perf_counter() - start)
+        promote_after = self._promote_after(seconds, _count_eqns(traced.jaxpr.jaxpr))
         if quick:
             save_program(quick, exe)
+            if promote_after:
+                save_number(schedule, promote_after)
         return _Build(exe, _spec(args), full, promote_after)
 
-    def _promote_after(self, seconds: Optional[float], quick_s: Optional[float]) -> int:
-        """Calls of a quick build before its optimised build compiles (0: never): when
-        the quick build's extra run time has cost about what the optimised compile will
-        (so a short job never pays for a compile it would not win back)."""
+    def _promote_after(self, seconds: Optional[float], eqns: int) -> int:
+        """Calls of a quick build before its optimised build starts (0: never): when the
+        quick build's extra run time has cost about what the optimised compile will (so a
+        short job never pays for a compile it would not win back). From the program alone
+        (its operations and cost estimate), so every run keeps the same schedule."""
         if self._quick_only:
             return 0
-        if not seconds or quick_s is None:
+        if not seconds:
             return PROMOTE_AFTER
-        calls = math.ceil(FULL_OVER_QUICK * quick_s / ((QUICK_SLOWDOWN - 1.0) * seconds))
+        full_compile_s = FULL_OVER_QUICK * QUICK_S_PER_EQN * eqns
+        calls = math.ceil(full_compile_s / ((QUICK_SLOWDOWN - 1.0) * seconds))
         return max(3, min(PROMOTE_AFTER, calls))
 
-    def _advance(self, build: _Build, args) -> None:
+    def _advance(self, build: _Build) -> None:
         if build.promote_after == 0:
             return
         build.calls += 1
         if build.future is None and build.calls >= build.promote_after:
             build.optimise(self._jitted)
-        if build.future is not None and build.future.done():
+        if build.calls >= 2 * build.promote_after:
             build.finish()
 
     def _cache_size(self) -> int:
@@ -289,6 +316,11 @@ class Tiered:
             if build.future is None:
                 build.optimise(self._jitted)
             build.finish()
+
+
+def _count_eqns(jaxpr) -> int:
+    """Operations of ``jaxpr``, those of its inner jaxprs included."""
+    return sum(1 + sum(_count_eqns(j) for j in _sub_jaxprs(e.params)) for e in jaxpr.eqns)
 
 
 def _final(exe) -> _Build:

@@ -62,7 +62,7 @@ def test_tiered_switches_to_the_optimised_build(monkeypatch):
     assert prog._cache_size() == 2
 
 
-def test_tiered_optimises_a_program_called_in_a_loop(monkeypatch):
+def test_tiered_optimises_a_program_called_in_a_loop_on_a_fixed_call(monkeypatch):
     import jax.numpy as jnp
 
     monkeypatch.setenv("MXMOD_COMPILE", "tiered")
@@ -74,8 +74,31 @@ def test_tiered_optimises_a_program_called_in_a_loop(monkeypatch):
     build = prog._builds[tiers.signature((a,))]
     assert build.future is not None  # compiling in the background after the 3rd call
     build.future.result()
+    for _ in range(2):  # ready, but the switch is call 6 in every run
+        prog(a)
+    assert not build.optimised
     np.testing.assert_array_equal(np.asarray(prog(a)), [2.0, 2.0, 2.0])
     assert build.optimised and build.spec is None  # nothing of the trace is kept
+
+
+def test_a_late_optimised_build_is_waited_for_at_the_switch(monkeypatch):
+    import threading
+
+    import jax.numpy as jnp
+
+    monkeypatch.setenv("MXMOD_COMPILE", "tiered")
+    monkeypatch.setattr(tiers, "PROMOTE_AFTER", 3)
+    prog = tiers.program_jit(lambda a: a + 2.0)
+    a = jnp.ones(2)
+    release = threading.Event()
+    tiers._POOL.submit(release.wait)  # the background thread is busy
+    for _ in range(5):
+        prog(a)
+    build = prog._builds[tiers.signature((a,))]
+    assert not build.future.done()
+    threading.Timer(0.2, release.set).start()
+    prog(a)  # call 6 waits for the optimised build, then runs it
+    assert build.optimised
 
 
 def test_tiered_keeps_its_quick_builds_on_disk(tmp_path, monkeypatch):
@@ -115,15 +138,17 @@ def test_tiered_is_the_default(monkeypatch):
     assert tiers.compile_mode() == "tiered"
 
 
-def test_promotion_waits_until_the_quick_build_has_cost_the_optimised_compile():
+def test_promotion_waits_until_the_quick_build_has_cost_the_optimised_compile(monkeypatch):
     prog = tiers.Tiered(None, None, tiers.cost_estimate)
-    # 20 ms a call optimised, ~40 ms more quick; the optimised compile ~4x the quick 0.3 s
-    assert prog._promote_after(0.02, 0.3) == 30
-    assert prog._promote_after(1e-6, 0.3) == tiers.PROMOTE_AFTER  # tiny: at most 50 calls
-    assert prog._promote_after(0.5, 0.01) == 3  # at least 3
-    assert prog._promote_after(None, 0.3) == tiers.PROMOTE_AFTER  # no estimate
+    # 20 ms a call optimised, ~40 ms more quick; 600 operations: a quick compile of ~0.3 s,
+    # the optimised one ~4x that
+    monkeypatch.setattr(tiers, "QUICK_S_PER_EQN", 5e-4)
+    assert prog._promote_after(0.02, 600) == 30
+    assert prog._promote_after(1e-6, 600) == tiers.PROMOTE_AFTER  # tiny: at most 50 calls
+    assert prog._promote_after(0.5, 20) == 3  # at least 3
+    assert prog._promote_after(None, 600) == tiers.PROMOTE_AFTER  # no estimate
     assert (
-        tiers.Tiered(None, None, tiers.cost_estimate, quick_only=True)._promote_after(0.02, 0.3)
+        tiers.Tiered(None, None, tiers.cost_estimate, quick_only=True)._promote_after(0.02, 600)
         == 0
     )  # fast: never
 
@@ -197,7 +222,7 @@ def test_the_cost_estimate_counts_flops_and_bytes():
     assert tiers.cost_estimate(small, None) < 1e-6
 
 
-def test_a_promoted_build_is_kept_and_preferred_by_a_later_process(tmp_path, monkeypatch):
+def test_a_later_process_replays_the_builds_and_their_schedule(tmp_path, monkeypatch):
     import jax.numpy as jnp
 
     from mxmod import program_store
@@ -209,13 +234,18 @@ def test_a_promoted_build_is_kept_and_preferred_by_a_later_process(tmp_path, mon
     try:
         a = jnp.arange(4.0)
         first = tiers.program_jit(lambda x: x - 1.0, key="test-promoted")
-        for _ in range(3):
+        for _ in range(6):
             first(a)
-        build = first._builds[tiers.signature((a,))]
-        build.future.result()  # compiled and written in the background
-        again = tiers.program_jit(lambda x: x - 1.0, key="test-promoted")
-        np.testing.assert_array_equal(np.asarray(again(a)), [-1, 0, 1, 2])
-        assert again._builds[tiers.signature((a,))].optimised  # not the quick build
+        assert first._builds[tiers.signature((a,))].optimised  # compiled and kept
+        built = program_store.COUNTS["built"]
+        again = tiers.program_jit(lambda x: x - 1.0, key="test-promoted")  # a new process
+        for _ in range(5):
+            np.testing.assert_array_equal(np.asarray(again(a)), [-1, 0, 1, 2])
+        build = again._builds[tiers.signature((a,))]
+        assert not build.optimised and build.promote_after == 3  # the quick build, as before
+        again(a)
+        assert build.optimised  # call 6: the kept optimised build, loaded
+        assert program_store.COUNTS["built"] == built  # nothing traced or compiled
     finally:
         program_store._ENVIRONMENT = None
 
@@ -241,19 +271,26 @@ def test_sync_is_plain_jit_without_a_key(monkeypatch):
 
 
 def test_tiered_trajectory_across_the_switch_to_the_optimised_build(monkeypatch):
-    # promoted after 5 steps: the run crosses from the quick to the optimised build
-    monkeypatch.setattr(tiers, "PROMOTE_AFTER", 5)
+    # the switch comes at step 6: close to the optimised run, and the same in every run
+    monkeypatch.setattr(tiers, "PROMOTE_AFTER", 3)
     monkeypatch.setattr(tiers, "FULL_OVER_QUICK", 0.0)
     from mxmod import program_store
 
     want_losses, want = trajectory(monkeypatch, "sync")
     promoted = program_store.COUNTS["promoted"]
-    # halfway, the optimised builds are ready: the second half runs them
-    got_losses, got = trajectory(monkeypatch, "tiered", at_step=tiers.drain)
+    got_losses, got = trajectory(monkeypatch, "tiered")
     assert program_store.COUNTS["promoted"] > promoted
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-4, atol=1e-6)
     for name in want:
         np.testing.assert_allclose(got[name].asnumpy(), want[name].asnumpy(), rtol=1e-4, atol=1e-5)
+    # a late background compile changes nothing: its build is waited for at the switch
+    import time
+
+    tiers._POOL.submit(time.sleep, 1.0)  # the optimised builds queue behind this
+    again_losses, again = trajectory(monkeypatch, "tiered")
+    np.testing.assert_array_equal(again_losses, got_losses)
+    for name in got:
+        np.testing.assert_array_equal(again[name].asnumpy(), got[name].asnumpy())
 
 
 @pytest.mark.parametrize("mode", ["sync", "tiered", "fast"])
