@@ -43,6 +43,7 @@ FORMAT = "mxmod-program-1"
 # this process's programs: loaded from disk, built (traced and compiled), written, and
 # quick builds replaced by their optimised build (``program_tiers``)
 COUNTS = {"loaded": 0, "built": 0, "saved": 0, "promoted": 0}
+SCHEDULE = ".schedule"  # the file beside a quick build saying when it is promoted
 
 
 class Unstable(Exception):
@@ -252,19 +253,20 @@ def has_program(digest: str) -> bool:
     return base is not None and os.path.exists(os.path.join(base, digest))
 
 
-def save_number(digest: str, value: int) -> None:
-    """Keep a small number under ``digest`` (e.g. a quick build's switch schedule)."""
+def save_schedule(digest: str, calls: int) -> None:
+    """Keep beside program ``digest`` the call its optimised build is started at."""
     base = folder()
     if base is not None:
-        files.write_atomic(os.path.join(base, digest), str(int(value)).encode())
+        path = os.path.join(base, digest + SCHEDULE)
+        files.write_atomic(path, str(int(calls)).encode())
 
 
-def load_number(digest: str) -> Optional[int]:
+def load_schedule(digest: str) -> Optional[int]:
     base = folder()
     if base is None:
         return None
     try:
-        with open(os.path.join(base, digest), "rb") as f:
+        with open(os.path.join(base, digest + SCHEDULE), "rb") as f:
             return int(f.read(32).decode("ascii"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None

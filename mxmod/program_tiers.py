@@ -34,11 +34,11 @@ from .program_store import (
     Stored,
     compile_past_cache,
     has_program,
-    load_number,
+    load_schedule,
     load_program,
     program_digest,
-    save_number,
     save_program,
+    save_schedule,
     signature,
     traced,
 )
@@ -231,11 +231,10 @@ class Tiered:
         return build.exe(*args)
 
     def _digests(self, args):
-        """File names of the optimised build, the quick one and the quick one's schedule."""
+        """File names of the optimised build and the quick one."""
         if self._key is None:
-            return None, None, None
-        names = (self._key, self._key + "|level0", self._key + "|schedule")
-        return tuple(program_digest(name, args) for name in names)
+            return None, None
+        return program_digest(self._key, args), program_digest(self._key + "|level0", args)
 
     def _compile(self, lowered, options=None):
         if self._key is None:  # JAX's persistent cache keeps it
@@ -243,13 +242,13 @@ class Tiered:
         return compile_past_cache(lowered, options)
 
     def _first_build(self, args: tuple) -> _Build:
-        full, quick, schedule = self._digests(args)
+        full, quick = self._digests(args)
         if self._quick_only:
             exe = load_program(quick) if quick else None
             if exe is not None:
                 return _Build(exe)
         elif full is not None:
-            promote_after = load_number(schedule)
+            promote_after = load_schedule(quick)
             if promote_after is None:  # heavy for an earlier process (or never built)
                 exe = load_program(full)
                 if exe is not None:
@@ -272,7 +271,7 @@ class Tiered:
         if quick:
             save_program(quick, exe)
             if promote_after:
-                save_number(schedule, promote_after)
+                save_schedule(quick, promote_after)
         return _Build(exe, _spec(args), full, promote_after)
 
     def _promote_after(self, seconds: Optional[float], eqns: int) -> int:

@@ -56,8 +56,11 @@ def test_a_second_process_runs_the_stored_programs_untraced(tmp_path):
     assert second["counts"]["loaded"] == first["counts"]["built"]
     assert second["w"] == first["w"] and second["pred"] == first["pred"]  # bit for bit
     names = os.listdir(first["folder"])
-    programs = [n for n in names if not n.startswith("recent-")]
+    programs = [n for n in names if not n.startswith("recent-") and "." not in n]
     assert len(programs) == first["counts"]["saved"]
+    # quick builds (tiered) have their switch schedule beside them
+    schedules = [n for n in names if n.endswith(stored.SCHEDULE)]
+    assert schedules and all(n[: -len(stored.SCHEDULE)] in programs for n in schedules)
     # the record of what the processes used, in first-use order, for loading ahead
     (record,) = [n for n in names if n.startswith("recent-")]
     with open(os.path.join(first["folder"], record)) as f:
