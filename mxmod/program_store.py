@@ -7,9 +7,9 @@ graph that is most of a warm run. A program built by ``Programs`` is fully deter
 what it was built from: the graph's canonical JSON, the placement, the layout, the
 program's own key (optimizer signature, metric type and configuration, ...) and the
 arguments' shapes, dtypes and shardings, plus mxmod's own code and JAX's version and
-settings. ``Stored`` hashes all of that into a file name and keeps the compiled executable
-there (``jax.experimental.serialize_executable``); a second process with the same key
-loads it without tracing.
+settings. ``program_tiers.Tiered`` hashes all of that into a file name (``program_digest``)
+and keeps the compiled executable there (``jax.experimental.serialize_executable``); a
+second process with the same key loads it without tracing.
 
 A key is only made from values with a deterministic text (``stable_text``): a part that
 is user code (a metric or optimizer class defined outside mxmod, a ``Custom`` operator)
@@ -174,50 +174,6 @@ def program_key(*parts: Any) -> Optional[str]:
     # start loading the programs the previous process used, while this one binds
     files.ahead(folder(), environment_digest())
     return key
-
-
-class Stored:
-    """``jax.jit`` whose executables are kept in :func:`folder` under ``key`` + arguments."""
-
-    def __init__(self, jitted, key: str, compiler_options: Optional[dict] = None):
-        self._jitted = jitted
-        self._key = key
-        self._options = compiler_options
-        self._builds: dict = {}  # signature -> Compiled
-        self._last = None
-
-    def __call__(self, *args):
-        last = self._last
-        if last is not None:
-            try:
-                return last(*args)
-            except TypeError:  # other shapes or placement: look them up
-                pass
-        if traced(args):  # called inside another program's trace: part of that program
-            return self._jitted(*args)
-        sig = signature(args)
-        exe = self._builds.get(sig)
-        if exe is None:
-            exe = self._builds[sig] = self._load_or_build(args)
-        self._last = exe
-        return exe(*args)
-
-    def _cache_size(self) -> int:
-        """Programs held in this process, as ``jax.jit``'s."""
-        return len(self._builds)
-
-    def lower(self, *args):
-        """``jax.jit(...).lower``: e.g. for XLA's memory analysis."""
-        return self._jitted.lower(*args)
-
-    def _load_or_build(self, args: tuple):
-        digest = program_digest(self._key, args)
-        exe = load_program(digest)
-        if exe is None:
-            COUNTS["built"] += 1
-            exe = compile_past_cache(self._jitted.lower(*args), self._options)
-            save_program(digest, exe)
-        return exe
 
 
 def program_digest(key: str, args: tuple) -> str:

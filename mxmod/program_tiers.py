@@ -31,7 +31,6 @@ import numpy as np
 
 from .program_store import (
     COUNTS,
-    Stored,
     compile_past_cache,
     has_program,
     load_schedule,
@@ -134,8 +133,13 @@ def wrap(jitted, key=None, estimate: Callable = cost_estimate):
     mode = compile_mode()
     # a multi-process job's programs meet in collectives: every worker runs the same build
     if mode == "sync" or (mode == "tiered" and jax.process_count() > 1):
-        return Stored(jitted, key) if key is not None else jitted
+        # every program optimised at once (kept on disk under ``key``)
+        return Tiered(jitted, key, _always_heavy) if key is not None else jitted
     return Tiered(jitted, key, estimate, quick_only=mode == "fast")
+
+
+def _always_heavy(traced, args) -> None:
+    return None
 
 
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mxmod-xla")

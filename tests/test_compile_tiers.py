@@ -401,3 +401,25 @@ def test_a_program_with_python_scalars_is_optimised_from_its_kept_shapes(monkeyp
     prog.wait()
     build = prog._builds[tiers.signature((x, 2))]
     assert build.optimised and got == [4.0] * 3 and float(prog(x, 2)) == 4.0
+
+
+def test_sync_keeps_optimised_builds_and_a_later_process_loads_them(tmp_path, monkeypatch):
+    import jax.numpy as jnp
+
+    from mxmod import program_store
+
+    monkeypatch.setenv("MXMOD_COMPILE", "sync")
+    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
+    program_store._ENVIRONMENT = None
+    try:
+        a = jnp.arange(3.0)
+        first = tiers.program_jit(lambda x: x * x, key="test-sync")
+        np.testing.assert_array_equal(np.asarray(first(a)), [0, 1, 4])
+        assert first._builds[tiers.signature((a,))].optimised  # no quick build in sync
+        loaded, built = program_store.COUNTS["loaded"], program_store.COUNTS["built"]
+        again = tiers.program_jit(lambda x: x * x, key="test-sync")  # as a new process
+        np.testing.assert_array_equal(np.asarray(again(a)), [0, 1, 4])
+        assert program_store.COUNTS["loaded"] == loaded + 1
+        assert program_store.COUNTS["built"] == built
+    finally:
+        program_store._ENVIRONMENT = None

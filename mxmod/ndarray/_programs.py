@@ -4,7 +4,7 @@
 Each (function, static arguments) gets one jitted function, kept (the 4096 most recent; a new
 ``jax.jit`` per call would trace every call). When the function and its arguments have a
 deterministic text (functions of mxmod, JAX or numpy, not user code), the program is also a
-``program_store.Stored`` one: a later process loads it from disk untraced.
+``program_tiers.Tiered`` one: a later process loads it from disk untraced.
 """
 
 from __future__ import annotations
