@@ -28,6 +28,7 @@ from typing import Callable, Optional
 
 import jax
 import numpy as np
+from jax.extend.core import ClosedJaxpr, Jaxpr
 
 from .program_store import (
     COUNTS,
@@ -44,6 +45,7 @@ from .program_store import (
 
 MODES = ("tiered", "sync", "fast")
 QUICK_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+_quick_options = dict(QUICK_OPTIONS)  # less what this XLA does not know
 PROMOTE_AFTER = 50  # calls of one quick build at most before its optimised build compiles
 QUICK_SLOWDOWN = 3.0  # a quick build's run time over the optimised one's (CPU, typical)
 FULL_OVER_QUICK = 4.0  # the optimised compile's time over the quick one's (CPU, typical)
@@ -98,9 +100,9 @@ def _jaxpr_cost(jaxpr) -> tuple:
 def _sub_jaxprs(params):
     for value in params.values():
         for item in value if isinstance(value, (tuple, list)) else (value,):
-            if isinstance(item, jax.extend.core.ClosedJaxpr):
+            if isinstance(item, ClosedJaxpr):
                 yield item.jaxpr
-            elif isinstance(item, jax.extend.core.Jaxpr):
+            elif isinstance(item, Jaxpr):
                 yield item
 
 
@@ -245,6 +247,18 @@ class Tiered:
             return lowered.compile(options) if options else lowered.compile()
         return compile_past_cache(lowered, options)
 
+    def _compile_quick(self, lowered):
+        """The quick build; an option another XLA version no longer has is dropped."""
+        while True:
+            try:
+                return self._compile(lowered, dict(_quick_options))
+            except Exception as err:
+                unknown = [k for k in _quick_options if f"'{k}'" in str(err)]
+                if "No such compile option" not in str(err) or not unknown:
+                    raise
+                for k in unknown:
+                    del _quick_options[k]
+
     def _first_build(self, args: tuple) -> _Build:
         full, quick = self._digests(args)
         if self._quick_only:
@@ -270,7 +284,7 @@ class Tiered:
             if full:
                 save_program(full, exe)
             return _final(exe)
-        exe = self._compile(lowered, QUICK_OPTIONS)
+        exe = self._compile_quick(lowered)
         promote_after = self._promote_after(seconds, _count_eqns(traced.jaxpr.jaxpr))
         if quick:
             save_program(quick, exe)

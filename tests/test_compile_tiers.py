@@ -423,3 +423,14 @@ def test_sync_keeps_optimised_builds_and_a_later_process_loads_them(tmp_path, mo
         assert program_store.COUNTS["built"] == built
     finally:
         program_store._ENVIRONMENT = None
+
+
+def test_a_quick_option_this_xla_lacks_is_dropped(monkeypatch):
+    # another JAX's XLA may no longer have an option: the quick build goes on without it
+    import jax.numpy as jnp
+
+    monkeypatch.setenv("MXMOD_COMPILE", "fast")
+    monkeypatch.setattr(tiers, "_quick_options", {**tiers.QUICK_OPTIONS, "xla_no_such": True})
+    prog = tiers.program_jit(lambda x: x + 5.0)
+    np.testing.assert_array_equal(np.asarray(prog(jnp.zeros(2))), [5.0, 5.0])
+    assert tiers._quick_options == tiers.QUICK_OPTIONS
