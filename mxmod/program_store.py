@@ -171,9 +171,16 @@ def program_key(*parts: Any) -> Optional[str]:
         key = stable_text(parts)
     except Unstable:
         return None
-    # start loading the programs the previous process used, while this one binds
-    files.ahead(folder(), environment_digest())
+    load_ahead()
     return key
+
+
+def load_ahead() -> None:
+    """Start loading the programs the previous process used (a background thread), so
+    they are ready when this one first calls them: at bind, before parameters are
+    initialised."""
+    if folder() is not None and jax.process_count() == 1:
+        files.ahead(folder(), environment_digest())
 
 
 def program_digest(key: str, args: tuple) -> str:

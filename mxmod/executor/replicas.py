@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from ..ndarray.sparse.parts import RowParts
+from ..program_store import load_ahead
 from . import rows
 from .placement import OneDevice
 from .programs import Programs, metric_key
@@ -240,5 +241,6 @@ def programs_for(
             )
         if compiled.structure is not None:
             progs.stored_as = (compiled.structure, key)
+            load_ahead()
         compiled.programs[key] = progs
     return progs
