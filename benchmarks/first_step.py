@@ -4,8 +4,10 @@ Real MXNet 1.9.1 (``$MXNET_PYTHON``, the venv of tests/fixtures/README.md) expor
 model zoo's ``resnet50_v1`` symbol once (random weights, no download); then, each in a fresh
 process, MXNet and mxmod load it, add a ``SoftmaxOutput``, bind a ``Module`` at batch 8 on
 the CPU, initialise (Xavier, SGD with momentum) and run one ``forward_backward`` +
-``update``, then a second. mxmod runs cold (an empty compilation cache) and warm (the cache
-the cold run filled). mxmod's bytecode is compiled first, as an install does.
+``update``, then a second; a step ends when its update is done (``mx.nd.waitall()``: MXNet's
+engine would otherwise hand back the outputs with backward and update still running). mxmod
+runs cold (an empty compilation cache) and warm (the cache the cold run filled). mxmod's
+bytecode is compiled first, as an install does.
 
 Run:  MXNET_PYTHON=/path/to/mxnet-venv/bin/python python3 benchmarks/first_step.py
 """
@@ -48,6 +50,7 @@ for _ in range(2):
     mod.forward_backward(b)
     mod.update()
     mod.get_outputs()[0].asnumpy()
+    mx.nd.waitall()  # the step's backward and update too (MXNet's engine runs them later)
     if _ == 0:
         t2 = time.perf_counter()
 t3 = time.perf_counter()
