@@ -228,9 +228,12 @@ def load_schedule(digest: str) -> Optional[int]:
     base = folder()
     if base is None:
         return None
+    path = os.path.join(base, digest + SCHEDULE)
     try:
-        with open(os.path.join(base, digest + SCHEDULE), "rb") as f:
-            return int(f.read(32).decode("ascii"))
+        with open(path, "rb") as f:
+            calls = int(f.read(32).decode("ascii"))
+        os.utime(path)  # used: pruned after its program, not before
+        return calls
     except (OSError, ValueError, UnicodeDecodeError):
         return None
 
