@@ -7,6 +7,18 @@ import mxmod as mx
 from mxmod import program_tiers as tiers
 
 
+@pytest.fixture
+def kept_on_disk(tmp_path, monkeypatch):
+    """Programs kept in ``tmp_path`` (the suite runs with the cache off), as by a process
+    whose environment text is computed afresh."""
+    from mxmod import program_store
+
+    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
+    program_store._ENVIRONMENT = None
+    yield tmp_path
+    program_store._ENVIRONMENT = None
+
+
 def net():
     x = mx.sym.Variable("data")
     h = mx.sym.Activation(mx.sym.FullyConnected(x, num_hidden=16, name="fc1"), act_type="relu")
@@ -101,28 +113,23 @@ def test_a_late_optimised_build_is_waited_for_at_the_switch(monkeypatch):
     assert build.optimised
 
 
-def test_tiered_keeps_its_quick_builds_on_disk(tmp_path, monkeypatch):
+def test_tiered_keeps_its_quick_builds_on_disk(kept_on_disk, monkeypatch):
     import jax.numpy as jnp
 
     from mxmod import program_store
 
     monkeypatch.setenv("MXMOD_COMPILE", "tiered")
-    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
-    program_store._ENVIRONMENT = None
-    try:
-        a = jnp.arange(4.0)
-        first = tiers.program_jit(lambda x: x + 1.0, key="test-tiered")
-        np.testing.assert_array_equal(np.asarray(first(a)), [1, 2, 3, 4])
-        loaded = program_store.COUNTS["loaded"]
-        again = tiers.program_jit(lambda x: x + 1.0, key="test-tiered")  # as a new process
-        np.testing.assert_array_equal(np.asarray(again(a)), [1, 2, 3, 4])
-        assert program_store.COUNTS["loaded"] == loaded + 1
-        build = again._builds[tiers.signature((a,))]
-        assert build.spec is not None  # shapes kept, for the optimised build
-        again.wait()  # the optimised build is lowered from the kept shapes
-        assert build.optimised
-    finally:
-        program_store._ENVIRONMENT = None
+    a = jnp.arange(4.0)
+    first = tiers.program_jit(lambda x: x + 1.0, key="test-tiered")
+    np.testing.assert_array_equal(np.asarray(first(a)), [1, 2, 3, 4])
+    loaded = program_store.COUNTS["loaded"]
+    again = tiers.program_jit(lambda x: x + 1.0, key="test-tiered")  # as a new process
+    np.testing.assert_array_equal(np.asarray(again(a)), [1, 2, 3, 4])
+    assert program_store.COUNTS["loaded"] == loaded + 1
+    build = again._builds[tiers.signature((a,))]
+    assert build.spec is not None  # shapes kept, for the optimised build
+    again.wait()  # the optimised build is lowered from the kept shapes
+    assert build.optimised
 
 
 def test_an_unknown_mode_names_the_choices(monkeypatch):
@@ -153,28 +160,23 @@ def test_promotion_waits_until_the_quick_build_has_cost_the_optimised_compile(mo
     )  # fast: never
 
 
-def test_a_heavy_program_compiles_optimised_at_once(tmp_path, monkeypatch):
+def test_a_heavy_program_compiles_optimised_at_once(kept_on_disk, monkeypatch):
     import jax.numpy as jnp
 
     from mxmod import program_store
 
     monkeypatch.setenv("MXMOD_COMPILE", "tiered")
-    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
-    program_store._ENVIRONMENT = None
-    try:
-        a = jnp.ones((64, 64))
-        heavy = tiers.program_jit(lambda x: x @ x, key="test-heavy", estimate=lambda lo, ar: 1.0)
-        np.testing.assert_allclose(np.asarray(heavy(a)), np.full((64, 64), 64.0))
-        build = heavy._builds[tiers.signature((a,))]
-        assert build.optimised and build.future is None
-        saved = program_store.COUNTS["loaded"]
-        # a later process loads the optimised build (its own estimate is never asked)
-        again = tiers.program_jit(lambda x: x @ x, key="test-heavy", estimate=None)
-        np.testing.assert_allclose(np.asarray(again(a)), np.full((64, 64), 64.0))
-        assert program_store.COUNTS["loaded"] == saved + 1
-        assert again._builds[tiers.signature((a,))].optimised
-    finally:
-        program_store._ENVIRONMENT = None
+    a = jnp.ones((64, 64))
+    heavy = tiers.program_jit(lambda x: x @ x, key="test-heavy", estimate=lambda lo, ar: 1.0)
+    np.testing.assert_allclose(np.asarray(heavy(a)), np.full((64, 64), 64.0))
+    build = heavy._builds[tiers.signature((a,))]
+    assert build.optimised and build.future is None
+    saved = program_store.COUNTS["loaded"]
+    # a later process loads the optimised build (its own estimate is never asked)
+    again = tiers.program_jit(lambda x: x @ x, key="test-heavy", estimate=None)
+    np.testing.assert_allclose(np.asarray(again(a)), np.full((64, 64), 64.0))
+    assert program_store.COUNTS["loaded"] == saved + 1
+    assert again._builds[tiers.signature((a,))].optimised
 
 
 def test_no_cost_estimate_means_optimised(monkeypatch):
@@ -222,32 +224,27 @@ def test_the_cost_estimate_counts_flops_and_bytes():
     assert tiers.cost_estimate(small, None) < 1e-6
 
 
-def test_a_later_process_replays_the_builds_and_their_schedule(tmp_path, monkeypatch):
+def test_a_later_process_replays_the_builds_and_their_schedule(kept_on_disk, monkeypatch):
     import jax.numpy as jnp
 
     from mxmod import program_store
 
     monkeypatch.setenv("MXMOD_COMPILE", "tiered")
     monkeypatch.setattr(tiers, "PROMOTE_AFTER", 3)
-    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
-    program_store._ENVIRONMENT = None
-    try:
-        a = jnp.arange(4.0)
-        first = tiers.program_jit(lambda x: x - 1.0, key="test-promoted")
-        for _ in range(6):
-            first(a)
-        assert first._builds[tiers.signature((a,))].optimised  # compiled and kept
-        built = program_store.COUNTS["built"]
-        again = tiers.program_jit(lambda x: x - 1.0, key="test-promoted")  # a new process
-        for _ in range(5):
-            np.testing.assert_array_equal(np.asarray(again(a)), [-1, 0, 1, 2])
-        build = again._builds[tiers.signature((a,))]
-        assert not build.optimised and build.promote_after == 3  # the quick build, as before
-        again(a)
-        assert build.optimised  # call 6: the kept optimised build, loaded
-        assert program_store.COUNTS["built"] == built  # nothing traced or compiled
-    finally:
-        program_store._ENVIRONMENT = None
+    a = jnp.arange(4.0)
+    first = tiers.program_jit(lambda x: x - 1.0, key="test-promoted")
+    for _ in range(6):
+        first(a)
+    assert first._builds[tiers.signature((a,))].optimised  # compiled and kept
+    built = program_store.COUNTS["built"]
+    again = tiers.program_jit(lambda x: x - 1.0, key="test-promoted")  # a new process
+    for _ in range(5):
+        np.testing.assert_array_equal(np.asarray(again(a)), [-1, 0, 1, 2])
+    build = again._builds[tiers.signature((a,))]
+    assert not build.optimised and build.promote_after == 3  # the quick build, as before
+    again(a)
+    assert build.optimised  # call 6: the kept optimised build, loaded
+    assert program_store.COUNTS["built"] == built  # nothing traced or compiled
 
 
 def test_fast_keeps_its_quick_builds(monkeypatch):
@@ -294,25 +291,20 @@ def test_tiered_trajectory_across_the_switch_to_the_optimised_build(monkeypatch)
 
 
 @pytest.mark.parametrize("mode", ["sync", "tiered", "fast"])
-def test_a_kept_program_called_inside_another_trace_becomes_part_of_it(tmp_path, monkeypatch, mode):
+def test_a_kept_program_called_inside_another_trace_becomes_part_of_it(
+    kept_on_disk, monkeypatch, mode
+):
     # e.g. an mx.nd operator in a custom optimizer's update(), traced into the fused step
     import jax
     import jax.numpy as jnp
 
-    from mxmod import program_store
-
     monkeypatch.setenv("MXMOD_COMPILE", mode)
-    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
-    program_store._ENVIRONMENT = None
-    try:
-        inner = tiers.program_jit(lambda x: x * 2.0, key=f"test-inner-{mode}")
-        np.testing.assert_array_equal(np.asarray(inner(jnp.ones(2))), [2.0, 2.0])
-        outer = jax.jit(lambda x: inner(x) + 1.0)
-        np.testing.assert_array_equal(np.asarray(outer(jnp.ones(2))), [3.0, 3.0])
-        grad = jax.grad(lambda x: inner(x).sum())(jnp.ones(2))
-        np.testing.assert_array_equal(np.asarray(grad), [2.0, 2.0])
-    finally:
-        program_store._ENVIRONMENT = None
+    inner = tiers.program_jit(lambda x: x * 2.0, key=f"test-inner-{mode}")
+    np.testing.assert_array_equal(np.asarray(inner(jnp.ones(2))), [2.0, 2.0])
+    outer = jax.jit(lambda x: inner(x) + 1.0)
+    np.testing.assert_array_equal(np.asarray(outer(jnp.ones(2))), [3.0, 3.0])
+    grad = jax.grad(lambda x: inner(x).sum())(jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(grad), [2.0, 2.0])
 
 
 EXIT_MID_COMPILE = """
@@ -403,26 +395,21 @@ def test_a_program_with_python_scalars_is_optimised_from_its_kept_shapes(monkeyp
     assert build.optimised and got == [4.0] * 3 and float(prog(x, 2)) == 4.0
 
 
-def test_sync_keeps_optimised_builds_and_a_later_process_loads_them(tmp_path, monkeypatch):
+def test_sync_keeps_optimised_builds_and_a_later_process_loads_them(kept_on_disk, monkeypatch):
     import jax.numpy as jnp
 
     from mxmod import program_store
 
     monkeypatch.setenv("MXMOD_COMPILE", "sync")
-    monkeypatch.setattr(program_store, "folder", lambda: str(tmp_path))
-    program_store._ENVIRONMENT = None
-    try:
-        a = jnp.arange(3.0)
-        first = tiers.program_jit(lambda x: x * x, key="test-sync")
-        np.testing.assert_array_equal(np.asarray(first(a)), [0, 1, 4])
-        assert first._builds[tiers.signature((a,))].optimised  # no quick build in sync
-        loaded, built = program_store.COUNTS["loaded"], program_store.COUNTS["built"]
-        again = tiers.program_jit(lambda x: x * x, key="test-sync")  # as a new process
-        np.testing.assert_array_equal(np.asarray(again(a)), [0, 1, 4])
-        assert program_store.COUNTS["loaded"] == loaded + 1
-        assert program_store.COUNTS["built"] == built
-    finally:
-        program_store._ENVIRONMENT = None
+    a = jnp.arange(3.0)
+    first = tiers.program_jit(lambda x: x * x, key="test-sync")
+    np.testing.assert_array_equal(np.asarray(first(a)), [0, 1, 4])
+    assert first._builds[tiers.signature((a,))].optimised  # no quick build in sync
+    loaded, built = program_store.COUNTS["loaded"], program_store.COUNTS["built"]
+    again = tiers.program_jit(lambda x: x * x, key="test-sync")  # as a new process
+    np.testing.assert_array_equal(np.asarray(again(a)), [0, 1, 4])
+    assert program_store.COUNTS["loaded"] == loaded + 1
+    assert program_store.COUNTS["built"] == built
 
 
 def test_a_quick_option_this_xla_lacks_is_dropped(monkeypatch):
