@@ -24,6 +24,7 @@ import concurrent.futures
 import math
 import os
 import threading
+import warnings
 from typing import Callable, Optional
 
 import jax
@@ -180,24 +181,28 @@ class _Build:
         """Start the optimised build in the background: loaded when an earlier process
         kept it (``digest``), else compiled (and kept)."""
         if self.digest is not None and has_program(self.digest):
-            self.future = _POOL.submit(_load_or_compile, None, self.digest)
+            self.future = _POOL.submit(load_program, self.digest)
         else:
             # lowered again from the shapes (JAX keeps recent lowerings: usually no trace);
             # a quick build holds no IR while it runs
-            self.future = _POOL.submit(_load_or_compile, jitted.lower(*self.spec), self.digest)
-        self.spec = None
+            self.future = _POOL.submit(_compile_optimised, jitted.lower(*self.spec), self.digest)
 
-    def finish(self) -> None:
-        self.exe, self.future, self.optimised = self.future.result(), None, True
+    def finish(self, jitted) -> None:
+        """Run the optimised build from now on (waiting for it if it is late). A kept file
+        that no longer loads is compiled again; an optimised compile that fails leaves the
+        quick build running, with a warning."""
+        try:
+            exe = self.future.result()
+            if exe is None:  # a torn or foreign file
+                exe = _compile_optimised(jitted.lower(*self.spec), self.digest)
+        except Exception as err:
+            warnings.warn(f"mxmod: the optimised build failed ({err}); the quick build goes on")
+            exe = self.exe
+        self.exe, self.future, self.spec, self.optimised = exe, None, None, True
         COUNTS["promoted"] += 1
 
 
-def _load_or_compile(lowered, digest: Optional[str]):
-    if lowered is None:
-        exe = load_program(digest)
-        if exe is not None:
-            return exe
-        raise RuntimeError(f"the optimised build {digest} could not be loaded")
+def _compile_optimised(lowered, digest: Optional[str]):
     if digest is None:
         return lowered.compile()
     exe = compile_past_cache(lowered)
@@ -312,7 +317,7 @@ class Tiered:
         if build.future is None and build.calls >= build.promote_after:
             build.optimise(self._jitted)
         if build.calls >= 2 * build.promote_after:
-            build.finish()
+            build.finish(self._jitted)
 
     def _cache_size(self) -> int:
         """Programs compiled (a signature's two builds count once), as ``jax.jit``'s."""
@@ -332,7 +337,7 @@ class Tiered:
                 continue
             if build.future is None:
                 build.optimise(self._jitted)
-            build.finish()
+            build.finish(self._jitted)
 
 
 def _count_eqns(jaxpr) -> int:

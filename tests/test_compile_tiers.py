@@ -421,3 +421,44 @@ def test_a_quick_option_this_xla_lacks_is_dropped(monkeypatch):
     prog = tiers.program_jit(lambda x: x + 5.0)
     np.testing.assert_array_equal(np.asarray(prog(jnp.zeros(2))), [5.0, 5.0])
     assert tiers._quick_options == tiers.QUICK_OPTIONS
+
+
+def test_a_kept_optimised_build_that_no_longer_loads_is_compiled_again(kept_on_disk, monkeypatch):
+    import jax.numpy as jnp
+
+    from mxmod import program_store
+
+    monkeypatch.setenv("MXMOD_COMPILE", "tiered")
+    monkeypatch.setattr(tiers, "PROMOTE_AFTER", 3)
+    a = jnp.arange(3.0)
+    first = tiers.program_jit(lambda x: x + 7.0, key="test-torn")
+    for _ in range(6):
+        first(a)
+    full = first._builds[tiers.signature((a,))]
+    assert full.optimised
+    digest = program_store.program_digest("test-torn", (a,))
+    (kept_on_disk / digest).write_bytes(b"torn")  # a crash mid-copy, a foreign file
+    again = tiers.program_jit(lambda x: x + 7.0, key="test-torn")  # a new process
+    for _ in range(6):
+        np.testing.assert_array_equal(np.asarray(again(a)), [7.0, 8.0, 9.0])
+    assert again._builds[tiers.signature((a,))].optimised
+    assert (kept_on_disk / digest).read_bytes() != b"torn"  # rewritten
+
+
+def test_a_failed_optimised_compile_leaves_the_quick_build_running(monkeypatch):
+    import jax.numpy as jnp
+
+    monkeypatch.setenv("MXMOD_COMPILE", "tiered")
+    monkeypatch.setattr(tiers, "PROMOTE_AFTER", 3)
+
+    def broken(lowered, digest):
+        raise RuntimeError("XLA ran out of memory")
+
+    monkeypatch.setattr(tiers, "_compile_optimised", broken)
+    prog = tiers.program_jit(lambda x: x * 4.0)
+    a = jnp.ones(2)
+    for _ in range(5):
+        prog(a)
+    with pytest.warns(UserWarning, match="the optimised build failed .*XLA ran out of memory"):
+        np.testing.assert_array_equal(np.asarray(prog(a)), [4.0, 4.0])
+    np.testing.assert_array_equal(np.asarray(prog(a)), [4.0, 4.0])  # quick build, no retry
