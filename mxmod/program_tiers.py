@@ -31,6 +31,7 @@ import jax
 import numpy as np
 from jax.extend.core import ClosedJaxpr, Jaxpr
 
+from . import xla_options
 from .program_store import (
     COUNTS,
     compile_past_cache,
@@ -128,7 +129,7 @@ def program_jit(fn, key=None, estimate: Callable = cost_estimate, **jit_kwargs):
     arguments). ``key`` (``program_store.program_key``), when given, names everything
     ``fn`` was built from: its executables are then kept on disk. ``estimate(traced,
     args)`` gives a call's seconds (``tiered``: which programs are heavy)."""
-    return wrap(jax.jit(fn, **jit_kwargs), key, estimate)
+    return wrap(xla_options.jit(fn, **jit_kwargs), key, estimate)
 
 
 def wrap(jitted, key=None, estimate: Callable = cost_estimate):

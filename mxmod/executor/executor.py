@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import xla_options
 from .. import random as mxrandom
 from ..base import MXNetError
 from ..ndarray import NDArray
@@ -70,8 +71,8 @@ class Compiled:
         if g.dynamic_nodes:  # output shapes depend on values (boolean_mask): op by op
             self.forward, self.forward_backward = forward, forward_backward
         else:
-            self.forward = jax.jit(forward, static_argnames=("is_train",))
-            self.forward_backward = jax.jit(
+            self.forward = xla_options.jit(forward, static_argnames=("is_train",))
+            self.forward_backward = xla_options.jit(
                 forward_backward, static_argnames=("is_train", "row_sparse")
             )
 

@@ -21,6 +21,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from jax.sharding import PartitionSpec as P
 
+from .. import xla_options
 from ..ndarray._device import ctx_of
 from ..program_tiers import wrap
 
@@ -105,7 +106,7 @@ class DeviceSources:
             key = (tuple(sorted(self._static.items())), out)
             fn = _GATHERS.get(key)
             if fn is None:
-                jitted = jax.jit(partial(_gather, **self._static), out_shardings=list(out))
+                jitted = xla_options.jit(partial(_gather, **self._static), out_shardings=list(out))
                 # a gather moves at most RUN_BYTES: light, whatever the sources' size
                 fn = _GATHERS[key] = wrap(jitted, None, _light)
             self._programs[which] = fn

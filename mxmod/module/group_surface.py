@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import xla_options
 from ..base import MXNetError
 from ..executor import compiled_for
 from ..executor.monitor_taps import backward_taps
@@ -513,7 +514,8 @@ def monitor_internals(self, k=None):
     params, aux = p.monitor_state or (self._params_in(), self.state.aux)
     inputs = {n: self._device_part(v, self._input_axes.get(n, 0), k) for n, v in p.inputs.items()}
     args = {**params, **inputs}
-    outs, _ = jax.jit(graph, static_argnames="is_train")(args, aux, p.key, is_train=p.is_train)
+    forward = xla_options.jit(graph, static_argnames="is_train")
+    outs, _ = forward(args, aux, p.key, is_train=p.is_train)
     names = internals.list_outputs()
     found = [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args and n not in aux]
     if p.backward or p.grads_done:

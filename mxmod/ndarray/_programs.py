@@ -13,8 +13,8 @@ import functools
 import types
 from typing import Any
 
-import jax
 
+from .. import xla_options
 from ..program_store import Unstable, program_key, stable_text
 from ..program_tiers import size_estimate, wrap
 
@@ -30,8 +30,8 @@ def program(fn, static: tuple):
     except KeyError:
         pass
     except TypeError:  # an unhashable static value: a program of its own, not kept
-        return jax.jit(functools.partial(fn, **dict(static)))
-    jitted = jax.jit(functools.partial(fn, **dict(static)))
+        return xla_options.jit(functools.partial(fn, **dict(static)))
+    jitted = xla_options.jit(functools.partial(fn, **dict(static)))
     try:
         key = program_key("nd-fn", code_text(fn), code_text(static))
     except Unstable:

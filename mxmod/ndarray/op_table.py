@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import xla_options
 from ..base import MXNetError, match_inputs, named
 from ..ops import LowerCtx, get_op
 from ..ops._attrs import attr_str
@@ -35,7 +36,7 @@ def _compiled(op_name: str, frozen_attrs: tuple, n_data: int):
 
     # mxmod's own operators are stored whole on disk (a later process runs them untraced)
     key = None if op_name == "Custom" else program_key("nd", op_name, frozen_attrs, n_data)
-    return wrap(jax.jit(run), key, size_estimate), attrs
+    return wrap(xla_options.jit(run), key, size_estimate), attrs
 
 
 def _array(x: Any, op_name: str, slot: str):

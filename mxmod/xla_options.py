@@ -1,0 +1,66 @@
+"""The XLA settings mxmod's programs compile with (``MXMOD_XLA_DEFAULTS=1``: XLA's own).
+
+On CPU, XLA hands convolutions to YNNPACK by default. YNNPACK sets each convolution up on
+its program's first run, and on the CPUs measured its kernels are slower than XLA's Eigen
+ones: a ResNet-50 training step at batch 8 (2-core AMD EPYC, ``benchmarks/first_step.py``)
+first runs in 1.7 s instead of 3.2 s and then takes 1.37 s instead of 1.85 s. So mxmod
+keeps YNNPACK for reductions only (where it is faster). The options are CPU compiler
+settings: other backends ignore them. An option (or value) an XLA version lacks is left
+out, found once per process by compiling a one-operation program.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import jax
+import numpy as np
+
+CPU_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_REDUCE"}
+
+_accepted: Optional[dict] = None
+
+
+def compiler_options() -> dict:
+    """The options mxmod compiles with, those this XLA accepts."""
+    global _accepted
+    if _accepted is None:
+        keep_defaults = os.environ.get("MXMOD_XLA_DEFAULTS", "") not in ("", "0")
+        _accepted = {} if keep_defaults else _accepted_by_xla(CPU_OPTIONS)
+    return dict(_accepted)
+
+
+def _accepted_by_xla(options: dict) -> dict:
+    one = jax.device_put(np.float32(0), jax.devices("cpu")[0])
+    kept = {}
+    for name, value in options.items():
+        try:
+            jax.jit(lambda x: x + 1, compiler_options={name: value}).lower(one).compile()
+        except Exception:  # jax raises XlaRuntimeError / JaxRuntimeError by version
+            continue
+        kept[name] = value
+    return kept
+
+
+def jit(fn, **jit_kwargs) -> "Jit":
+    """``jax.jit(fn, **jit_kwargs)`` compiled with mxmod's options (at every compile of
+    it: a quick build's extra options are added to them)."""
+    return Jit(fn, jit_kwargs)
+
+
+class Jit:
+    """A ``jax.jit`` function with mxmod's options; called inside another program's trace
+    it becomes part of that program (JAX takes options at the top level only)."""
+
+    def __init__(self, fn, jit_kwargs: dict):
+        self._top = jax.jit(fn, compiler_options=compiler_options(), **jit_kwargs)
+        self._nested = jax.jit(fn, **jit_kwargs)
+
+    def __call__(self, *args, **kwargs):
+        leaves = jax.tree_util.tree_leaves((args, kwargs))
+        nested = any(isinstance(x, jax.core.Tracer) for x in leaves)
+        return (self._nested if nested else self._top)(*args, **kwargs)
+
+    def __getattr__(self, name):  # lower, trace, eval_shape, ...
+        return getattr(self._top, name)

@@ -1,0 +1,85 @@
+"""mxmod's XLA settings (mxmod/xla_options.py): CPU convolutions off YNNPACK."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mxmod import xla_options
+from mxmod.program_tiers import program_jit
+
+
+def conv_grad(w, x):
+    def loss(w):
+        y = jax.lax.conv_general_dilated(
+            x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        )
+        return jnp.sum(jax.nn.relu(y) ** 2)
+
+    return jax.grad(loss)(w)
+
+
+ARGS = (
+    jnp.asarray(np.random.RandomState(0).randn(3, 3, 32, 32).astype(np.float32) * 0.1),
+    jnp.asarray(np.random.RandomState(1).randn(4, 16, 16, 32).astype(np.float32)),
+)
+
+
+def ynn_convolutions(compiled) -> int:
+    """Convolutions XLA placed in YNNPACK fusions (a fusion names its root operation)."""
+    lines = compiled.as_text().splitlines()
+    return sum("__ynn_fusion" in line and "conv_general_dilated" in line for line in lines)
+
+
+@pytest.fixture
+def fresh_options(monkeypatch):
+    monkeypatch.setattr(xla_options, "_accepted", None)
+    yield
+    xla_options._accepted = None
+
+
+def test_this_xla_takes_the_cpu_options(fresh_options):
+    assert xla_options.compiler_options() == xla_options.CPU_OPTIONS
+
+
+def test_xla_alone_puts_these_convolutions_on_ynnpack():
+    # the premise: without the options this program's convolutions go to YNNPACK
+    assert ynn_convolutions(jax.jit(conv_grad).lower(*ARGS).compile()) > 0
+
+
+def test_mxmod_programs_keep_convolutions_on_eigen():
+    assert ynn_convolutions(xla_options.jit(conv_grad).lower(*ARGS).compile()) == 0
+    # a Module program (program_jit), at both tiers' builds
+    program = program_jit(conv_grad)
+    assert ynn_convolutions(program.lower(*ARGS).compile()) == 0
+    quick = program.lower(*ARGS).compile({"xla_backend_optimization_level": 0})
+    assert ynn_convolutions(quick) == 0
+
+
+def test_same_numbers_as_xla_defaults():
+    ours = xla_options.jit(conv_grad)(*ARGS)
+    theirs = jax.jit(conv_grad)(*ARGS)
+    np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=1e-4)
+
+
+def test_an_option_this_xla_lacks_is_left_out(fresh_options, monkeypatch):
+    monkeypatch.setattr(
+        xla_options,
+        "CPU_OPTIONS",
+        {
+            "xla_cpu_no_such_option": True,
+            "xla_cpu_experimental_ynn_fusion_type": "NO_SUCH_FUSION_TYPE",
+            **xla_options.CPU_OPTIONS,
+        },
+    )
+    kept = xla_options.compiler_options()
+    assert "xla_cpu_no_such_option" not in kept
+    assert kept == {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_REDUCE"}
+    # and programs still compile and run with what is left
+    assert np.isfinite(np.asarray(xla_options.jit(conv_grad)(*ARGS))).all()
+
+
+def test_xla_defaults_on_request(fresh_options, monkeypatch):
+    monkeypatch.setenv("MXMOD_XLA_DEFAULTS", "1")
+    assert xla_options.compiler_options() == {}
+    assert ynn_convolutions(xla_options.jit(conv_grad).lower(*ARGS).compile()) > 0
