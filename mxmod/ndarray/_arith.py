@@ -29,7 +29,8 @@ import numpy as np
 
 from ..base import MXNetError, named
 from . import ops, shape_ops
-from .ops import binary
+from ._programs import program
+from .ops import binary, elementwise
 from .ndarray import NDArray
 
 
@@ -59,9 +60,9 @@ def _apply(self: NDArray, other: Any, fn, op: str, reverse: bool = False) -> NDA
         return binary(other, self, fn, op) if reverse else binary(self, other, fn, op)
     if not _is_scalar(other):
         return NotImplemented
-    s = _scalar(other, self._data.dtype)
-    out = fn(s, self._data) if reverse else fn(self._data, s)
-    return NDArray(out.astype(self._data.dtype), self._ctx)
+    dtype = self._data.dtype
+    a, b = (_scalar(other, dtype), self._data) if reverse else (self._data, _scalar(other, dtype))
+    return NDArray(elementwise(fn, a, b, dtype), self._ctx)
 
 
 def _make(fn, op: str):
@@ -138,7 +139,7 @@ NDArray.__le__ = _cmp(jnp.less_equal, "<=")
 NDArray.__gt__ = _cmp(jnp.greater, ">")
 NDArray.__ge__ = _cmp(jnp.greater_equal, ">=")
 NDArray.__hash__ = object.__hash__
-NDArray.__neg__ = lambda self: NDArray(-self._data, self._ctx)
+NDArray.__neg__ = lambda self: NDArray(program(jnp.negative, ())(self._data), self._ctx)
 NDArray.__pos__ = lambda self: self
 NDArray.__abs__ = lambda self: ops.abs(self)
 

@@ -315,8 +315,18 @@ def binary(lhs: NDArray, rhs: NDArray, fn, op: str) -> NDArray:
         raise MXNetError(
             f"{op}: operands could not be broadcast together with shapes {lhs.shape} {rhs.shape}"
         ) from None
-    out = fn(lhs._data, _put(rhs._data, rhs._ctx, lhs._ctx))
-    return NDArray(out.astype(lhs._data.dtype), lhs._ctx)
+    out = elementwise(fn, lhs._data, _put(rhs._data, rhs._ctx, lhs._ctx), lhs._data.dtype)
+    return NDArray(out, lhs._ctx)
+
+
+def _in_dtype(a, b, *, fn, dtype: str):
+    return fn(a, b).astype(dtype)
+
+
+def elementwise(fn, a: jax.Array, b: jax.Array, dtype) -> jax.Array:
+    """``fn(a, b)`` cast to ``dtype``, one program per (``fn``, shapes, dtypes), not one
+    per JAX primitive (and a quick build first: ``program_tiers``)."""
+    return _program(_in_dtype, (("fn", fn), ("dtype", np.dtype(dtype).name)))(a, b)
 
 
 def binary_fn(fn, op: str, lhs: Any, rhs: Any) -> NDArray:
@@ -324,9 +334,13 @@ def binary_fn(fn, op: str, lhs: Any, rhs: Any) -> NDArray:
     if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
         return binary(lhs, rhs, fn, op)
     if isinstance(lhs, NDArray):
-        return _like(fn(lhs._data, jnp.asarray(np.asarray(rhs).astype(lhs._data.dtype))), lhs)
+        rhs = jnp.asarray(np.asarray(rhs).astype(lhs._data.dtype))
+        out = elementwise(fn, lhs._data, rhs, lhs._data.dtype)
+        return NDArray(_fresh(out, lhs._data), lhs._ctx)
     if isinstance(rhs, NDArray):
-        return _like(fn(jnp.asarray(np.asarray(lhs).astype(rhs._data.dtype)), rhs._data), rhs)
+        dtype = rhs._data.dtype
+        lhs = jnp.asarray(np.asarray(lhs).astype(dtype))
+        return NDArray(_fresh(elementwise(fn, lhs, rhs._data, dtype), rhs._data), rhs._ctx)
     return fn(lhs, rhs)
 
 

@@ -1,0 +1,57 @@
+"""mx.nd arithmetic (issue 24): one program per (operator, shapes, dtypes), whatever the
+scalar; not one XLA compile per JAX primitive (the operation and its cast to the dtype)."""
+
+import jax
+import numpy as np
+
+import mxmod as mx
+
+_EVENTS: list = []
+jax.monitoring.register_event_duration_secs_listener(lambda name, *a, **k: _EVENTS.append(name))
+
+
+def count_compiles(fn):
+    start = len(_EVENTS)
+    fn()
+    return _EVENTS[start:].count("/jax/core/compile/backend_compile_duration")
+
+
+def test_an_operator_with_new_scalars_compiles_once():
+    x = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3) + 1)
+    (x + 1.0).wait_to_read()  # what any first operation compiles (moving a scalar in)
+    assert count_compiles(lambda: (x * 2.0).wait_to_read()) == 1  # multiply and cast: one
+    for s in (3.0, 0.5, -7):
+        assert count_compiles(lambda: (x * s).wait_to_read()) == 0
+        np.testing.assert_allclose((x * s).asnumpy(), x.asnumpy() * np.float32(s))
+    assert count_compiles(lambda: (4.0 * x).wait_to_read()) == 1  # reversed operands
+    # a comparison (equal, then 1/0 in float32) and integer division: one program each
+    assert count_compiles(lambda: (x == 2.0).wait_to_read()) == 1
+    i = mx.nd.array([7, -7, 9], dtype="int32")
+    (i + 1).wait_to_read()
+    assert count_compiles(lambda: (i / 2).wait_to_read()) == 1
+
+
+def test_arrays_compile_once_per_operator_and_shapes():
+    a = mx.nd.array(np.ones((2, 3), np.float32))
+    b = mx.nd.array(np.full((2, 3), 2.0, np.float32))
+    (a + b).wait_to_read()
+    assert count_compiles(lambda: (a - b).wait_to_read()) == 1
+    c = mx.nd.array(np.full((2, 3), 5.0, np.float32))
+    assert count_compiles(lambda: (c - a).wait_to_read()) == 0
+    np.testing.assert_array_equal((c - a).asnumpy(), np.full((2, 3), 4.0))
+    assert count_compiles(lambda: (-a).wait_to_read()) == 1
+    assert count_compiles(lambda: (-c).wait_to_read()) == 0
+
+
+def test_results_keep_mxnets_dtype_rules():
+    i = mx.nd.array([7, -7, 9], dtype="int32")
+    np.testing.assert_array_equal((i / 2).asnumpy(), [3, -3, 4])  # C-style truncation
+    assert (i * 1.5).dtype == np.int32  # the scalar takes the array's dtype first
+    np.testing.assert_array_equal((i * 1.5).asnumpy(), [7, -7, 9])
+    f = mx.nd.array([1.0, 2.0, 3.0])
+    eq = f == 2.0
+    assert eq.dtype == np.float32
+    np.testing.assert_array_equal(eq.asnumpy(), [0, 1, 0])
+    np.testing.assert_array_equal(mx.nd.maximum(f, 2.5).asnumpy(), [2.5, 2.5, 3.0])
+    np.testing.assert_array_equal(mx.nd.maximum(2.5, f).asnumpy(), [2.5, 2.5, 3.0])
+    np.testing.assert_array_equal((10 - f).asnumpy(), [9, 8, 7])
