@@ -67,9 +67,12 @@ class Jit:
         self._nested = jax.jit(fn, **jit_kwargs)
 
     def __call__(self, *args, **kwargs):
-        leaves = jax.tree_util.tree_leaves((args, kwargs))
-        nested = any(isinstance(x, jax.core.Tracer) for x in leaves)
-        return (self._nested if nested else self._top)(*args, **kwargs)
+        try:
+            return self._top(*args, **kwargs)
+        except ValueError as err:  # inside another trace
+            if "compiler_options" not in str(err):
+                raise
+            return self._nested(*args, **kwargs)
 
     def __getattr__(self, name):  # lower, trace, eval_shape, ...
         return getattr(self._top, name)

@@ -106,3 +106,11 @@ def test_the_users_xla_flags_win(fresh_options, monkeypatch):
     name = "xla_cpu_experimental_ynn_fusion_type"
     monkeypatch.setenv("XLA_FLAGS", f"--{name}=individual_dot,individual_convolution")
     assert name not in xla_options.compiler_options()
+
+
+def test_an_mxmod_program_called_inside_another_trace_becomes_part_of_it():
+    inner = xla_options.jit(conv_grad)
+    outer = jax.jit(lambda w, x: inner(w, x) * 2.0)
+    np.testing.assert_allclose(outer(*ARGS), 2.0 * inner(*ARGS), rtol=2e-5, atol=2e-4)
+    with pytest.raises(TypeError):  # other errors are the caller's
+        inner(ARGS[0])
