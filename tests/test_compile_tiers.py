@@ -420,7 +420,10 @@ def test_a_quick_option_this_xla_lacks_is_dropped(monkeypatch):
     monkeypatch.setattr(tiers, "_quick_options", {**tiers.QUICK_OPTIONS, "xla_no_such": True})
     prog = tiers.program_jit(lambda x: x + 5.0)
     np.testing.assert_array_equal(np.asarray(prog(jnp.zeros(2))), [5.0, 5.0])
-    assert tiers._quick_options == tiers.QUICK_OPTIONS
+    # (jax 0.12's XLA also lacks xla_cpu_use_fusion_emitters: dropped likewise)
+    assert "xla_no_such" not in tiers._quick_options
+    assert tiers._quick_options.items() <= tiers.QUICK_OPTIONS.items()
+    assert tiers._quick_options["xla_backend_optimization_level"] == 0
 
 
 def test_a_kept_optimised_build_that_no_longer_loads_is_compiled_again(kept_on_disk, monkeypatch):

@@ -55,3 +55,13 @@ def test_results_keep_mxnets_dtype_rules():
     np.testing.assert_array_equal(mx.nd.maximum(f, 2.5).asnumpy(), [2.5, 2.5, 3.0])
     np.testing.assert_array_equal(mx.nd.maximum(2.5, f).asnumpy(), [2.5, 2.5, 3.0])
     np.testing.assert_array_equal((10 - f).asnumpy(), [9, 8, 7])
+
+
+def test_where_is_one_program():
+    x, y = mx.nd.ones((3, 2)), mx.nd.zeros((3, 2))
+    rows = mx.nd.array([1, 0, 1])
+    (rows + 1).wait_to_read()
+    assert count_compiles(lambda: mx.nd.where(rows, x, y).wait_to_read()) == 1
+    np.testing.assert_array_equal(mx.nd.where(rows, x, y).asnumpy(), [[1, 1], [0, 0], [1, 1]])
+    again = mx.nd.array([0, 0, 1])
+    assert count_compiles(lambda: mx.nd.where(again, y, x).wait_to_read()) == 0

@@ -248,15 +248,20 @@ def where(condition: NDArray, x: NDArray, y: NDArray) -> NDArray:
     if x.shape != y.shape:
         raise MXNetError(f"where: x shape {x.shape} and y shape {y.shape} must be equal")
     cond = _put(condition._data, condition._ctx, x._ctx)
-    if cond.shape != x.shape:
-        if cond.ndim == 1 and x.ndim >= 1 and cond.shape[0] == x.shape[0]:
-            cond = cond.reshape(cond.shape + (1,) * (x.ndim - 1))
-        else:
-            raise MXNetError(
-                f"where: condition shape {condition.shape} must equal x shape {x.shape} or be "
-                f"({x.shape[0] if x.ndim else 1},)"
-            )
-    return _like(jnp.where(cond != 0, x._data, _put(y._data, y._ctx, x._ctx)), x)
+    rows = cond.ndim == 1 and x.ndim >= 1 and cond.shape[0] == x.shape[0]
+    if cond.shape != x.shape and not rows:
+        raise MXNetError(
+            f"where: condition shape {condition.shape} must equal x shape {x.shape} or be "
+            f"({x.shape[0] if x.ndim else 1},)"
+        )
+    y_data = _put(y._data, y._ctx, x._ctx)
+    return NDArray(_fresh(_program(_select, ())(cond, x._data, y_data), x._data), x._ctx)
+
+
+def _select(cond, x, y):
+    """``where``'s one program: a 1-D condition picks rows; the result has ``x``'s dtype."""
+    cond = cond.reshape(cond.shape + (1,) * (x.ndim - cond.ndim))
+    return jnp.where(cond != 0, x, y).astype(x.dtype)
 
 
 def clip(data: NDArray, a_min: float, a_max: float) -> NDArray:
