@@ -65,3 +65,49 @@ def test_where_is_one_program():
     np.testing.assert_array_equal(mx.nd.where(rows, x, y).asnumpy(), [[1, 1], [0, 0], [1, 1]])
     again = mx.nd.array([0, 0, 1])
     assert count_compiles(lambda: mx.nd.where(again, y, x).wait_to_read()) == 0
+
+
+def test_operators_compile_one_program_each_and_none_for_new_values():
+    rng = np.random.RandomState(0)
+    x = mx.nd.array(rng.rand(5, 4))
+    idx = mx.nd.array([3, 0, 1, 2, 9], dtype="int32")
+    (x + 1).wait_to_read()
+    (idx + 1).wait_to_read()
+    cases = {  # name: (call, the same call with other values, numpy's answer)
+        "clip": (
+            lambda: mx.nd.clip(x, 0.2, 0.7),
+            lambda: mx.nd.clip(x, 0.1, 0.9),
+            np.clip(x.asnumpy(), 0.2, 0.7),
+        ),
+        "one_hot": (
+            lambda: mx.nd.one_hot(idx, 4),
+            lambda: mx.nd.one_hot(idx, 4, on_value=5.0, off_value=-1.0),
+            None,  # checked below
+        ),
+        "pick": (
+            lambda: mx.nd.pick(x, idx, axis=1),
+            lambda: mx.nd.pick(x, idx, axis=1, mode="clip"),
+            x.asnumpy()[np.arange(5), np.clip(idx.asnumpy(), 0, 3)],
+        ),
+        "uniform": (
+            lambda: mx.nd.random.uniform(shape=(3, 7)),
+            lambda: mx.nd.random.uniform(-2.0, 2.0, shape=(3, 7)),
+            None,
+        ),
+    }
+    for name, (first, again, want) in cases.items():
+        assert count_compiles(lambda: first().wait_to_read()) == 1, name
+        assert count_compiles(lambda: again().wait_to_read()) == 0, name
+        if want is not None:
+            np.testing.assert_allclose(first().asnumpy(), want, rtol=1e-6, err_msg=name)
+    # an out-of-range index is all off_value (as MXNet), and the on/off values are taken
+    hot = mx.nd.one_hot(idx, 4, on_value=5.0, off_value=-1.0).asnumpy()
+    want = np.full((5, 4), -1.0, np.float32)
+    for row, k in enumerate(idx.asnumpy()):
+        if k < 4:
+            want[row, k] = 5.0
+    np.testing.assert_array_equal(hot, want)
+    # zeros_like / ones_like are filled on the host: no program at all
+    assert count_compiles(lambda: mx.nd.zeros_like(x).wait_to_read()) == 0
+    assert count_compiles(lambda: mx.nd.ones_like(x).wait_to_read()) == 0
+    np.testing.assert_array_equal(mx.nd.ones_like(x).asnumpy(), np.ones((5, 4)))

@@ -110,14 +110,19 @@ HOST_FILL_BYTES = 1 << 20  # filled on the host and copied up to this size (any 
 def zeros_like(x: Any, dtype: Any = None) -> jax.Array:
     """``jnp.zeros_like(x, dtype)`` with ``x``'s placement; made on the host and copied
     when on a CPU or small, so no program is compiled per shape (optimizer states)."""
+    return filled_like(x, 0, dtype)
+
+
+def filled_like(x: Any, value: Any, dtype: Any = None) -> jax.Array:
+    """``jnp.full_like(x, value, dtype)``, made as :func:`zeros_like` makes zeros."""
     if isinstance(x, jax.core.Tracer) or not isinstance(x, jax.Array):
-        return jnp.zeros_like(x, dtype=dtype)
+        return jnp.full_like(x, value, dtype=dtype)
     dt = np.dtype(dtype or x.dtype)
     on_cpu = all(d.platform == "cpu" for d in x.sharding.device_set)
     if on_cpu or x.size * dt.itemsize <= HOST_FILL_BYTES:
         # as placed as ``x`` (an uncommitted ``x`` gets an uncommitted result, as jnp's)
-        return jax.device_put(np.zeros(x.shape, dt), x.sharding if x.committed else None)
-    return jnp.zeros_like(x, dtype=dt)
+        return jax.device_put(np.full(x.shape, value, dt), x.sharding if x.committed else None)
+    return jnp.full_like(x, value, dtype=dt)
 
 
 def jax_dtype(dtype: Any) -> np.dtype:

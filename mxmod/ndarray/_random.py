@@ -25,6 +25,7 @@ import numpy as np
 from ..base import MXNetError, integer_types
 from ..context import Context, current_context
 from ._device import requested_dtype
+from ._programs import program
 from .ndarray import NDArray
 
 __all__ = ["seed", "next_key", "uniform", "normal", "randint", "shuffle"]
@@ -97,9 +98,15 @@ def _draw(kind: str, ctx: Context, shape: tuple, p0: Any, p1: Any) -> jax.Array:
     ``p0, p1`` are (low, high) for uniform/randint and (loc, scale) for normal.
     """
     key = jax.device_put(next_key(ctx), ctx.jax_device)
-    size = math.prod(shape)
-    flat = _flat_draw(key, draw_size(size), kind, p0, p1)
-    return jax.lax.slice(flat, (0,), (size,)).reshape(shape)
+    static = (("n", draw_size(math.prod(shape))), ("kind", kind), ("shape", tuple(shape)))
+    return program(_shaped_draw, static)(key, p0, p1)
+
+
+def _shaped_draw(key, p0, p1, *, n: int, kind: str, shape: tuple):
+    """The first ``prod(shape)`` samples of the bucket-sized draw, as ``shape``: one
+    program (the same numbers as the draw, sliced)."""
+    flat = _flat_draw(key, n, kind, p0, p1)
+    return jax.lax.slice(flat, (0,), (math.prod(shape),)).reshape(shape)
 
 
 def _resolve(
@@ -133,17 +140,17 @@ def _sample(kind: str, ctx: Context, shape: tuple, p0: Any, p1: Any) -> jax.Arra
     """Scalar parameters are applied inside the compiled draw; NDArray parameters make the
     output ``param.shape + shape`` (MXNet's ``_sample_*`` ops)."""
     if not isinstance(p0, NDArray) and not isinstance(p1, NDArray):
-        return _draw(kind, ctx, shape, jnp.float32(p0), jnp.float32(p1))
+        return _draw(kind, ctx, shape, np.float32(p0), np.float32(p1))
     pshape = p0.shape if isinstance(p0, NDArray) else p1.shape
 
     def as_param(p: Any) -> jax.Array:
         if not isinstance(p, NDArray):
-            return jnp.float32(p)
+            return np.float32(p)
         v = jax.device_put(p._data, ctx.jax_device).astype(jnp.float32)
         return v.reshape(p.shape + (1,) * len(shape))
 
     a, b = as_param(p0), as_param(p1)
-    base = _draw(kind, ctx, tuple(pshape) + shape, jnp.float32(0), jnp.float32(1))
+    base = _draw(kind, ctx, tuple(pshape) + shape, np.float32(0), np.float32(1))
     return a + (b - a) * base if kind == "uniform" else a + b * base
 
 
@@ -220,7 +227,7 @@ def randint(
             f"randint: low must be less or equal to high in uniform distribution "
             f"(low={low}, high={high})"
         )
-    data = _draw("randint", ctx, shape, jnp.int32(low), jnp.int32(high))
+    data = _draw("randint", ctx, shape, np.int32(low), np.int32(high))
     return _finish(data.astype(dt), ctx, out)
 
 

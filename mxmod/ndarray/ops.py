@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError, named
+from . import _device
 from ._programs import program as _program
 from .ndarray import NDArray, _fresh, _put, jax_dtype
 
@@ -179,11 +180,17 @@ def pick(
             f"pick: index shape {index.shape} does not match data shape {data.shape} without "
             f"axis {ax}; expected {want}"
         )
-    n = data.shape[ax]
-    idx = _put(index._data, index._ctx, data._ctx).astype(jnp.int32).reshape(want)
+    idx = _put(index._data, index._ctx, data._ctx)
+    static = (("axis", ax), ("keepdims", bool(keepdims)), ("mode", mode))
+    return NDArray(_program(_pick, static)(data._data, idx), data._ctx)
+
+
+def _pick(x, idx, *, axis, keepdims, mode):
+    n = x.shape[axis]
+    idx = idx.astype(jnp.int32).reshape(x.shape[:axis] + x.shape[axis + 1 :])
     idx = jnp.clip(idx, 0, n - 1) if mode == "clip" else jnp.mod(idx, n)
-    out = jnp.take_along_axis(data._data, jnp.expand_dims(idx, ax), axis=ax)
-    return _like(out if keepdims else jnp.squeeze(out, ax), data)
+    out = jnp.take_along_axis(x, jnp.expand_dims(idx, axis), axis=axis)
+    return (out if keepdims else jnp.squeeze(out, axis)).astype(x.dtype)
 
 
 def one_hot(
@@ -195,11 +202,15 @@ def one_hot(
 ) -> NDArray:
     """One-hot encode ``indices`` into a new last axis of size ``depth``."""
     _check(indices, "one_hot", "indices")
-    idx = indices._data.astype(jnp.int32)
-    hot = idx[..., None] == jnp.arange(int(depth), dtype=jnp.int32)
     dt = jax_dtype(dtype)
-    out = jnp.where(hot, jnp.asarray(on_value).astype(dt), jnp.asarray(off_value).astype(dt))
-    return NDArray(out, indices._ctx)
+    on, off = (jnp.asarray(np.asarray(v).astype(dt)) for v in (on_value, off_value))
+    program = _program(_one_hot, (("depth", int(depth)),))
+    return NDArray(program(indices._data, on, off), indices._ctx)
+
+
+def _one_hot(indices, on, off, *, depth):
+    hot = indices.astype(jnp.int32)[..., None] == jnp.arange(depth, dtype=jnp.int32)
+    return jnp.where(hot, on, off)
 
 
 def _softmax_args(data: NDArray, op: str, temperature: Any, use_length: bool, length: Any):
@@ -270,9 +281,8 @@ def clip(data: NDArray, a_min: float, a_max: float) -> NDArray:
     if data.stype != "default":  # MXNet's sparse kernel (mx.nd.sparse)
         return data._sparse_unary("clip", a_min, a_max)
     dt = data._data.dtype
-    return _like(
-        jnp.clip(data._data, jnp.asarray(a_min).astype(dt), jnp.asarray(a_max).astype(dt)), data
-    )
+    lo, hi = (jnp.asarray(np.asarray(v).astype(dt)) for v in (a_min, a_max))
+    return NDArray(_program(jnp.clip, ())(data._data, lo, hi), data._ctx)
 
 
 def dot(
@@ -383,12 +393,12 @@ def zeros_like(data: NDArray, ctx: Any = None, dtype: Any = None) -> NDArray:
     they say."""
     if _check(data, "zeros_like").stype != "default":  # keeps the storage type (MXNet)
         return data._sparse_unary("zeros_like")
-    return NDArray(jnp.zeros_like(data._data), data._ctx)
+    return NDArray(_device.zeros_like(data._data), data._ctx)
 
 
 def ones_like(data: NDArray, ctx: Any = None, dtype: Any = None) -> NDArray:
     """Ones with ``data``'s shape, dtype and context (``ctx``/``dtype``: as ``zeros_like``)."""
-    return NDArray(jnp.ones_like(_check(data, "ones_like")._data), data._ctx)
+    return NDArray(_device.filled_like(_check(data, "ones_like")._data, 1), data._ctx)
 
 
 def _takes_out(fn):
