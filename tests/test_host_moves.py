@@ -5,17 +5,8 @@ import jax
 import numpy as np
 
 import mxmod as mx
+from compile_counts import count_compiles
 from mxmod.ndarray import _device
-
-
-_EVENTS: list = []
-jax.monitoring.register_event_duration_secs_listener(lambda name, *a, **k: _EVENTS.append(name))
-
-
-def count_compiles(fn):
-    start = len(_EVENTS)
-    fn()
-    return _EVENTS[start:].count("/jax/core/compile/backend_compile_duration")
 
 
 def test_small_views_and_writes_compile_nothing_and_match_numpy():

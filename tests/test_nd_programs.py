@@ -1,19 +1,10 @@
-"""mx.nd arithmetic (issue 24): one program per (operator, shapes, dtypes), whatever the
-scalar; not one XLA compile per JAX primitive (the operation and its cast to the dtype)."""
+"""Imperative mx.nd (issue 24): one program per (operator, shapes, dtypes), whatever the
+scalar operand or the values; not one XLA compile per JAX primitive."""
 
-import jax
 import numpy as np
 
 import mxmod as mx
-
-_EVENTS: list = []
-jax.monitoring.register_event_duration_secs_listener(lambda name, *a, **k: _EVENTS.append(name))
-
-
-def count_compiles(fn):
-    start = len(_EVENTS)
-    fn()
-    return _EVENTS[start:].count("/jax/core/compile/backend_compile_duration")
+from compile_counts import count_compiles
 
 
 def test_an_operator_with_new_scalars_compiles_once():
