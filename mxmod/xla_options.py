@@ -5,9 +5,10 @@ its program's first run, and on the CPUs measured its kernels are slower than XL
 ones: a ResNet-50 training step at batch 8 (2-core AMD EPYC, ``benchmarks/first_step.py``)
 takes 1.45 s instead of 1.87 s, and its first run 1.7 s instead of 2.2-3.2 s. So mxmod
 keeps YNNPACK for the rest of what XLA gives it (matrix products, reductions). The options
-are CPU compiler settings: other backends ignore them. An option (or value) an XLA version
-lacks is left out, found once per process by compiling a one-operation program, and so is
-one the user set in ``XLA_FLAGS``.
+are CPU compiler settings, set when JAX's default backend is the CPU (an accelerator's
+compiler is never handed them). An option (or value) an XLA version lacks is left out,
+found once per process by compiling a one-operation program, and so is one the user set
+in ``XLA_FLAGS``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def compiler_options() -> dict:
     global _accepted
     if _accepted is None:
         keep_defaults = os.environ.get("MXMOD_XLA_DEFAULTS", "") not in ("", "0")
+        keep_defaults = keep_defaults or jax.default_backend() != "cpu"
         flags = os.environ.get("XLA_FLAGS", "")
         # an option the user set in XLA_FLAGS is theirs (compile options would override it)
         wanted = {k: v for k, v in CPU_OPTIONS.items() if f"--{k}=" not in flags}

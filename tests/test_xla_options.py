@@ -114,3 +114,8 @@ def test_an_mxmod_program_called_inside_another_trace_becomes_part_of_it():
     np.testing.assert_allclose(outer(*ARGS), 2.0 * inner(*ARGS), rtol=2e-5, atol=2e-4)
     with pytest.raises(TypeError):  # other errors are the caller's
         inner(ARGS[0])
+
+
+def test_an_accelerator_job_keeps_xla_defaults(fresh_options, monkeypatch):
+    monkeypatch.setattr(xla_options.jax, "default_backend", lambda: "gpu")
+    assert xla_options.compiler_options() == {}
