@@ -43,7 +43,7 @@ def compiler_options() -> dict:
 
 
 def _accepted_by_xla(options: dict) -> dict:
-    one = jax.device_put(np.float32(0), jax.devices("cpu")[0])
+    one = jax.device_put(np.float32(0), jax.local_devices(backend="cpu")[0])
     kept = {}
     for name, value in options.items():
         try:
