@@ -13,7 +13,6 @@ import functools
 import types
 from typing import Any
 
-
 from .. import xla_options
 from ..program_store import Unstable, program_key, stable_text
 from ..program_tiers import size_estimate, wrap
