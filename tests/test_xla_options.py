@@ -78,20 +78,17 @@ def test_same_numbers_as_xla_defaults():
     np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=1e-4)
 
 
-def test_an_option_this_xla_lacks_is_left_out(fresh_options, monkeypatch):
+def test_an_option_or_value_this_xla_lacks_is_left_out(fresh_options, monkeypatch):
     wanted = dict(xla_options.CPU_OPTIONS)
-    monkeypatch.setattr(
-        xla_options,
-        "CPU_OPTIONS",
-        {
-            "xla_cpu_no_such_option": True,
-            "xla_cpu_experimental_ynn_fusion_type": "NO_SUCH_FUSION_TYPE",
-            **xla_options.CPU_OPTIONS,
-        },
-    )
-    kept = xla_options.compiler_options()
-    assert "xla_cpu_no_such_option" not in kept
-    assert kept == wanted
+    unknown = {
+        "xla_cpu_no_such_option": True,
+        "xla_cpu_experimental_ynn_fusion_type": "NO_SUCH_FUSION_TYPE",
+    }
+    monkeypatch.setattr(xla_options, "CPU_OPTIONS", unknown)
+    assert xla_options.compiler_options() == {}
+    xla_options._accepted = None
+    monkeypatch.setattr(xla_options, "CPU_OPTIONS", {"xla_cpu_no_such_option": True, **wanted})
+    assert xla_options.compiler_options() == wanted
     # and programs still compile and run with what is left
     assert np.isfinite(np.asarray(xla_options.jit(conv_grad)(*ARGS))).all()
 
