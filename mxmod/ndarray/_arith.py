@@ -30,7 +30,7 @@ import numpy as np
 from ..base import MXNetError, named
 from . import ops, shape_ops
 from ._programs import program
-from .ops import binary, elementwise
+from .ops import binary, elementwise, scalar
 from .ndarray import NDArray
 
 
@@ -39,14 +39,6 @@ def _int_div(a, b):
         a, b = jnp.broadcast_arrays(a, b.astype(a.dtype))
         return jax.lax.div(a, b)
     return jnp.true_divide(a, b)
-
-
-def _scalar(x: Any, dtype) -> jax.Array:
-    if isinstance(x, jax.Array):  # a 0-d jax value (e.g. a traced learning rate)
-        return x.astype(dtype)
-    if isinstance(x, (bool, np.bool_)):
-        x = int(x)
-    return jnp.asarray(np.asarray(x).astype(dtype))
 
 
 def _is_scalar(x: Any) -> bool:
@@ -61,7 +53,7 @@ def _apply(self: NDArray, other: Any, fn, op: str, reverse: bool = False) -> NDA
     if not _is_scalar(other):
         return NotImplemented
     dtype = self._data.dtype
-    a, b = (_scalar(other, dtype), self._data) if reverse else (self._data, _scalar(other, dtype))
+    a, b = (scalar(other, dtype), self._data) if reverse else (self._data, scalar(other, dtype))
     return NDArray(elementwise(fn, a, b, dtype), self._ctx)
 
 

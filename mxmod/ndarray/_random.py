@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import threading
-from functools import partial
 from typing import Any
 
 import jax
@@ -77,13 +76,13 @@ def next_key(ctx: Context | None = None) -> jax.Array:
 
 
 def draw_size(n: int) -> int:
-    """Draw sizes are rounded up so that XLA compiles one sampler per bucket, not per shape."""
+    """Draws are made at sizes rounded up to a bucket and sliced (one program per shape:
+    ``_shaped_draw``), so a seed gives the numbers it always gave."""
     if n <= 1 << 20:
         return max(16, 1 << (n - 1).bit_length())
     return -(-n // (1 << 20)) * (1 << 20)
 
 
-@partial(jax.jit, static_argnums=(1, 2))
 def _flat_draw(key, n: int, kind: str, p0, p1):
     if kind == "uniform":
         return p0 + (p1 - p0) * jax.random.uniform(key, (n,), jnp.float32)

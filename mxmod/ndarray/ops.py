@@ -203,7 +203,7 @@ def one_hot(
     """One-hot encode ``indices`` into a new last axis of size ``depth``."""
     _check(indices, "one_hot", "indices")
     dt = jax_dtype(dtype)
-    on, off = (jnp.asarray(np.asarray(v).astype(dt)) for v in (on_value, off_value))
+    on, off = scalar(on_value, dt), scalar(off_value, dt)
     program = _program(_one_hot, (("depth", int(depth)),))
     return NDArray(program(indices._data, on, off), indices._ctx)
 
@@ -281,7 +281,7 @@ def clip(data: NDArray, a_min: float, a_max: float) -> NDArray:
     if data.stype != "default":  # MXNet's sparse kernel (mx.nd.sparse)
         return data._sparse_unary("clip", a_min, a_max)
     dt = data._data.dtype
-    lo, hi = (jnp.asarray(np.asarray(v).astype(dt)) for v in (a_min, a_max))
+    lo, hi = scalar(a_min, dt), scalar(a_max, dt)
     return NDArray(_program(jnp.clip, ())(data._data, lo, hi), data._ctx)
 
 
@@ -334,6 +334,16 @@ def binary(lhs: NDArray, rhs: NDArray, fn, op: str) -> NDArray:
     return NDArray(out, lhs._ctx)
 
 
+def scalar(x: Any, dtype) -> jax.Array:
+    """``x`` as a 0-d array of ``dtype`` (MXNet casts a scalar operand to the array's
+    dtype first): an argument of a program, never a constant compiled into it."""
+    if isinstance(x, jax.Array):  # a 0-d jax value (e.g. a traced learning rate)
+        return x.astype(dtype)
+    if isinstance(x, (bool, np.bool_)):
+        x = int(x)
+    return jnp.asarray(np.asarray(x).astype(dtype))
+
+
 def _in_dtype(a, b, *, fn, dtype: str):
     return fn(a, b).astype(dtype)
 
@@ -349,13 +359,12 @@ def binary_fn(fn, op: str, lhs: Any, rhs: Any) -> NDArray:
     if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
         return binary(lhs, rhs, fn, op)
     if isinstance(lhs, NDArray):
-        rhs = jnp.asarray(np.asarray(rhs).astype(lhs._data.dtype))
-        out = elementwise(fn, lhs._data, rhs, lhs._data.dtype)
+        out = elementwise(fn, lhs._data, scalar(rhs, lhs._data.dtype), lhs._data.dtype)
         return NDArray(_fresh(out, lhs._data), lhs._ctx)
     if isinstance(rhs, NDArray):
         dtype = rhs._data.dtype
-        lhs = jnp.asarray(np.asarray(lhs).astype(dtype))
-        return NDArray(_fresh(elementwise(fn, lhs, rhs._data, dtype), rhs._data), rhs._ctx)
+        out = elementwise(fn, scalar(lhs, dtype), rhs._data, dtype)
+        return NDArray(_fresh(out, rhs._data), rhs._ctx)
     return fn(lhs, rhs)
 
 
