@@ -17,6 +17,7 @@ from .. import xla_options
 from ..base import MXNetError, match_inputs, named
 from ..ops import LowerCtx, get_op
 from ..ops._attrs import attr_str
+from ..ops._def import positional_attrs
 from ..program_store import program_key
 from ..program_tiers import size_estimate, wrap
 from ._random import next_key
@@ -47,11 +48,16 @@ def _array(x: Any, op_name: str, slot: str):
     raise TypeError(f"mx.nd.{op_name}: input {slot!r} must be an NDArray, got {type(x).__name__}")
 
 
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (NDArray, np.ndarray, jax.Array))
+
+
 def nd_function(name: str):
     """The ``mx.nd.<name>`` function for operator ``name``."""
     op = get_op(name)
 
     def call(*args: Any, out: NDArray | None = None, name: str | None = None, **kwargs: Any):
+        args, kwargs = positional_attrs(op, f"mx.nd.{op.name}", list(args), kwargs, _is_array)
         named = {k: v for k, v in kwargs.items() if isinstance(v, (NDArray, np.ndarray, jax.Array))}
         # MXNet's generated functions pass an attribute given as None on as the string
         # 'None' (axis=None: flatten; an int attribute: a parse error) and a dtype of None

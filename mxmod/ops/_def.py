@@ -87,6 +87,8 @@ class OpDef:
       check: ``(attrs) -> problem or None``: checks across attributes that MXNet's attribute
         parser makes when a node is created or loaded (e.g. Pooling's kernel).
       hint: prefix for automatic node names (default: lower-cased function name).
+      positional: the order MXNet's generated ``mx.nd``/``mx.sym`` functions take the
+        attributes in after the inputs, where it differs from ``params``'.
     """
 
     name: str
@@ -106,6 +108,7 @@ class OpDef:
     input_attrs: dict = field(default_factory=dict)
     aliases: Sequence[str] = ()
     check: Optional[Callable] = None
+    positional: Optional[Sequence[str]] = None
 
     def parse(self, raw: dict, node: str = "") -> Attrs:
         """Parse a raw attribute dict (strings or Python values) into typed values."""
@@ -199,6 +202,35 @@ class OpDef:
         if self.infer_type is not None:
             return self.infer_type(a, list(dtypes))
         return same_type(len(self.output_names(a)))(a, list(dtypes))
+
+
+def positional_attrs(op: OpDef, where: str, args: list, kwargs: dict, is_input: Callable):
+    """MXNet's generated signatures are ``(inputs..., aux..., attributes...)``, so a
+    positional value past the inputs is an attribute (``Dropout(x, 0.5)`` is ``p=0.5``,
+    ``swapaxes(x, 0, 2)`` is ``dim1=0, dim2=2``). Ops whose inputs depend on attributes
+    (``FullyConnected``) take the values after the leading inputs. Returns the inputs and
+    the keyword arguments with those attributes added."""
+    if op.variadic:
+        return args, kwargs
+    n_in = next((i for i, a in enumerate(args) if not is_input(a)), len(args))
+    extra = args[n_in:]
+    if not extra or any(is_input(a) for a in extra):
+        return args, kwargs
+    names = list(op.positional or op.params)
+    if isinstance(op.inputs, (list, tuple)) and isinstance(op.aux, (list, tuple)):
+        if n_in < len(op.inputs) + len(op.aux):  # MXNet would bind the value to an input
+            return args, kwargs
+    if len(extra) > len(names):
+        raise TypeError(
+            f"{where} takes at most {len(names)} positional attributes after its inputs "
+            f"({', '.join(names) or 'none'}), got {len(extra)}"
+        )
+    kwargs = dict(kwargs)
+    for key, value in zip(names, extra):
+        if key in kwargs:
+            raise TypeError(f"{where} got multiple values for {key!r}")
+        kwargs[key] = value
+    return args[:n_in], kwargs
 
 
 def same_type(n_out: int = 1):

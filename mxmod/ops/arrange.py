@@ -85,6 +85,7 @@ for _name, _host, _params in (
         OpDef(
             name=_name,
             params={**_RANGE_COMMON, **_params},
+            positional=(*_params, *_RANGE_COMMON),
             inputs=(),
             infer_shape=lambda a, s, host=_host: (s, [host(a).shape]),
             infer_type=lambda a, t: (t, [np_dtype(a.dtype)]),

@@ -179,10 +179,17 @@ def _conv_params(no_bias: bool, extra: dict) -> dict:
     return base
 
 
+# MXNet's positional order of the attributes (Convolution has no adj/target_shape)
+_CONV_ORDER = (
+    "kernel", "stride", "dilate", "pad", "adj", "target_shape", "num_filter", "num_group",
+    "workspace", "no_bias", "cudnn_tune", "cudnn_off", "layout",
+)  # fmt: skip
+
 register(
     OpDef(
         name="Convolution",
         params=_conv_params(False, {}),
+        positional=_CONV_ORDER[:4] + _CONV_ORDER[6:],
         inputs=_conv_inputs,
         infer_shape=_conv_shape,
         lower=_conv_lower,
@@ -290,6 +297,7 @@ def _deconv_lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="Deconvolution",
+        positional=_CONV_ORDER,
         params=_conv_params(
             True,
             {

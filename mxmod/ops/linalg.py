@@ -151,6 +151,7 @@ register(
         aliases=("linalg_gemm",),
         inputs=("A", "B", "C"),
         params={**_GEMM_PARAMS, "beta": Param(p_float, 1.0)},
+        positional=("transpose_a", "transpose_b", "alpha", "beta", "axis"),
         infer_shape=_gemm_shape,
         infer_type=float_type("linalg.gemm"),
         lower=_gemm_lower,

@@ -322,6 +322,7 @@ for _name, _extra, _lower in (
         OpDef(
             name=_name,
             params={**_SEQ_PARAMS, **_extra},
+            positional=("use_sequence_length", *_extra, "axis"),
             inputs=_seq_inputs,
             infer_shape=_seq_shape(_name),
             infer_type=_seq_type,

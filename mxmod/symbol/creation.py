@@ -11,6 +11,7 @@ import numpy as np
 
 from ..base import DTYPE_FLAGS, MXNetError, match_inputs, named
 from ..ops import get_op
+from ..ops._def import positional_attrs
 from ..ops._attrs import attr_str
 from . import json_io
 from .graph import Node
@@ -108,7 +109,9 @@ def make_op(
     inputs_by_name: dict[str, Symbol] = {}
     raw: dict[str, str] = AttrScope.current().get(attr)
     static_inputs = op.inputs if isinstance(op.inputs, (list, tuple)) else ()
-    args, kwargs = _positional_attrs(op, node_name, args, kwargs)
+    args, kwargs = positional_attrs(
+        op, f"{op.name} {node_name!r}", args, kwargs, lambda a: isinstance(a, Symbol)
+    )
     for key, value in kwargs.items():
         if isinstance(value, Symbol):
             inputs_by_name[key] = value
@@ -173,36 +176,6 @@ def make_op(
     node = Node(op, node_name, raw, entries)
     node._parsed = parsed
     return Symbol([(node, i) for i in range(len(op.output_names(parsed)))])
-
-
-def _positional_attrs(op, node_name: str, args: list, kwargs: dict):
-    """MXNet's generated signatures are ``(inputs..., aux..., attributes...)``, so a
-    positional value past the inputs is an attribute (``Dropout(x, 0.5)`` is ``p=0.5``).
-    Ops whose inputs depend on attributes (``FullyConnected``) take the values after the
-    leading Symbols."""
-    if op.variadic:
-        return args, kwargs
-    n_sym = next((i for i, a in enumerate(args) if not isinstance(a, Symbol)), len(args))
-    extra = args[n_sym:]
-    if not extra or any(isinstance(a, Symbol) for a in extra):
-        return args, kwargs
-    static_aux = op.aux if isinstance(op.aux, (list, tuple)) else None
-    names = list(op.params)
-    if isinstance(op.inputs, (list, tuple)) and static_aux is not None:
-        n_slots = len(op.inputs) + len(static_aux)
-        if n_sym < n_slots:  # MXNet would bind the value to an input
-            return args, kwargs
-    if len(extra) > len(names):
-        raise TypeError(
-            f"{op.name} {node_name!r} takes at most {len(names)} positional attributes "
-            f"after its inputs ({', '.join(names) or 'none'}), got {len(extra)}"
-        )
-    kwargs = dict(kwargs)
-    for key, value in zip(names, extra):
-        if key in kwargs:
-            raise TypeError(f"{op.name} {node_name!r} got multiple values for {key!r}")
-        kwargs[key] = value
-    return args[:n_sym], kwargs
 
 
 def _entry(s: Any, op_name: str, node: str, slot: str):
