@@ -6,5 +6,28 @@ seed makes a program reproducible. Values differ from MXNet's generator.
 """
 
 from .ndarray._random import next_key, normal, randint, seed, shuffle, uniform
+from .ndarray._random_dists import (
+    exponential,
+    gamma,
+    generalized_negative_binomial,
+    negative_binomial,
+    poisson,
+    randn,
+)
+from .ndarray._random_multinomial import multinomial
 
-__all__ = ["seed", "next_key", "uniform", "normal", "randint", "shuffle"]
+__all__ = [
+    "seed",
+    "next_key",
+    "uniform",
+    "normal",
+    "randn",
+    "randint",
+    "exponential",
+    "gamma",
+    "poisson",
+    "negative_binomial",
+    "generalized_negative_binomial",
+    "multinomial",
+    "shuffle",
+]

@@ -135,32 +135,22 @@ def _finish(data: jax.Array, ctx: Context, out: NDArray | None) -> NDArray:
     return NDArray(data, ctx)
 
 
-def _sample(kind: str, ctx: Context, shape: tuple, p0: Any, p1: Any) -> jax.Array:
-    """Scalar parameters are applied inside the compiled draw; NDArray parameters make the
-    output ``param.shape + shape`` (MXNet's ``_sample_*`` ops)."""
-    if not isinstance(p0, NDArray) and not isinstance(p1, NDArray):
-        return _draw(kind, ctx, shape, np.float32(p0), np.float32(p1))
-    pshape = p0.shape if isinstance(p0, NDArray) else p1.shape
-
-    def as_param(p: Any) -> jax.Array:
-        if not isinstance(p, NDArray):
-            return np.float32(p)
-        v = jax.device_put(p._data, ctx.jax_device).astype(jnp.float32)
-        return v.reshape(p.shape + (1,) * len(shape))
-
-    a, b = as_param(p0), as_param(p1)
-    base = _draw(kind, ctx, tuple(pshape) + shape, np.float32(0), np.float32(1))
-    return a + (b - a) * base if kind == "uniform" else a + b * base
-
-
 def _float_samples(kind: str, p0, p1, shape, dtype, ctx, out, kwargs: dict, problem) -> NDArray:
-    """``uniform``/``normal`` draws; ``problem``: the message of a bad parameter, else falsy."""
+    """``uniform``/``normal`` draws; ``problem``: the message of a bad parameter, else falsy.
+
+    NDArray parameters (MXNet's ``_sample_*``) draw ``param.shape + shape`` samples, as the
+    other distributions do (``_random_dists``)."""
+    if isinstance(p0, NDArray) or isinstance(p1, NDArray):
+        from ._random_dists import sample  # it imports this module
+
+        return sample(kind, kind, (p0, p1), shape, dtype, ctx, out, kwargs)
     shape, dt, ctx = _resolve(shape, dtype, ctx, out, kind, "float32", kwargs)
     if dt.kind != "f" and dt.name != "bfloat16":
         raise ValueError(f"{kind}: dtype must be a float type, got {dt.name}")
     if problem:
         raise MXNetError(problem)
-    return _finish(_sample(kind, ctx, shape, p0, p1).astype(dt), ctx, out)
+    data = _draw(kind, ctx, shape, np.float32(p0), np.float32(p1))
+    return _finish(data.astype(dt), ctx, out)
 
 
 def uniform(

@@ -4,7 +4,8 @@ methods of ``NDArray`` that dispatch to an operator of the table.
 * ``moveaxis``, ``linspace``, ``split_v2``, ``from_numpy``, ``eye`` as MXNet 1.9.1's.
 * Legacy operators kept by MXNet for old scripts: ``choose_element_0index``,
   ``fill_element_0index``, ``onehot_encode``, ``crop`` (= ``slice``), and the samplers
-  ``random_uniform``/``random_normal``/``random_randint`` (and ``uniform``/``normal``).
+  ``random_<dist>`` (and ``uniform``/``normal``), ``sample_<dist>`` (NDArray parameters)
+  and ``sample_multinomial``.
 * ``arr.<op>(...)`` for every MXNet fluent operator name is ``mx.nd.<op>(arr, ...)``;
   ``flatten``/``expand_dims``/``squeeze`` take ``inplace=True`` and then return a view
   sharing ``arr``'s memory (MXNet's reshape-in-place).
@@ -23,7 +24,9 @@ from ..autograd import unsupported_error
 from ..base import MXNetError, named
 from ..context import current_context
 from . import _index
+from . import _random_dists as _dists
 from ._random import normal, randint, uniform
+from ._random_multinomial import multinomial
 from .ndarray import NDArray
 
 __all__ = [
@@ -39,6 +42,19 @@ __all__ = [
     "random_uniform",
     "random_normal",
     "random_randint",
+    "random_exponential",
+    "random_gamma",
+    "random_poisson",
+    "random_negative_binomial",
+    "random_generalized_negative_binomial",
+    "sample_uniform",
+    "sample_normal",
+    "sample_gamma",
+    "sample_exponential",
+    "sample_poisson",
+    "sample_negative_binomial",
+    "sample_generalized_negative_binomial",
+    "sample_multinomial",
     "uniform",
     "normal",
     "CachedOp",
@@ -50,6 +66,19 @@ __all__ = [
 random_uniform = uniform  # uniform/normal: MXNet's legacy names, mx.nd.uniform too
 random_normal = normal
 random_randint = randint
+random_exponential = _dists.random_exponential  # MXNet's operators: attributes in its order
+random_gamma = _dists.random_gamma
+random_poisson = _dists.random_poisson
+random_negative_binomial = _dists.random_negative_binomial
+random_generalized_negative_binomial = _dists.random_generalized_negative_binomial
+sample_uniform = _dists.sample_uniform  # MXNet's _sample_<dist>: NDArray parameters
+sample_normal = _dists.sample_normal
+sample_gamma = _dists.sample_gamma
+sample_exponential = _dists.sample_exponential
+sample_poisson = _dists.sample_poisson
+sample_negative_binomial = _dists.sample_negative_binomial
+sample_generalized_negative_binomial = _dists.sample_generalized_negative_binomial
+sample_multinomial = multinomial
 
 
 def _nd(name: str):

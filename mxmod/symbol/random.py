@@ -1,5 +1,7 @@
-"""``mx.sym.random``: sampling symbols with scalar parameters, as MXNet's ``uniform``/``normal``."""
+"""``mx.sym.random``: sampling symbols with number parameters, as MXNet's (``_random_<dist>``
+nodes), ``multinomial`` (``_sample_multinomial``) and the ``*_like`` operators."""
 
+from ..base import MXNetError
 from .creation import creator
 from .symbol import Symbol
 
@@ -17,15 +19,81 @@ def _with_dtype(kwargs: dict, dtype) -> dict:
     return kwargs if dtype is None else {**kwargs, "dtype": dtype}
 
 
+def _node(op: str, fn_name: str, params: dict, shape, dtype, kwargs: dict):
+    _scalar_params(fn_name, **params)
+    return creator(op)(**params, shape=shape, **_with_dtype(kwargs, dtype))
+
+
 def uniform(low=0, high=1, shape=(), dtype=None, **kwargs):
     """Samples from U[low, high) of ``shape``, as ``mx.sym.random.uniform``."""
-    _scalar_params("uniform", low=low, high=high)
-    return creator("_random_uniform")(low=low, high=high, shape=shape, **_with_dtype(kwargs, dtype))
+    return _node("_random_uniform", "uniform", dict(low=low, high=high), shape, dtype, kwargs)
 
 
 def normal(loc=0, scale=1, shape=(), dtype=None, **kwargs):
     """Samples from N(loc, scale^2) of ``shape``, as ``mx.sym.random.normal``."""
-    _scalar_params("normal", loc=loc, scale=scale)
-    return creator("_random_normal")(
-        loc=loc, scale=scale, shape=shape, **_with_dtype(kwargs, dtype)
+    return _node("_random_normal", "normal", dict(loc=loc, scale=scale), shape, dtype, kwargs)
+
+
+def exponential(scale=1, shape=(), dtype=None, **kwargs):
+    """Exponential samples of ``scale`` (a ``_random_exponential`` node of rate 1/scale)."""
+    _scalar_params("exponential", scale=scale)
+    if not scale > 0:
+        raise MXNetError(f"mx.sym.random.exponential: scale has to be positive, got {scale}")
+    return _node("_random_exponential", "exponential", dict(lam=1.0 / scale), shape, dtype, kwargs)
+
+
+def gamma(alpha=1, beta=1, shape=(), dtype=None, **kwargs):
+    """Gamma samples of shape ``alpha`` and scale ``beta``."""
+    return _node("_random_gamma", "gamma", dict(alpha=alpha, beta=beta), shape, dtype, kwargs)
+
+
+def poisson(lam=1, shape=(), dtype=None, **kwargs):
+    """Poisson samples of rate ``lam`` (as floats)."""
+    return _node("_random_poisson", "poisson", dict(lam=lam), shape, dtype, kwargs)
+
+
+def negative_binomial(k=1, p=1, shape=(), dtype=None, **kwargs):
+    """Negative binomial samples: failures (probability ``1 - p``) before ``k`` successes."""
+    params = dict(k=k, p=p)
+    return _node("_random_negative_binomial", "negative_binomial", params, shape, dtype, kwargs)
+
+
+def generalized_negative_binomial(mu=1, alpha=1, shape=(), dtype=None, **kwargs):
+    """Negative binomial samples of mean ``mu`` and dispersion ``alpha``."""
+    name = "generalized_negative_binomial"
+    return _node(f"_random_{name}", name, dict(mu=mu, alpha=alpha), shape, dtype, kwargs)
+
+
+def multinomial(data, shape=(), get_prob=True, dtype="int32", **kwargs):
+    """Outcomes drawn from the distributions on ``data``'s last axis, and with ``get_prob``
+    (the default here, as in MXNet's ``mx.sym.random``) their log-probabilities."""
+    return creator("_sample_multinomial")(
+        data, shape=shape, get_prob=get_prob, dtype=dtype, **kwargs
     )
+
+
+uniform_like = creator("_random_uniform_like")
+normal_like = creator("_random_normal_like")
+exponential_like = creator("_random_exponential_like")
+gamma_like = creator("_random_gamma_like")
+poisson_like = creator("_random_poisson_like")
+negative_binomial_like = creator("_random_negative_binomial_like")
+generalized_negative_binomial_like = creator("_random_generalized_negative_binomial_like")
+
+__all__ = [
+    "uniform",
+    "normal",
+    "exponential",
+    "gamma",
+    "poisson",
+    "negative_binomial",
+    "generalized_negative_binomial",
+    "multinomial",
+    "uniform_like",
+    "normal_like",
+    "exponential_like",
+    "gamma_like",
+    "poisson_like",
+    "negative_binomial_like",
+    "generalized_negative_binomial_like",
+]
