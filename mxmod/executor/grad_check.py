@@ -12,7 +12,7 @@ from ..base import MXNetError
 from ..symbol.graph import topo_order
 
 # operators MXNet 1.9.1 registers without FGradient (checked by binding each with gradients)
-NON_DIFFERENTIABLE = frozenset({"batch_take", "argmax_channel"})
+NON_DIFFERENTIABLE = frozenset({"batch_take", "argmax_channel", "_contrib_allclose"})
 _CUTS = frozenset({"BlockGrad"})  # its input gets no gradient: the backward stops there
 
 

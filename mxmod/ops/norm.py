@@ -1,4 +1,5 @@
-"""Normalisation layers: BatchNorm, LayerNorm, InstanceNorm, L2Normalization, LRN.
+"""Normalisation layers: BatchNorm (and ``_contrib_BatchNormWithReLU``), LayerNorm,
+InstanceNorm, L2Normalization, LRN (GroupNorm: ``group_norm.py``).
 
 Like MXNet, every op here computes statistics in float32 for float16/bfloat16 data and
 returns MXNet's hidden outputs too (BatchNorm: mean and inverse std; LayerNorm: mean and
@@ -157,7 +158,7 @@ BN_SLOTS = dict(
     },
 )
 
-register(
+_BATCH_NORM = register(
     OpDef(
         name="BatchNorm",
         params={
@@ -170,6 +171,40 @@ register(
         infer_shape=_bn_shape,
         lower=_bn_lower,
         **BN_SLOTS,
+    )
+)
+
+
+# ------------------------------------------------------------ BatchNormWithReLU
+# MXNet's oneDNN-only fusion: BatchNorm's attributes, slots and statistics, ReLU on the
+# output, and a fourth hidden output ``workspace`` (data's shape, the parameters' dtype)
+# that holds the ReLU mask here. The gradient is BatchNorm's of the head gradient masked
+# where the output is 0, which is MXNet's after a training forward; after an inference
+# forward MXNet's backward reads a workspace that forward never wrote (its result is
+# unspecified), so mxmod keeps BatchNorm's inference-mode rule there.
+def _bnr_shape(a, s):
+    ins, outs = _bn_shape(a, s)
+    return ins, outs + [outs[0]]
+
+
+def _bnr_type(a, t):
+    ins, outs = _bn_type(a, t)
+    return ins, outs + [outs[1]]
+
+
+def _bnr_lower(a, ins, aux, ctx):
+    (y, mean, invstd), new_aux = _bn_lower(a, ins, aux, ctx)
+    on = y > 0
+    return [jnp.where(on, y, jnp.zeros_like(y)), mean, invstd, on.astype(mean.dtype)], new_aux
+
+
+register(
+    OpDef(
+        name="_contrib_BatchNormWithReLU",
+        params=_BATCH_NORM.params,
+        infer_shape=_bnr_shape,
+        lower=_bnr_lower,
+        **{**BN_SLOTS, "num_outputs_total": lambda a: 4, "infer_type": _bnr_type},
     )
 )
 
