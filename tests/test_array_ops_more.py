@@ -149,3 +149,9 @@ def test_im2col_errors():
         mx.nd.im2col(mx.nd.ones((1, 1, 2, 2)), kernel=(3, 3))
     with pytest.raises(MXNetError, match="columns; output_size"):
         mx.nd.col2im(mx.nd.ones((1, 4, 5)), output_size=(3, 3), kernel=(2, 2))
+
+
+def test_round_is_exact_half_away_from_zero():
+    # x + 0.5 in float32 rounds 0.49999997 up to 1.0 (MXNet gives 0)
+    x = np.array([0.49999997, 0.5, -0.5, 1.5, -2.5, 2.4999998], dtype=np.float32)
+    np.testing.assert_array_equal(mx.nd.round(mx.nd.array(x)).asnumpy(), [0, 1, -1, 2, -3, 2])

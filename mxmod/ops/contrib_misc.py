@@ -20,6 +20,7 @@ import numpy as np
 from ._attrs import Param, optional, p_bool, p_float, p_shape
 from ._def import OpDef, fail, register
 from .dense import same_shape
+from .elemwise import round_half_away
 
 
 def _int64():
@@ -111,15 +112,6 @@ register(
 
 
 # ------------------------------------------------------- straight-through estimators
-def round_half_away(x):
-    """C's ``round``: half away from zero (exact: no ``x + 0.5`` that rounds up
-    0.49999997)."""
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        return x
-    t = jnp.trunc(x)
-    return jnp.where(jnp.abs(x - t) >= 0.5, t + jnp.sign(x), t)
-
-
 def _sign(x):  # MXNet's sign: 0 for 0 and NaN
     one = jnp.ones_like(x)
     return jnp.where(x > 0, one, jnp.where(x < 0, -one, jnp.zeros_like(x)))

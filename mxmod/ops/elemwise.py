@@ -250,8 +250,13 @@ register(
 
 
 # ------------------------------------------------------------------- unary math
-def _round(x):  # half away from zero
-    return jnp.sign(x) * jnp.floor(jnp.abs(x) + 0.5)
+def round_half_away(x):
+    """C's ``round``: half away from zero (exact: no ``x + 0.5`` that rounds up
+    0.49999997)."""
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return x
+    t = jnp.trunc(x)
+    return jnp.where(jnp.abs(x - t) >= 0.5, t + jnp.sign(x), t)
 
 
 def _abs(x):  # gradient sign(x): 0 at 0, as MXNet
@@ -296,7 +301,7 @@ _UNARY = {
     "softsign": lambda x: x / (1 + jnp.abs(x)),
     "floor": jnp.floor,
     "ceil": jnp.ceil,
-    "round": _round,
+    "round": round_half_away,
     "rint": _rint,
     "fix": jnp.trunc,
     "trunc": jnp.trunc,

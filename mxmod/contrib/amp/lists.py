@@ -41,6 +41,18 @@ min_axis negative one_hot ones_like pad pick radians relu repeat reshape reshape
 reverse rint round shape_array sigmoid sign sin size_array slice slice_axis slice_like
 softsign sort split sqrt squeeze stop_gradient swapaxes take tanh tile transpose trunc
 zeros_like
+""") | _names("""
+_arange _contrib_SparseEmbedding _contrib_gradientmultiplier _contrib_index_array _eye
+_identity_with_attr_like_rhs _linspace _random_exponential _random_exponential_like
+_random_gamma _random_gamma_like _random_generalized_negative_binomial
+_random_generalized_negative_binomial_like _random_negative_binomial
+_random_negative_binomial_like _random_normal _random_normal_like _random_poisson
+_random_poisson_like _random_uniform _random_uniform_like _ravel_multi_index
+_sample_multinomial _sparse_retain _unravel_index amp_cast amp_multicast batch_take
+cast_storage depth_to_space diag gather_nd normal random_exponential random_gamma
+random_generalized_negative_binomial random_negative_binomial random_normal random_poisson
+random_uniform ravel_multi_index sample_multinomial scatter_nd space_to_depth uniform
+unravel_index
 """)
 
 _FP16_FP32 = _names("""
@@ -60,6 +72,8 @@ _linalg_gemm2 _power _power_scalar _rdiv_scalar _rpower_scalar arccos arcsin arc
 broadcast_hypot broadcast_power cosh ctc_loss erfinv exp expm1 gamma gammaln linalg_gemm2
 log log10 log1p log2 log_softmax make_loss mean nanprod nansum norm prod rcbrt reciprocal
 rsqrt sinh smooth_l1 softmax softmax_cross_entropy softmin square sum sum_axis tan topk
+""") | _names("""
+GroupNorm _square_sum khatri_rao moments
 """)
 
 _FP16_WIDEST = _names("""
@@ -120,6 +134,18 @@ reshape reshape_like reverse rint round rsqrt shape_array sigmoid sign sin sinh 
 slice slice_axis slice_like smooth_l1 softmax softmax_cross_entropy softmin softsign sort
 split squeeze stop_gradient sum sum_axis swapaxes take tan tile topk transpose trunc
 zeros_like
+""") | _names("""
+GroupNorm _arange _contrib_SparseEmbedding _contrib_gradientmultiplier _contrib_index_array
+_eye _identity_with_attr_like_rhs _linspace _random_exponential _random_exponential_like
+_random_gamma _random_gamma_like _random_generalized_negative_binomial
+_random_generalized_negative_binomial_like _random_negative_binomial
+_random_negative_binomial_like _random_normal _random_normal_like _random_poisson
+_random_poisson_like _random_uniform _random_uniform_like _ravel_multi_index
+_sample_multinomial _sparse_retain _square_sum _unravel_index batch_take cast_storage
+depth_to_space diag gather_nd khatri_rao moments normal random_exponential random_gamma
+random_generalized_negative_binomial random_negative_binomial random_normal random_poisson
+random_uniform ravel_multi_index sample_multinomial scatter_nd space_to_depth uniform
+unravel_index
 """)
 
 _BF16_WIDEST = _names("""
