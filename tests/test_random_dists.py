@@ -384,3 +384,17 @@ def test_symbol_errors():
         mx.sym.random.gamma(alpha=mx.sym.var("a"))
     with pytest.raises(MXNetError, match="attribute k=.* is invalid"):
         mx.sym.random.negative_binomial(k=1.5, shape=(2,))
+
+
+def test_symbol_randint_and_shuffle():
+    draws = mx.sym.random.randint(2, 7, shape=(2000,)).bind(mx.cpu(), {}).forward()[0]
+    values = draws.asnumpy()
+    assert draws.dtype == np.int32 and sorted(set(values.tolist())) == [2, 3, 4, 5, 6]
+    data = mx.sym.var("d")
+    x = np.arange(20.0).reshape(10, 2)
+    out = mx.sym.random.shuffle(data).bind(mx.cpu(), {"d": mx.nd.array(x)}).forward()[0]
+    rows = out.asnumpy()
+    assert sorted(rows[:, 0].tolist()) == x[:, 0].tolist()  # a permutation of the rows
+    np.testing.assert_array_equal(rows[:, 1] - rows[:, 0], 1.0)  # rows kept whole
+    with pytest.raises(mx.base.MXNetError, match="low=5 must be at most high=4"):
+        mx.sym.random.randint(5, 4, shape=(2,)).bind(mx.cpu(), {}).forward()

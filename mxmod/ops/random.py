@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import MXNetError
-from ._attrs import Param, choice, p_bool, p_float, p_int, p_shape, p_str
+from ._attrs import REQUIRED, Param, choice, p_bool, p_float, p_int, p_shape, p_str
 from ._def import OpDef, fail, register
 
 # --- the draws: (key, shape, *params) -> float32 samples; params broadcast against shape
@@ -248,5 +248,55 @@ register(
         lower=lambda a, ins, aux, ctx: multinomial_draw(
             ctx.key(), ins[0], shape=tuple(a.shape), get_prob=a.get_prob, dtype=a.dtype
         ),
+    )
+)
+
+
+# --- _random_randint, _shuffle
+
+
+def _randint_lower(a, ins, aux, ctx):
+    if a.high < a.low:
+        raise MXNetError(
+            f"_random_randint {ctx.node_name!r}: low={a.low} must be at most high={a.high}"
+        )
+    shape = tuple(a.shape) or tuple((ctx.out_shapes or [()])[0] or ())
+    dtype = np.dtype("int32" if a.dtype == "None" else a.dtype)
+    return [jax.random.randint(ctx.key(), shape, a.low, a.high, jnp.int32).astype(dtype)]
+
+
+register(
+    OpDef(
+        name="_random_randint",
+        aliases=("random_randint",),
+        params={
+            "low": Param(p_int, REQUIRED),
+            "high": Param(p_int, REQUIRED),
+            "shape": Param(p_shape, ()),
+            "ctx": Param(p_str, ""),
+            "dtype": Param(choice("None", "int32", "int64"), "None"),
+        },
+        inputs=(),
+        random=True,
+        infer_shape=lambda a, s: (s, [tuple(a.shape) if all(a.shape) else None]),
+        infer_type=lambda a, t: (t, [np.dtype("int32" if a.dtype == "None" else a.dtype)]),
+        lower=_randint_lower,
+    )
+)
+
+
+def _shuffle_lower(a, ins, aux, ctx):
+    x = ins[0]
+    if x.ndim == 0:
+        raise MXNetError(f"_shuffle {ctx.node_name!r}: data must have at least one dimension")
+    return [jnp.take(x, jax.random.permutation(ctx.key(), x.shape[0]), axis=0)]
+
+
+register(
+    OpDef(
+        name="_shuffle",
+        random=True,
+        infer_shape=lambda a, s: (s, [s[0]]),
+        lower=_shuffle_lower,
     )
 )

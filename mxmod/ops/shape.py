@@ -214,17 +214,19 @@ def _concat_infer(a, s):
     return filled, [rest[:ax] + (total,) + rest[ax:]]
 
 
-register(
-    OpDef(
-        name="Concat",
-        aliases=("concat",),
-        params={"dim": Param(p_int, 1)},
-        inputs=_arg_names,
-        variadic="num_args",
-        infer_shape=_concat_infer,
-        lower=lambda a, ins, aux, ctx: [jnp.concatenate(ins, axis=a.dim)],
+# ``_rnn_param_concat``: the Concat Gluon's RNN layers export to join their flat weights
+for _name, _aliases in (("Concat", ("concat",)), ("_rnn_param_concat", ())):
+    register(
+        OpDef(
+            name=_name,
+            aliases=_aliases,
+            params={"dim": Param(p_int, 1)},
+            inputs=_arg_names,
+            variadic="num_args",
+            infer_shape=_concat_infer,
+            lower=lambda a, ins, aux, ctx: [jnp.concatenate(ins, axis=a.dim)],
+        )
     )
-)
 
 
 def _stack_infer(a, s):

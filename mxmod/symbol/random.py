@@ -72,6 +72,16 @@ def multinomial(data, shape=(), get_prob=True, dtype="int32", **kwargs):
     )
 
 
+def randint(low, high, shape=(), dtype=None, **kwargs):
+    """Integers drawn uniformly from [low, high) (int32 unless ``dtype`` says otherwise)."""
+    return _node("_random_randint", "randint", dict(low=low, high=high), shape, dtype, kwargs)
+
+
+def shuffle(data, **kwargs):
+    """``data`` with its first axis randomly permuted (a ``_shuffle`` node)."""
+    return creator("_shuffle")(data, **kwargs)
+
+
 uniform_like = creator("_random_uniform_like")
 normal_like = creator("_random_normal_like")
 exponential_like = creator("_random_exponential_like")
@@ -89,6 +99,8 @@ __all__ = [
     "negative_binomial",
     "generalized_negative_binomial",
     "multinomial",
+    "randint",
+    "shuffle",
     "uniform_like",
     "normal_like",
     "exponential_like",

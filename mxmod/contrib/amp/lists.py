@@ -53,6 +53,7 @@ cast_storage depth_to_space diag gather_nd normal random_exponential random_gamm
 random_generalized_negative_binomial random_negative_binomial random_normal random_poisson
 random_uniform ravel_multi_index sample_multinomial scatter_nd space_to_depth uniform
 unravel_index
+_random_randint _rnn_param_concat _shuffle random_randint
 """)
 
 _FP16_FP32 = _names("""
@@ -98,6 +99,7 @@ Convolution FullyConnected
 
 _BF16_FOLLOW = _names("""
 BatchNorm Concat LRN Pooling _add abs clip concat relu sqrt square tanh
+_shuffle
 """)
 
 _BF16_FP32 = _names("""
@@ -146,6 +148,7 @@ depth_to_space diag gather_nd khatri_rao moments normal random_exponential rando
 random_generalized_negative_binomial random_negative_binomial random_normal random_poisson
 random_uniform ravel_multi_index sample_multinomial scatter_nd space_to_depth uniform
 unravel_index
+_random_randint _rnn_param_concat random_randint
 """)
 
 _BF16_WIDEST = _names("""
