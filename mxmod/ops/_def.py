@@ -254,8 +254,15 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
+_SUBGRAPH = (
+    "a control-flow node holding a subgraph; mx.nd.contrib.foreach/while_loop/cond run "
+    "imperatively, and a symbol can unroll the loop in Python"
+)
 _OUT_OF_SCOPE = {
     "Correlation": "the optical-flow correlation layer is not implemented",
+    "_foreach": _SUBGRAPH,
+    "_while_loop": _SUBGRAPH,
+    "_cond": _SUBGRAPH,
 }
 
 

@@ -20,3 +20,21 @@ PREFIX = "_contrib_"
 contrib_names, __getattr__, __dir__ = prefixed_module(
     __name__, OPS, PREFIX, lambda name: creator(PREFIX + name, hint=name.lower())
 )
+
+
+def _subgraph_op(name: str, op: str):
+    def unsupported(*args, **kwargs):
+        raise NotImplementedError(
+            f"mx.sym.contrib.{name}: MXNet's control-flow operator {op} (a node holding "
+            f"a subgraph) is not supported by mxmod; unroll the loop in Python over symbols "
+            f"(mx.rnn cells' unroll runs as one compiled loop), or run mx.nd.contrib.{name} "
+            f"imperatively"
+        )
+
+    unsupported.__name__ = unsupported.__qualname__ = name
+    return unsupported
+
+
+foreach = _subgraph_op("foreach", "_foreach")
+while_loop = _subgraph_op("while_loop", "_while_loop")
+cond = _subgraph_op("cond", "_cond")
