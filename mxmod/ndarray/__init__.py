@@ -10,6 +10,7 @@ from ..ops import OPS, get_op
 from . import _arith, _setget  # noqa: F401  (NDArray's operators and indexing)
 from . import contrib, linalg, random, sparse
 from .custom import nd_custom as Custom  # noqa: F401  (mx.nd.Custom)
+from .histogram import histogram  # noqa: F401
 from .io import load, load_frombuffer, save
 from .op_table import nd_function
 from .binary_funcs import *  # noqa: F403  (add, divide, equal ... as MXNet)

@@ -10,9 +10,12 @@ operator file has to do. Automatic node names use the lower-cased function name
 
 from __future__ import annotations
 
+import math
+
 from ..ops import OPS
 from ..registry import prefixed_module
 from .creation import creator
+from .random import uniform
 
 PREFIX = "_contrib_"
 
@@ -38,3 +41,16 @@ def _subgraph_op(name: str, op: str):
 foreach = _subgraph_op("foreach", "_foreach")
 while_loop = _subgraph_op("while_loop", "_while_loop")
 cond = _subgraph_op("cond", "_cond")
+
+
+def rand_zipfian(true_classes, num_sampled: int, range_max: int):
+    """``mx.nd.contrib.rand_zipfian`` as symbols: the sampled classes (int32) and the
+    expected counts of the true and the sampled classes."""
+
+    def expected(classes):
+        c = creator("Cast")(classes, dtype="float32")
+        return creator("log")((c + 2.0) / (c + 1.0)) / math.log(range_max + 1) * num_sampled
+
+    draws = uniform(0, math.log(range_max + 1), shape=(int(num_sampled),))
+    sampled = creator("Cast")(creator("exp")(draws) - 1, dtype="int32") % int(range_max)
+    return sampled, expected(true_classes), expected(sampled)

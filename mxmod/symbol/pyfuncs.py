@@ -10,10 +10,10 @@ import numbers
 from typing import Any
 
 from ..base import named
-from .creation import op_function
+from .creation import creator, op_function
 from .symbol import Symbol
 
-__all__ = ["maximum", "minimum", "power", "pow", "hypot", "arange", "linspace", "eye"]
+__all__ = ["maximum", "minimum", "power", "pow", "hypot", "arange", "linspace", "eye", "histogram"]
 
 
 def _dispatch(name: str, both: str, scalar: str, rscalar: str, py):
@@ -71,3 +71,15 @@ def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
 def eye(N, M=0, k=0, dtype=None, **kwargs):
     """2-D array with ones on diagonal ``k``."""
     return op_function("_eye")(N=N, M=M, k=k, **_dtype_kw(dtype), **kwargs)
+
+
+def histogram(a, bins=10, range=None, **kwargs):  # noqa: A002
+    """A ``_histogram`` node: ``bins`` equal bins over ``range`` (required in a symbol), or
+    the bins whose edges the Symbol ``bins`` gives."""
+    if isinstance(bins, Symbol):
+        return creator("_histogram")(a, bins, **kwargs)
+    if range is None:
+        raise ValueError(
+            "mx.sym.histogram: give range=(low, high) (a symbol has no data to pick it from)"
+        )
+    return creator("_histogram")(a, bin_cnt=int(bins), range=tuple(range), **kwargs)

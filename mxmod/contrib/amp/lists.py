@@ -54,6 +54,7 @@ random_generalized_negative_binomial random_negative_binomial random_normal rand
 random_uniform ravel_multi_index sample_multinomial scatter_nd space_to_depth uniform
 unravel_index
 _random_randint _rnn_param_concat _shuffle random_randint
+_histogram
 """)
 
 _FP16_FP32 = _names("""
@@ -149,6 +150,7 @@ random_generalized_negative_binomial random_negative_binomial random_normal rand
 random_uniform ravel_multi_index sample_multinomial scatter_nd space_to_depth uniform
 unravel_index
 _random_randint _rnn_param_concat random_randint
+_histogram
 """)
 
 _BF16_WIDEST = _names("""
