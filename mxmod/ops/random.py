@@ -295,6 +295,7 @@ def _shuffle_lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="_shuffle",
+        aliases=("shuffle",),
         random=True,
         infer_shape=lambda a, s: (s, [s[0]]),
         lower=_shuffle_lower,

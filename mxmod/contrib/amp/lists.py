@@ -55,6 +55,7 @@ random_uniform ravel_multi_index sample_multinomial scatter_nd space_to_depth un
 unravel_index
 _random_randint _rnn_param_concat _shuffle random_randint
 _histogram
+shuffle
 """)
 
 _FP16_FP32 = _names("""
@@ -101,6 +102,7 @@ Convolution FullyConnected
 _BF16_FOLLOW = _names("""
 BatchNorm Concat LRN Pooling _add abs clip concat relu sqrt square tanh
 _shuffle
+shuffle
 """)
 
 _BF16_FP32 = _names("""
