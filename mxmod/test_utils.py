@@ -91,6 +91,11 @@ __all__ = [
     "discard_stderr",
     "use_np",
     "is_op_runnable",
+    "gen_buckets_probs_with_ppf",
+    "mean_check",
+    "var_check",
+    "chi_square_check",
+    "verify_generator",
     # MXNet's module has no __all__, so its star import also brings these names; tests use them
     "bz2",
     "errno",
@@ -558,6 +563,13 @@ from ._test_checks import (  # noqa: E402
     compare_optimizer,
     numeric_grad,
     simple_forward,
+)
+from ._test_random import (  # noqa: E402,F401
+    chi_square_check,
+    gen_buckets_probs_with_ppf,
+    mean_check,
+    var_check,
+    verify_generator,
 )
 from ._test_misc import (  # noqa: E402
     discard_stderr,
