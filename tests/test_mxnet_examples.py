@@ -235,8 +235,9 @@ def test_sym_random_namespace():
     s = mx.sym.random.normal(loc=2, scale=0.5, shape=(2000,)) + mx.sym.random.uniform(shape=(2000,))
     assert s.infer_shape()[1] == [(2000,)]
     assert abs(s.simple_bind(mx.cpu()).forward()[0].asnumpy().mean() - 2.5) < 0.1
-    with pytest.raises(NotImplementedError, match=r"random.normal\(loc=<Symbol>\).*sample_normal"):
-        mx.sym.random.normal(loc=mx.sym.var("m"))
+    # Symbol parameters: a _sample_normal node, param.shape + shape samples (as MXNet)
+    per_row = mx.sym.random.normal(loc=mx.sym.var("m"), scale=mx.sym.var("s"), shape=(3,))
+    assert per_row.infer_shape(m=(2,), s=(2,))[1] == [(2, 3)]
 
 
 def test_module_monitor_reports_in_mxnet_order():

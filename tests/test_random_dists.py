@@ -380,7 +380,7 @@ def test_symbol_errors():
         _forward(mx.sym.random.gamma(alpha=-1, shape=(2,)))
     with pytest.raises(MXNetError, match="exponential: scale has to be positive, got 0"):
         mx.sym.random.exponential(scale=0)
-    with pytest.raises(NotImplementedError, match=r"random.gamma\(alpha=<Symbol>\).*sample_gamma"):
+    with pytest.raises(MXNetError, match="all Symbols or all numbers, got alpha=Symbol, beta=int"):
         mx.sym.random.gamma(alpha=mx.sym.var("a"))
     with pytest.raises(MXNetError, match="attribute k=.* is invalid"):
         mx.sym.random.negative_binomial(k=1.5, shape=(2,))
@@ -398,3 +398,29 @@ def test_symbol_randint_and_shuffle():
     np.testing.assert_array_equal(rows[:, 1] - rows[:, 0], 1.0)  # rows kept whole
     with pytest.raises(mx.base.MXNetError, match="low=5 must be at most high=4"):
         mx.sym.random.randint(5, 4, shape=(2,)).bind(mx.cpu(), {}).forward()
+
+
+@pytest.mark.parametrize(
+    "fn,params,mean",
+    [
+        ("normal", {"loc": [0.0, 10.0], "scale": [1.0, 0.5]}, [0.0, 10.0]),
+        ("uniform", {"low": [0.0, 2.0], "high": [1.0, 4.0]}, [0.5, 3.0]),
+        ("gamma", {"alpha": [2.0, 5.0], "beta": [1.0, 0.5]}, [2.0, 2.5]),
+        ("exponential", {"scale": [2.0, 0.5]}, [2.0, 0.5]),
+        ("poisson", {"lam": [1.0, 6.0]}, [1.0, 6.0]),
+        ("generalized_negative_binomial", {"mu": [2.0, 4.0], "alpha": [0.5, 0.0]}, [2.0, 4.0]),
+    ],
+)
+def test_symbol_parameters_make_sample_nodes(fn, params, mean):
+    names = {k: mx.sym.var(k) for k in params}
+    sym = getattr(mx.sym.random, fn)(**names, shape=(20000,))
+    assert sym.infer_shape(**{k: (2,) for k in params})[1] == [(2, 20000)]
+    args = {k: mx.nd.array(v) for k, v in params.items()}
+    out = mx.sym.load_json(sym.tojson()).bind(mx.cpu(), args).forward()[0].asnumpy()
+    np.testing.assert_allclose(out.mean(axis=1), mean, rtol=0.05, atol=0.03)
+
+
+def test_sample_operator_shapes_must_agree():
+    sym = mx.sym.random.normal(mx.sym.var("m"), mx.sym.var("s"))
+    with pytest.raises(MXNetError, match="one shape"):
+        sym.infer_shape(m=(2,), s=(3,))

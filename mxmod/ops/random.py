@@ -301,3 +301,55 @@ register(
         lower=_shuffle_lower,
     )
 )
+
+
+# --- _sample_<dist>: one draw per element of array parameters
+
+
+SAMPLE_INPUTS = {  # MXNet's input names, in the order SAMPLERS takes the parameters
+    "uniform": ("low", "high"),
+    "normal": ("mu", "sigma"),
+    "gamma": ("alpha", "beta"),
+    "exponential": ("lam",),
+    "poisson": ("lam",),
+    "negative_binomial": ("k", "p"),
+    "generalized_negative_binomial": ("mu", "alpha"),
+}
+
+
+def _sample_op(kind: str) -> OpDef:
+    def shapes(a, s):
+        known = [x for x in s if x is not None]
+        if known and any(tuple(x) != tuple(known[0]) for x in known):
+            fail(f"_sample_{kind}: the parameter arrays need one shape, got {s}")
+        if not known:
+            return s, [None]
+        return [tuple(known[0])] * len(s), [tuple(known[0]) + tuple(a.shape)]
+
+    def lower(a, ins, aux, ctx):
+        shapes(a, [tuple(x.shape) for x in ins])  # mx.nd calls skip shape inference
+        extra = tuple(a.shape)
+        params = [p.astype(jnp.float32).reshape(p.shape + (1,) * len(extra)) for p in ins]
+        draws = SAMPLERS[kind](ctx.key(), ins[0].shape + extra, *params)
+        return [draws.astype(_dtype_or_float32(a.dtype))]
+
+    return OpDef(
+        name=f"_sample_{kind}",
+        aliases=(f"sample_{kind}",),
+        params={
+            "shape": Param(p_shape, ()),
+            "dtype": Param(choice("None", "float16", "float32", "float64"), "None"),
+        },
+        inputs=SAMPLE_INPUTS[kind],
+        random=True,
+        infer_shape=shapes,
+        infer_type=lambda a, t: (
+            [np.dtype("float32") if x is None else x for x in t],
+            [_dtype_or_float32(a.dtype)],
+        ),
+        lower=lower,
+    )
+
+
+for _kind in SAMPLE_INPUTS:
+    register(_sample_op(_kind))

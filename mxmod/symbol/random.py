@@ -6,22 +6,24 @@ from .creation import creator
 from .symbol import Symbol
 
 
-def _scalar_params(fn_name: str, **params) -> None:
-    for key, value in params.items():
-        if isinstance(value, Symbol):
-            raise NotImplementedError(
-                f"mx.sym.random.{fn_name}({key}=<Symbol>): per-element parameters "
-                f"(MXNet's sample_{fn_name}) are not supported by mxmod; give a number"
-            )
-
-
 def _with_dtype(kwargs: dict, dtype) -> dict:
     return kwargs if dtype is None else {**kwargs, "dtype": dtype}
 
 
 def _node(op: str, fn_name: str, params: dict, shape, dtype, kwargs: dict):
-    _scalar_params(fn_name, **params)
-    return creator(op)(**params, shape=shape, **_with_dtype(kwargs, dtype))
+    """A ``_random_<dist>`` node for number parameters; Symbol parameters (all of them)
+    make a ``_sample_<dist>`` node: ``param.shape + shape`` samples, as MXNet."""
+    symbols = [isinstance(v, Symbol) for v in params.values()]
+    if not any(symbols):
+        return creator(op)(**params, shape=shape, **_with_dtype(kwargs, dtype))
+    if not all(symbols):
+        raise MXNetError(
+            f"mx.sym.random.{fn_name}: distribution parameters must be all Symbols or all "
+            f"numbers, got {', '.join(f'{k}={type(v).__name__}' for k, v in params.items())}"
+        )
+    return creator(f"_sample_{fn_name}")(
+        *params.values(), shape=shape, **_with_dtype(kwargs, dtype)
+    )
 
 
 def uniform(low=0, high=1, shape=(), dtype=None, **kwargs):
@@ -36,7 +38,10 @@ def normal(loc=0, scale=1, shape=(), dtype=None, **kwargs):
 
 def exponential(scale=1, shape=(), dtype=None, **kwargs):
     """Exponential samples of ``scale`` (a ``_random_exponential`` node of rate 1/scale)."""
-    _scalar_params("exponential", scale=scale)
+    if isinstance(scale, Symbol):
+        return _node(
+            "_random_exponential", "exponential", dict(lam=1.0 / scale), shape, dtype, kwargs
+        )
     if not scale > 0:
         raise MXNetError(f"mx.sym.random.exponential: scale has to be positive, got {scale}")
     return _node("_random_exponential", "exponential", dict(lam=1.0 / scale), shape, dtype, kwargs)

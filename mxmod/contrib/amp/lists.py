@@ -56,6 +56,10 @@ unravel_index
 _random_randint _rnn_param_concat _shuffle random_randint
 _histogram
 shuffle
+_sample_exponential _sample_gamma _sample_generalized_negative_binomial
+_sample_negative_binomial _sample_normal _sample_poisson _sample_uniform sample_exponential
+sample_gamma sample_generalized_negative_binomial sample_negative_binomial sample_normal
+sample_poisson sample_uniform
 """)
 
 _FP16_FP32 = _names("""
@@ -153,6 +157,10 @@ random_uniform ravel_multi_index sample_multinomial scatter_nd space_to_depth un
 unravel_index
 _random_randint _rnn_param_concat random_randint
 _histogram
+_sample_exponential _sample_gamma _sample_generalized_negative_binomial
+_sample_negative_binomial _sample_normal _sample_poisson _sample_uniform sample_exponential
+sample_gamma sample_generalized_negative_binomial sample_negative_binomial sample_normal
+sample_poisson sample_uniform
 """)
 
 _BF16_WIDEST = _names("""
