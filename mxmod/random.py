@@ -5,7 +5,8 @@ out fresh keys to the rest of mxmod (initializers, dropout, shuffling), so one
 seed makes a program reproducible. Values differ from MXNet's generator.
 """
 
-from .ndarray._random import next_key, normal, randint, seed, shuffle, uniform
+from .ndarray._random import next_key, randint, seed, shuffle
+from .ndarray._random_dists import normal, uniform
 from .ndarray._random_dists import (
     exponential,
     gamma,

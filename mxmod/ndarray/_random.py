@@ -1,4 +1,5 @@
-"""Random state and samplers behind ``mx.random`` and ``mx.nd.random``.
+"""Random state behind ``mx.random`` and ``mx.nd.random``, its bucket-sized draws,
+``randint`` and ``shuffle`` (the distributions: ``_random_dists``).
 
 MXNet keeps one generator per device; mxmod keeps one global host generator
 (plus one per context seeded with ``seed(s, ctx=...)``) that hands out a fresh
@@ -27,7 +28,7 @@ from ._device import requested_dtype
 from ._programs import program
 from .ndarray import NDArray
 
-__all__ = ["seed", "next_key", "uniform", "normal", "randint", "shuffle"]
+__all__ = ["seed", "next_key", "randint", "shuffle"]
 
 _LOCK = threading.Lock()
 _STATE: dict = {}  # "all" -> global key; Context -> key of a context seeded on its own
@@ -133,65 +134,6 @@ def _finish(data: jax.Array, ctx: Context, out: NDArray | None) -> NDArray:
         out._set_data(data.astype(out.dtype))
         return out
     return NDArray(data, ctx)
-
-
-def _float_samples(kind: str, p0, p1, shape, dtype, ctx, out, kwargs: dict, problem) -> NDArray:
-    """``uniform``/``normal`` draws; ``problem``: the message of a bad parameter, else falsy.
-
-    NDArray parameters (MXNet's ``_sample_*``) draw ``param.shape + shape`` samples, as the
-    other distributions do (``_random_dists``)."""
-    if isinstance(p0, NDArray) or isinstance(p1, NDArray):
-        from ._random_dists import sample  # it imports this module
-
-        return sample(kind, kind, (p0, p1), shape, dtype, ctx, out, kwargs)
-    shape, dt, ctx = _resolve(shape, dtype, ctx, out, kind, "float32", kwargs)
-    if dt.kind != "f" and dt.name != "bfloat16":
-        raise ValueError(f"{kind}: dtype must be a float type, got {dt.name}")
-    if problem:
-        raise MXNetError(problem)
-    data = _draw(kind, ctx, shape, np.float32(p0), np.float32(p1))
-    return _finish(data.astype(dt), ctx, out)
-
-
-def uniform(
-    low: Any = 0,
-    high: Any = 1,
-    shape: Any = None,
-    dtype: Any = None,
-    ctx: Any = None,
-    out: NDArray | None = None,
-    **kwargs: Any,
-) -> NDArray:
-    """Samples from ``U[low, high)`` (``mx.nd.random.uniform``); shape defaults to ``(1,)``.
-
-    Raises:
-        MXNetError: if ``high < low`` or ``out`` has another shape.
-    """
-    bad = not isinstance(low, NDArray) and not isinstance(high, NDArray) and high < low
-    problem = (
-        f"uniform: low must be less or equal to high in uniform distribution "
-        f"(low={low}, high={high})"
-    )
-    return _float_samples("uniform", low, high, shape, dtype, ctx, out, kwargs, bad and problem)
-
-
-def normal(
-    loc: Any = 0,
-    scale: Any = 1,
-    shape: Any = None,
-    dtype: Any = None,
-    ctx: Any = None,
-    out: NDArray | None = None,
-    **kwargs: Any,
-) -> NDArray:
-    """Samples from ``N(loc, scale**2)`` (``mx.nd.random.normal``); shape defaults to ``(1,)``.
-
-    Raises:
-        MXNetError: if ``scale <= 0`` or ``out`` has another shape.
-    """
-    bad = not isinstance(scale, NDArray) and not scale > 0
-    problem = f"normal: scale parameter in gaussian has to be positive, got {scale}"
-    return _float_samples("normal", loc, scale, shape, dtype, ctx, out, kwargs, bad and problem)
 
 
 def randint(

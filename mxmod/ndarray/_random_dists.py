@@ -1,4 +1,5 @@
-"""``mx.nd.random``'s other distributions, as MXNet 1.9.1's: ``exponential``, ``gamma``,
+"""``mx.nd.random``'s distributions, as MXNet 1.9.1's: ``uniform``, ``normal`` (numbers:
+the bucket-sized draws of ``_random``), ``exponential``, ``gamma``,
 ``poisson``, ``negative_binomial``, ``generalized_negative_binomial``, ``randn``, the
 ``*_like`` samplers, and MXNet's operator names ``random_<dist>`` (its attribute order;
 ``random_exponential`` takes the rate ``lam``) and ``sample_<dist>`` (NDArray parameters).
@@ -23,10 +24,12 @@ from ..base import MXNetError, named
 from ..ops.random import CHECKS, DISTS, SAMPLERS
 from ._device import shape_tuple
 from ._programs import program
-from ._random import _finish, _resolve, next_key, normal
+from ._random import _draw, _finish, _resolve, next_key
 from .ndarray import NDArray
 
 __all__ = [
+    "uniform",
+    "normal",
     "exponential",
     "gamma",
     "poisson",
@@ -244,3 +247,60 @@ sample_exponential = _of_arrays("exponential", ("lam",))
 sample_poisson = _of_arrays("poisson", ("lam",))
 sample_negative_binomial = _of_arrays("negative_binomial", ("k", "p"))
 sample_generalized_negative_binomial = _of_arrays("generalized_negative_binomial", ("mu", "alpha"))
+
+
+def _float_samples(kind: str, p0, p1, shape, dtype, ctx, out, kwargs: dict, problem) -> NDArray:
+    """``uniform``/``normal`` draws; ``problem``: the message of a bad parameter, else falsy.
+
+    NDArray parameters (MXNet's ``_sample_*``) draw ``param.shape + shape`` samples, as the
+    other distributions do (``_random_dists``)."""
+    if isinstance(p0, NDArray) or isinstance(p1, NDArray):
+        return sample(kind, kind, (p0, p1), shape, dtype, ctx, out, kwargs)
+    shape, dt, ctx = _resolve(shape, dtype, ctx, out, kind, "float32", kwargs)
+    if dt.kind != "f" and dt.name != "bfloat16":
+        raise ValueError(f"{kind}: dtype must be a float type, got {dt.name}")
+    if problem:
+        raise MXNetError(problem)
+    data = _draw(kind, ctx, shape, np.float32(p0), np.float32(p1))
+    return _finish(data.astype(dt), ctx, out)
+
+
+def uniform(
+    low: Any = 0,
+    high: Any = 1,
+    shape: Any = None,
+    dtype: Any = None,
+    ctx: Any = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
+    """Samples from ``U[low, high)`` (``mx.nd.random.uniform``); shape defaults to ``(1,)``.
+
+    Raises:
+        MXNetError: if ``high < low`` or ``out`` has another shape.
+    """
+    bad = not isinstance(low, NDArray) and not isinstance(high, NDArray) and high < low
+    problem = (
+        f"uniform: low must be less or equal to high in uniform distribution "
+        f"(low={low}, high={high})"
+    )
+    return _float_samples("uniform", low, high, shape, dtype, ctx, out, kwargs, bad and problem)
+
+
+def normal(
+    loc: Any = 0,
+    scale: Any = 1,
+    shape: Any = None,
+    dtype: Any = None,
+    ctx: Any = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
+    """Samples from ``N(loc, scale**2)`` (``mx.nd.random.normal``); shape defaults to ``(1,)``.
+
+    Raises:
+        MXNetError: if ``scale <= 0`` or ``out`` has another shape.
+    """
+    bad = not isinstance(scale, NDArray) and not scale > 0
+    problem = f"normal: scale parameter in gaussian has to be positive, got {scale}"
+    return _float_samples("normal", loc, scale, shape, dtype, ctx, out, kwargs, bad and problem)

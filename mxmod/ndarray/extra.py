@@ -25,7 +25,8 @@ from ..base import MXNetError, named
 from ..context import current_context
 from . import _index
 from . import _random_dists as _dists
-from ._random import normal, randint, uniform
+from ._random import randint
+from ._random_dists import normal, uniform
 from ._random_multinomial import multinomial
 from .ndarray import NDArray
 

@@ -1,6 +1,7 @@
 """``mx.nd.random``: the NDArray samplers (same functions as :mod:`mxmod.random`)."""
 
-from ._random import normal, randint, seed, shuffle, uniform
+from ._random import randint, seed, shuffle
+from ._random_dists import normal, uniform
 from ._random_dists import (
     exponential,
     exponential_like,
