@@ -5,17 +5,21 @@ out fresh keys to the rest of mxmod (initializers, dropout, shuffling), so one
 seed makes a program reproducible. Values differ from MXNet's generator.
 """
 
-from .ndarray._random import next_key, randint, seed, shuffle
-from .ndarray._random_dists import normal, uniform
-from .ndarray._random_dists import (
+from .ndarray._random import next_key
+from .ndarray.random import (
     exponential,
     gamma,
     generalized_negative_binomial,
+    multinomial,
     negative_binomial,
+    normal,
     poisson,
+    randint,
     randn,
+    seed,
+    shuffle,
+    uniform,
 )
-from .ndarray._random_multinomial import multinomial
 
 __all__ = [
     "seed",

@@ -1,7 +1,6 @@
 """``mx.nd.random``: the NDArray samplers (same functions as :mod:`mxmod.random`)."""
 
 from ._random import randint, seed, shuffle
-from ._random_dists import normal, uniform
 from ._random_dists import (
     exponential,
     exponential_like,
@@ -11,10 +10,12 @@ from ._random_dists import (
     generalized_negative_binomial_like,
     negative_binomial,
     negative_binomial_like,
+    normal,
     normal_like,
     poisson,
     poisson_like,
     randn,
+    uniform,
     uniform_like,
 )
 from ._random_multinomial import multinomial
