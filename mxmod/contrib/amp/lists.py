@@ -97,6 +97,11 @@ broadcast_lesser_equal broadcast_logical_and broadcast_logical_or broadcast_logi
 broadcast_maximum broadcast_minimum broadcast_minus broadcast_mod broadcast_mul
 broadcast_not_equal broadcast_plus broadcast_sub concat dot elemwise_add elemwise_div
 elemwise_mul elemwise_sub stack where
+_random_pdf_dirichlet _random_pdf_exponential _random_pdf_gamma
+_random_pdf_generalized_negative_binomial _random_pdf_negative_binomial _random_pdf_normal
+_random_pdf_poisson _random_pdf_uniform random_pdf_dirichlet random_pdf_exponential
+random_pdf_gamma random_pdf_generalized_negative_binomial random_pdf_negative_binomial
+random_pdf_normal random_pdf_poisson random_pdf_uniform
 """)
 
 _BF16_LP = _names("""
@@ -176,6 +181,11 @@ broadcast_lesser_equal broadcast_logical_and broadcast_logical_or broadcast_logi
 broadcast_maximum broadcast_minimum broadcast_minus broadcast_mod broadcast_not_equal
 broadcast_plus broadcast_sub dot elemwise_add elemwise_div elemwise_mul elemwise_sub stack
 where
+_random_pdf_dirichlet _random_pdf_exponential _random_pdf_gamma
+_random_pdf_generalized_negative_binomial _random_pdf_negative_binomial _random_pdf_normal
+_random_pdf_poisson _random_pdf_uniform random_pdf_dirichlet random_pdf_exponential
+random_pdf_gamma random_pdf_generalized_negative_binomial random_pdf_negative_binomial
+random_pdf_normal random_pdf_poisson random_pdf_uniform
 """)
 
 CONDITIONAL = (("Activation", "act_type", ["softrelu"]), ("LeakyReLU", "act_type", ["elu", "selu"]))
