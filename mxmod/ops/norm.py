@@ -110,7 +110,7 @@ def _bn_train(red: tuple, shp: tuple, eps: float):
 
     def stats(xf):
         mean = jnp.mean(xf, red)
-        return mean, jnp.mean(jnp.square(xf - mean.reshape(shp)), red)
+        return mean, jnp.mean(jnp.square(mean.reshape(shp) - xf), red)
 
     def forward(xf, g, beta):
         mean, var = stats(xf)
@@ -126,9 +126,14 @@ def _bn_train(red: tuple, shp: tuple, eps: float):
         xf, g, mean, var = res
         dy = cts[0]
         invstd = jax.lax.rsqrt(var + eps)
-        xhat = (xf - mean.reshape(shp)) * invstd.reshape(shp)
         n = xf.size // mean.size
-        sum_dy, sum_dy_xhat = jnp.sum(dy, red), jnp.sum(dy * xhat, red)
+        # three spellings of x - mean, so that XLA shares none of them between kernels:
+        # a shared one is stored (one more kernel and pass over x), where each reduction
+        # and the elementwise pass recompute their own for free
+        sum_dy = jnp.sum(dy, red)
+        centre = jax.lax.optimization_barrier(mean)  # not the forward's (shared: stored)
+        sum_dy_xhat = jnp.sum(dy * (xf - centre.reshape(shp)), red) * invstd
+        xhat = xf * invstd.reshape(shp) - (mean * invstd).reshape(shp)
         k = g * invstd / n
         dx = k.reshape(shp) * (n * dy - sum_dy.reshape(shp) - xhat * sum_dy_xhat.reshape(shp))
         return dx, sum_dy_xhat, sum_dy
