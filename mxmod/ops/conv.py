@@ -88,7 +88,7 @@ def _groups(a, c: int, what_in: str, n_out: int) -> None:
 
 
 # ------------------------------------------------------------------ Convolution
-def _conv_inputs(a):
+def conv_inputs(a):
     return ["data", "weight"] if a.no_bias else ["data", "weight", "bias"]
 
 
@@ -112,7 +112,7 @@ def _filter_shape(a, s, out_spatial, weight_channels):
     return shapes, [join_layout(n, a.num_filter, out_sp, layout)]
 
 
-def _conv_shape(a, s):
+def conv_shape(a, s):
     p = spatial_params(a)
     return _filter_shape(
         a, s, lambda sp: _conv_spatial(a, sp, p), lambda c: (a.num_filter, c // a.num_group)
@@ -143,7 +143,7 @@ def _bias(y, b, layout: str):
     return y + b.reshape((-1,) + (1,) * (y.ndim - 1 - c)).astype(y.dtype)
 
 
-def _conv_lower(a, ins, aux, ctx):
+def conv_lower(a, ins, aux, ctx):
     p = spatial_params(a)
     layout = layout_of(a.layout, len(a.kernel))
     x, w = ins[0], ins[1]
@@ -161,7 +161,7 @@ def _conv_lower(a, ins, aux, ctx):
     return [y]
 
 
-def _conv_params(no_bias: bool, extra: dict) -> dict:
+def conv_params(no_bias: bool, extra: dict) -> dict:
     base = {
         "kernel": Param(p_shape),
         "num_filter": Param(int_at_least(1, p_uint32)),
@@ -180,7 +180,7 @@ def _conv_params(no_bias: bool, extra: dict) -> dict:
 
 
 # MXNet's positional order of the attributes (Convolution has no adj/target_shape)
-_CONV_ORDER = (
+CONV_ORDER = (
     "kernel", "stride", "dilate", "pad", "adj", "target_shape", "num_filter", "num_group",
     "workspace", "no_bias", "cudnn_tune", "cudnn_off", "layout",
 )  # fmt: skip
@@ -188,11 +188,11 @@ _CONV_ORDER = (
 register(
     OpDef(
         name="Convolution",
-        params=_conv_params(False, {}),
-        positional=_CONV_ORDER[:4] + _CONV_ORDER[6:],
-        inputs=_conv_inputs,
-        infer_shape=_conv_shape,
-        lower=_conv_lower,
+        params=conv_params(False, {}),
+        positional=CONV_ORDER[:4] + CONV_ORDER[6:],
+        inputs=conv_inputs,
+        infer_shape=conv_shape,
+        lower=conv_lower,
     )
 )
 
@@ -297,8 +297,8 @@ def _deconv_lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="Deconvolution",
-        positional=_CONV_ORDER,
-        params=_conv_params(
+        positional=CONV_ORDER,
+        params=conv_params(
             True,
             {
                 "adj": Param(p_shape, ()),
@@ -306,7 +306,7 @@ register(
                 "workspace": Param(p_uint64, 512),
             },
         ),
-        inputs=_conv_inputs,
+        inputs=conv_inputs,
         infer_shape=_deconv_shape,
         lower=_deconv_lower,
     )

@@ -56,7 +56,7 @@ def bn_shapes(s, channel_axis):
     return [tuple(data)] + [(c,)] * 4, [tuple(data), (c,), (c,)]
 
 
-def _bn_shape(a, s):
+def bn_shape(a, s):
     return bn_shapes(s, lambda data: _axis(a.axis, len(data)))
 
 
@@ -154,7 +154,9 @@ def bn_statistics(a, ctx, mm, mv, batch_stats):
     return _f32(mm), _f32(mv), mm, mv
 
 
-def _bn_lower(a, ins, aux, ctx):
+def bn_parts(a, ins, aux, ctx):
+    """``(y, mean, var, new_aux)`` of a BatchNorm node: the batch statistics when training
+    without ``use_global_stats``, else the moving ones."""
     x, gamma, beta = ins
     mm, mv = aux
     ax = _axis(a.axis, x.ndim)
@@ -165,28 +167,22 @@ def _bn_lower(a, ins, aux, ctx):
     if ctx.is_train and not a.use_global_stats:
         y, mean, var = _bn_train(red, shp, a.eps)(xf, g, _f32(beta))
         _, _, new_mm, new_mv = bn_statistics(a, ctx, mm, mv, lambda: (mean, var))
-        invstd = jax.lax.rsqrt(var + a.eps)
-        pdt = mm.dtype
-        return [y.astype(x.dtype), _sg(mean).astype(pdt), _sg(invstd).astype(pdt)], [
-            new_mm,
-            new_mv,
-        ]
-
-    def batch_stats():
-        mean = jnp.mean(xf, axis=red)
-        return mean, jnp.mean(jnp.square(xf - mean.reshape(shp)), axis=red)
-
-    mean, var, new_mm, new_mv = bn_statistics(a, ctx, mm, mv, batch_stats)
+        return y.astype(x.dtype), mean, var, [new_mm, new_mv]
+    mean, var = _f32(mm), _f32(mv)
     invstd = jax.lax.rsqrt(var + a.eps)
-    g = jnp.ones_like(invstd) if a.fix_gamma else _f32(gamma)
-    if not ctx.is_train and not a.use_global_stats:
-        y = _bn_infer(red, shp)(xf, g, _f32(beta), _sg(mean), _sg(invstd)).astype(x.dtype)
+    if not ctx.is_train:
+        y = _bn_infer(red, shp)(xf, g, _f32(beta), _sg(mean), _sg(invstd))
     else:
         scale = g * invstd
-        shift = _f32(beta) - mean * scale
-        y = (xf * scale.reshape(shp) + shift.reshape(shp)).astype(x.dtype)
-    pdt = mm.dtype
-    return [y, _sg(mean).astype(pdt), _sg(invstd).astype(pdt)], [new_mm, new_mv]
+        y = xf * scale.reshape(shp) + (_f32(beta) - mean * scale).reshape(shp)
+    return y.astype(x.dtype), mean, var, [mm, mv]
+
+
+def bn_lower(a, ins, aux, ctx):
+    y, mean, var, new_aux = bn_parts(a, ins, aux, ctx)
+    pdt = aux[0].dtype
+    invstd = jax.lax.rsqrt(var + a.eps)
+    return [y, _sg(mean).astype(pdt), _sg(invstd).astype(pdt)], new_aux
 
 
 BN_PARAMS = {
@@ -218,8 +214,8 @@ _BATCH_NORM = register(
             "min_calib_range": Param(optional(p_float), None),
             "max_calib_range": Param(optional(p_float), None),
         },
-        infer_shape=_bn_shape,
-        lower=_bn_lower,
+        infer_shape=bn_shape,
+        lower=bn_lower,
         **BN_SLOTS,
     )
 )
@@ -233,7 +229,7 @@ _BATCH_NORM = register(
 # forward MXNet's backward reads a workspace that forward never wrote (its result is
 # unspecified), so mxmod keeps BatchNorm's inference-mode rule there.
 def _bnr_shape(a, s):
-    ins, outs = _bn_shape(a, s)
+    ins, outs = bn_shape(a, s)
     return ins, outs + [outs[0]]
 
 
@@ -243,7 +239,7 @@ def _bnr_type(a, t):
 
 
 def _bnr_lower(a, ins, aux, ctx):
-    (y, mean, invstd), new_aux = _bn_lower(a, ins, aux, ctx)
+    (y, mean, invstd), new_aux = bn_lower(a, ins, aux, ctx)
     on = y > 0
     return [jnp.where(on, y, jnp.zeros_like(y)), mean, invstd, on.astype(mean.dtype)], new_aux
 

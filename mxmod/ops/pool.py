@@ -75,7 +75,7 @@ def _geometry(a, shape: tuple):
     return layout, tuple(a.kernel), stride, pad, sp, tuple(out)
 
 
-def _pool_shape(a, s):
+def pool_shape(a, s):
     data = s[0]
     if data is None:
         return s, [None]
@@ -110,7 +110,7 @@ def _divisor(sp, kernel, stride, pad, out, include_pad: bool) -> np.ndarray:
     return div
 
 
-def _pool_lower(a, ins, aux, ctx):
+def pool_lower(a, ins, aux, ctx):
     x = ins[0]
     layout, kernel, stride, pad, sp, out = _geometry(a, tuple(x.shape))
     c_ax = layout.index("C")
@@ -152,7 +152,7 @@ def _pool_lower(a, ins, aux, ctx):
     return [y]
 
 
-def _pool_check(a) -> str | None:
+def pool_check(a) -> str | None:
     """MXNet's Pooling attribute parser: a 1-3-D kernel, required unless global_pool."""
     if len(a.kernel) > 3:
         return f"kernel {a.kernel} has {len(a.kernel)} dimensions; pooling is 1-, 2- or 3-D"
@@ -177,10 +177,10 @@ register(
             "layout": Param(optional(choice(*_POOL_LAYOUTS)), None),
         },
         num_outputs_total=_n_pool_outputs,
-        infer_shape=_pool_shape,
-        lower=_pool_lower,
+        infer_shape=pool_shape,
+        lower=pool_lower,
         infer_type=lambda a, t: (t, [t[0]] * _n_pool_outputs(a)),
-        check=_pool_check,
+        check=pool_check,
     )
 )
 
