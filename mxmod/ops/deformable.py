@@ -26,7 +26,7 @@ sg = jax.lax.stop_gradient
 
 
 # ------------------------------------------------------------------ DeformableConvolution
-def _geom(a):
+def deform_geometry(a):
     k = tuple(a.kernel)
     if len(k) != 2:
         fail(
@@ -42,14 +42,14 @@ def _geom(a):
     return k, stride, dilate, pad
 
 
-def _dconv_shape(a, s):
+def deform_conv_shape(a, s, n_mask: int = 0):
     data = s[0]
     if a.layout not in (None, "NCHW"):
         raise NotImplementedError(
             f"DeformableConvolution: layout={a.layout!r} is not "
             f"supported; use NCHW (MXNet runs no other)"
         )
-    (kh, kw), (sh, sw), (dh, dw), (ph, pw) = _geom(a)
+    (kh, kw), (sh, sw), (dh, dw), (ph, pw) = deform_geometry(a)
     if data is None:
         return s, [None]
     if len(data) != 4:
@@ -67,7 +67,8 @@ def _dconv_shape(a, s):
             f"kernel {a.kernel} (dilate {(dh, dw)}) does not fit data {tuple(data)} padded by "
             f"{(ph, pw)}"
         )
-    ins = [tuple(data), (n, dg * 2 * kh * kw, ho, wo), (a.num_filter, c // g, kh, kw)]
+    ins = [tuple(data), (n, dg * 2 * kh * kw, ho, wo)]
+    ins += [(n, dg * kh * kw, ho, wo)] * n_mask + [(a.num_filter, c // g, kh, kw)]
     if not a.no_bias:
         ins.append((a.num_filter,))
     return ins, [(n, a.num_filter, ho, wo)]
@@ -97,7 +98,7 @@ def _bilinear(img, y, x, height: int, width: int):
 
 def _dconv_lower(a, ins, aux, ctx):
     data, offset, weight = ins[:3]
-    (kh, kw), (sh, sw), (dh, dw), (ph, pw) = _geom(a)
+    (kh, kw), (sh, sw), (dh, dw), (ph, pw) = deform_geometry(a)
     n, c, h, w = data.shape
     dg, g, f = a.num_deformable_group, a.num_group, a.num_filter
     ho, wo = offset.shape[2], offset.shape[3]
@@ -129,11 +130,12 @@ register(
             "num_filter": Param(p_int),
             "num_group": Param(p_int, 1),
             "num_deformable_group": Param(p_int, 1),
+            "workspace": Param(p_int, 1024),
             "no_bias": Param(p_bool, False),
             "layout": Param(optional(choice("NCW", "NCHW", "NCDHW")), None),
         },
         inputs=lambda a: ("data", "offset", "weight") + (() if a.no_bias else ("bias",)),
-        infer_shape=_dconv_shape,
+        infer_shape=deform_conv_shape,
         lower=_dconv_lower,
     )
 )

@@ -1,0 +1,83 @@
+"""MXNet ``_contrib_ModulatedDeformableConvolution`` (Deformable ConvNets v2): the sampling
+of ``DeformableConvolution`` (``deformable.py``) with each sample scaled by a learned
+``mask`` (one per deformable group, kernel tap and output position) before the grouped
+matmul. Sampling follows MXNet 1.9.1's CPU kernel, which differs from v1's at the border: a
+point strictly inside ``(-1, H) x (-1, W)`` blends its four neighbours, those outside the
+image reading 0; points further out read 0. Gradients (data, offset, mask, weight, bias)
+are this forward's derivative, as MXNet's are.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from ._attrs import Param, choice, optional, p_bool, p_int, p_shape
+from ._def import OpDef, register
+from .deformable import deform_conv_shape, deform_geometry
+
+
+def _bilinear(img, y, x, height: int, width: int):
+    """Samples of ``img`` (N, DG, C, H*W) at points ``y``, ``x`` (N, DG, P)."""
+    inside = (y > -1) & (x > -1) & (y < height) & (x < width)
+    y0, x0 = jnp.floor(y), jnp.floor(x)
+    ly, lx = y - y0, x - x0
+    y0i, x0i = y0.astype(jnp.int32), x0.astype(jnp.int32)
+
+    def corner(yi, xi, weight):
+        ok = inside & (yi >= 0) & (xi >= 0) & (yi <= height - 1) & (xi <= width - 1)
+        idx = jnp.clip(yi, 0, height - 1) * width + jnp.clip(xi, 0, width - 1)
+        v = jnp.take_along_axis(img, idx[:, :, None, :], axis=3)
+        return jnp.where(ok[:, :, None, :], v, 0.0) * weight[:, :, None, :]
+
+    return (
+        corner(y0i, x0i, (1 - ly) * (1 - lx))
+        + corner(y0i, x0i + 1, (1 - ly) * lx)
+        + corner(y0i + 1, x0i, ly * (1 - lx))
+        + corner(y0i + 1, x0i + 1, ly * lx)
+    )
+
+
+def _mdconv_lower(a, ins, aux, ctx):
+    data, offset, mask, weight = ins[:4]
+    (kh, kw), (sh, sw), (dh, dw), (ph, pw) = deform_geometry(a)
+    n, c, h, w = data.shape
+    dg, g, f = a.num_deformable_group, a.num_group, a.num_filter
+    ho, wo = offset.shape[2], offset.shape[3]
+    k = kh * kw
+    off = offset.reshape(n, dg, k, 2, ho, wo)
+    ki, kj = jnp.meshgrid(jnp.arange(kh), jnp.arange(kw), indexing="ij")
+    base_y = jnp.arange(ho)[None, :, None] * sh - ph + ki.reshape(-1)[:, None, None] * dh
+    base_x = jnp.arange(wo)[None, None, :] * sw - pw + kj.reshape(-1)[:, None, None] * dw
+    y = (base_y.astype(data.dtype) + off[:, :, :, 0]).reshape(n, dg, -1)  # (N, DG, K*Ho*Wo)
+    x = (base_x.astype(data.dtype) + off[:, :, :, 1]).reshape(n, dg, -1)
+    img = data.reshape(n, dg, c // dg, h * w)
+    cols = _bilinear(img, y, x, h, w) * mask.reshape(n, dg, 1, -1)
+    cols = cols.reshape(n, g, (c // g) * k, ho * wo)
+    wmat = weight.reshape(g, f // g, (c // g) * k)
+    out = jnp.einsum("gfk,ngkp->ngfp", wmat, cols).reshape(n, f, ho, wo)
+    if not a.no_bias:
+        out = out + ins[4].reshape(1, f, 1, 1)
+    return [out]
+
+
+register(
+    OpDef(
+        name="_contrib_ModulatedDeformableConvolution",
+        params={
+            "kernel": Param(p_shape),
+            "stride": Param(p_shape, ()),
+            "dilate": Param(p_shape, ()),
+            "pad": Param(p_shape, ()),
+            "num_filter": Param(p_int),
+            "num_group": Param(p_int, 1),
+            "num_deformable_group": Param(p_int, 1),
+            "workspace": Param(p_int, 1024),
+            "no_bias": Param(p_bool, False),
+            "im2col_step": Param(p_int, 64),
+            "layout": Param(optional(choice("NCW", "NCHW", "NCDHW")), None),
+        },
+        inputs=lambda a: ("data", "offset", "mask", "weight") + (() if a.no_bias else ("bias",)),
+        infer_shape=lambda a, s: deform_conv_shape(a, s, n_mask=1),
+        lower=_mdconv_lower,
+    )
+)
