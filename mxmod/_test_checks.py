@@ -9,6 +9,7 @@ so MXNet's own unit tests written with them run unchanged. float64 needs
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy as np
 from . import random as mx_random
 from . import symbol as sym_mod
 from .context import Context
-from .ndarray import array, empty
+from .ndarray import array, empty, waitall
 from .ndarray.sparse import zeros as sparse_zeros
 from .test_utils import (
     assert_almost_equal,
@@ -35,6 +36,7 @@ __all__ = [
     "check_symbolic_forward",
     "check_symbolic_backward",
     "compare_optimizer",
+    "check_speed",
 ]
 
 _FLOATS = (np.float16, np.float32, np.float64)
@@ -384,3 +386,47 @@ def _optimizer_inputs(shape: Any, dtype: Any, stype: str, ctx: Any, density: Any
         arr = rand_ndarray(shape, stype, density=density, dtype=dtype)
         return arr.copyto(ctx).tostype("default"), arr
     raise ValueError(f"compare_optimizer: unknown stype {stype!r}; use default, row_sparse or csr")
+
+
+def check_speed(
+    sym: Any,
+    location: Any = None,
+    ctx: Context | None = None,
+    N: int = 20,  # noqa: N803 (MXNet's name)
+    grad_req: Any = None,
+    typ: str = "whole",
+    **kwargs: Any,
+) -> float:
+    """Seconds one run of ``sym`` takes, averaged over ``N`` runs after a warm-up one:
+    forward and backward (``typ='whole'``, the outputs as head gradients) or forward only
+    (``typ='forward'``). ``location`` (name -> array) sets the arguments, else they are
+    drawn from a standard normal with the shapes ``kwargs`` give ``simple_bind``."""
+    if typ not in ("whole", "forward"):
+        raise ValueError(f"typ={typ!r}: use 'whole' or 'forward'")
+    ctx = ctx or default_context()
+    grad_req = "write" if grad_req is None else grad_req
+    if location is None:
+        exe = sym.simple_bind(ctx=ctx, grad_req=grad_req, **kwargs)
+        location = {k: np.random.normal(size=a.shape, scale=1.0) for k, a in exe.arg_dict.items()}
+    else:
+        if not isinstance(location, dict):
+            raise TypeError(f"check_speed: location must be a dict, got {location!r}")
+        exe = sym.simple_bind(
+            ctx=ctx, grad_req=grad_req, **{k: np.shape(v) for k, v in location.items()}
+        )
+    for name, value in location.items():
+        exe.arg_dict[name][:] = np.asarray(value).astype(exe.arg_dict[name].dtype)
+    train = typ == "whole"
+
+    def run() -> None:
+        exe.forward(is_train=train)
+        if train:
+            exe.backward(out_grads=exe.outputs)
+
+    run()
+    waitall()
+    start = time.time()
+    for _ in range(N):
+        run()
+    waitall()
+    return (time.time() - start) / N

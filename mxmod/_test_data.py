@@ -25,6 +25,10 @@ __all__ = [
     "get_cifar10",
     "get_bz2_data",
     "get_mnist_iterator",
+    "get_mnist_pkl",
+    "get_zip_data",
+    "download_model",
+    "get_im2rec_path",
 ]
 
 
@@ -229,3 +233,58 @@ def get_mnist_iterator(
         images(mnist["test_data"]), part(mnist["test_label"]).astype("float32"), batch_size
     )
     return train, val
+
+
+def get_mnist_pkl() -> None:
+    """Check that ``data/mnist.pkl.gz`` is there (MXNet's helper downloads it).
+
+    Raises:
+        FileNotFoundError: it is not (says where to put it).
+    """
+    if not os.path.exists(os.path.join("data", "mnist.pkl.gz")):
+        raise FileNotFoundError(
+            _NOT_BUNDLED.format(what="MNIST (pickle)", files="mnist.pkl.gz", where="data/")
+        )
+
+
+def get_zip_data(data_dir: str, url: str, data_origin_name: str) -> None:
+    """Extract ``data_dir/data_origin_name`` into ``data_dir`` when that zip file is not
+    there yet, as MXNet's helper, but never download: when it is missing it must be
+    downloaded by hand (nothing is done when it is there: MXNet extracts only what it
+    downloaded)."""
+    origin = os.path.join(data_dir, data_origin_name)
+    if os.path.exists(origin):
+        return
+    raise FileNotFoundError(
+        f"{origin} is not there and mxmod never downloads: fetch {url}, save it as {origin} "
+        f"and extract it into {data_dir}"
+    )
+
+
+def download_model(model_name: str, dst_dir: str = "./", meta_info: dict | None = None) -> tuple:
+    """``(dst_dir/model_name, 0)`` when ``model_name-symbol.json`` and
+    ``model_name-0000.params`` are in ``dst_dir`` (MXNet's helper downloads them from
+    data.mxnet.io); ``(None, 0)`` for a name ``meta_info`` does not list.
+
+    Raises:
+        FileNotFoundError: a file is missing (says which to fetch).
+    """
+    if meta_info is not None and model_name not in meta_info:
+        return None, 0
+    prefix = os.path.join(dst_dir, model_name)
+    urls = dict((meta_info or {}).get(model_name, {}))
+    for suffix, kind in (("-symbol.json", "symbol"), ("-0000.params", "params")):
+        url = urls.get(kind, f"the {kind} file of {model_name} (data.mxnet.io/models)")
+        download(url, fname=prefix + suffix)
+    return prefix, 0
+
+
+def get_im2rec_path(home_env: str = "MXNET_HOME") -> str:
+    """Path of the im2rec tool: ``$MXNET_HOME/tools/im2rec.py`` when that exists, else
+    mxmod's own (``python <path> ...`` runs it)."""
+    home = os.environ.get(home_env)
+    if home:
+        path = os.path.join(home, "tools", "im2rec.py")
+        if os.path.isfile(path):
+            return path
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools", "im2rec.py")

@@ -2,7 +2,8 @@
 
 ``np_reduce`` and ``random_sample`` behave as MXNet 1.9.1's; ``discard_stderr``
 silences the process's file descriptor 2 for a block; ``use_np`` marks code that
-needs MXNet's NumPy semantics (``mx.np``), which mxmod does not provide.
+needs MXNet's NumPy semantics (``mx.np``), which mxmod does not provide; the
+``is_*``/``has_*`` predicates and ``effective_dtype`` describe where the tests run.
 """
 
 from __future__ import annotations
@@ -10,12 +11,27 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import platform
 import sys
 from typing import Any, Callable
 
+import jax
 import numpy as np
 
-__all__ = ["np_reduce", "random_sample", "discard_stderr", "use_np", "is_op_runnable"]
+from .util import get_cuda_compute_capability
+
+__all__ = [
+    "np_reduce",
+    "random_sample",
+    "discard_stderr",
+    "use_np",
+    "is_op_runnable",
+    "is_cd_run",
+    "is_aarch64_run",
+    "has_tvm_ops",
+    "effective_dtype",
+    "check_gluon_hybridize_consistency",
+]
 
 
 def np_reduce(dat: np.ndarray, axis: Any, keepdims: bool, numpy_reduce_func: Callable):
@@ -77,3 +93,46 @@ def use_np(func: Any) -> Any:
 def is_op_runnable() -> bool:
     """True: every mxmod operator runs on the default context."""
     return True
+
+
+def is_cd_run() -> bool:
+    """Whether this runs as part of a Continuous Delivery job (``CD_JOB=1``)."""
+    return os.environ.get("CD_JOB", "0") == "1"
+
+
+def is_aarch64_run() -> bool:
+    """Whether this machine is aarch64."""
+    return platform.machine() == "aarch64"
+
+
+def has_tvm_ops() -> bool:
+    """False: mxmod has no TVM-generated operators."""
+    return False
+
+
+def effective_dtype(dat: Any) -> np.dtype:
+    """The dtype whose tolerances a comparison with ``dat`` should use: float16 for float32
+    data on an NVIDIA GPU of compute capability 8.0 or more, whose float32 matrix products
+    and convolutions round their inputs as TF32 (JAX's default precision there), unless
+    ``NVIDIA_TF32_OVERRIDE=0``; else ``dat``'s own dtype."""
+    dtype = np.dtype(dat.dtype)
+    if dtype != np.float32 or os.environ.get("NVIDIA_TF32_OVERRIDE") == "0":
+        return dtype
+    ctx = getattr(dat, "ctx", None)
+    if ctx is None or ctx.device_type != "gpu":
+        return dtype
+    if str(jax.config.jax_default_matmul_precision or "").lower() in ("highest", "float32"):
+        return dtype
+    try:
+        capability = get_cuda_compute_capability(ctx)
+    except (NotImplementedError, ValueError):
+        return dtype
+    return np.dtype(np.float16) if capability >= 80 else dtype
+
+
+def check_gluon_hybridize_consistency(net_builder: Any, data_l: Any, *args: Any, **kwargs: Any):
+    """Gluon's hybridize check: mxmod implements MXNet's symbolic Module API, not Gluon."""
+    raise NotImplementedError(
+        "check_gluon_hybridize_consistency: mxmod has no Gluon HybridBlock; "
+        "check a symbol with check_consistency or check_symbolic_forward instead"
+    )

@@ -65,6 +65,40 @@ __all__ = [
     "assert_almost_equal",
     "assert_allclose",
     "assert_almost_equal_ignore_nan",
+    "assert_almost_equal_with_err",
+    "checkShapes",
+    "locationError",
+    "create_sparse_array",
+    "create_sparse_array_zd",
+    "shuffle_csr_column_indices",
+    "create_2d_tensor",
+    "create_vector",
+    "get_identity_mat",
+    "get_identity_mat_batch",
+    "assign_each",
+    "assign_each2",
+    "rand_coord_2d",
+    "collapse_sum_like",
+    "new_orthonormal_matrix_2d",
+    "new_sym_matrix_with_real_eigvals_2d",
+    "new_sym_matrix_with_real_eigvals_nd",
+    "new_matrix_with_real_eigvals_2d",
+    "new_matrix_with_real_eigvals_nd",
+    "effective_dtype",
+    "is_cd_run",
+    "is_aarch64_run",
+    "has_tvm_ops",
+    "check_gluon_hybridize_consistency",
+    "check_speed",
+    "get_mnist_pkl",
+    "get_zip_data",
+    "download_model",
+    "get_im2rec_path",
+    "getenv",
+    "setenv",
+    "get_cuda_compute_capability",
+    "Features",
+    "Symbol",
     "assert_exception",
     "retry",
     "same_array",
@@ -241,62 +275,6 @@ def rand_ndarray(
     return array(random_arrays(shape), ctx=ctx or default_context(), dtype=dtype)
 
 
-def rand_sparse_ndarray(
-    shape: tuple,
-    stype: str,
-    density: Any = None,
-    dtype: Any = None,
-    distribution: Any = None,
-    data_init: Any = None,
-    rsp_indices: Any = None,
-    modifier_func: Any = None,
-    shuffle_csr_indices: bool = False,
-    ctx: Context | None = None,
-) -> tuple:
-    """A random csr / row_sparse array with about ``density`` of it stored, as MXNet's.
-
-    Returns ``(arr, (data, indices))`` (numpy) for row_sparse and ``(arr, (indptr, indices,
-    data))`` (NDArrays) for csr. Values are uniform in [0, 1) (or ``data_init``), then
-    passed through ``modifier_func``.
-
-    Raises:
-        ValueError: unknown ``stype``; NotImplementedError: ``distribution='powerlaw'`` or
-            ``shuffle_csr_indices=True``.
-    """
-    density = rnd.rand() if density is None else density
-    dtype = default_dtype() if dtype is None else dtype
-    ctx = ctx or default_context()
-    if stype not in ("csr", "row_sparse"):
-        raise ValueError(f"unknown storage type {stype!r}; use 'csr' or 'row_sparse'")
-    if distribution not in (None, "uniform"):
-        raise NotImplementedError(f"rand_sparse_ndarray(distribution={distribution!r})")
-    if shuffle_csr_indices:
-        raise NotImplementedError("rand_sparse_ndarray(shuffle_csr_indices=True)")
-
-    def values(shape_: tuple) -> np.ndarray:
-        val = rnd.rand(*shape_).astype(dtype)
-        if data_init is not None:
-            val.fill(data_init)
-        return np.vectorize(modifier_func)(val).astype(dtype) if modifier_func else val
-
-    if stype == "row_sparse":
-        if rsp_indices is not None:
-            indices = np.asarray(rsp_indices, dtype=np.int64)
-        else:
-            indices = np.flatnonzero(rnd.rand(shape[0]) < density)
-        val = values((len(indices),) + tuple(shape[1:]))
-        arr = mx.nd.sparse.row_sparse_array((val, indices), shape=shape, dtype=dtype, ctx=ctx)
-        return arr, (val, indices)
-    if len(shape) != 2:
-        raise ValueError(f"a csr array is 2-D; got shape {shape}")
-    rows, cols = np.nonzero(rnd.rand(*shape) < density)
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))])
-    csr = mx.nd.sparse.csr_matrix(
-        (values((len(cols),)), cols, indptr), shape=shape, dtype=dtype, ctx=ctx
-    )
-    return csr, (csr.indptr, csr.indices, csr.data)
-
-
 def rand_shape_2d(dim0: int = 10, dim1: int = 10, allow_zero_size: bool = False) -> tuple:
     """A random 2-D shape with dims in ``[1, dim]`` (``[0, dim]`` with allow_zero_size)."""
     low = 0 if allow_zero_size else 1
@@ -330,7 +308,8 @@ def same(a: Any, b: Any) -> bool:
     return np.array_equal(_host(a), _host(b))
 
 
-def _check_shapes(a: Any, b: Any) -> None:
+def checkShapes(a: Any, b: Any) -> None:  # noqa: N802 (MXNet's name)
+    """Raise AssertionError unless ``a`` and ``b`` have the same shape."""
     if a.shape != b.shape:
         raise AssertionError(
             npt.build_err_msg(
@@ -350,7 +329,7 @@ def almost_equal(
     """``np.allclose`` with MXNet's default tolerances (float64's when not given)."""
     a, b = _host(a), _host(b)
     if not use_broadcast:
-        _check_shapes(a, b)
+        checkShapes(a, b)
     return bool(np.allclose(a, b, rtol=get_rtol(rtol), atol=get_atol(atol), equal_nan=equal_nan))
 
 
@@ -361,9 +340,10 @@ def _max_violation(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tu
     return idx, float(np.max(ratio))
 
 
-def _location(a, b, index, names, worst=False) -> str:
+def locationError(a, b, index, names, maxError=False) -> str:  # noqa: N802,N803 (MXNet's)
+    """The message naming a mismatch's location and both values there."""
     return "Location of %serror: %s, %s=%.8f, %s=%.8f" % (
-        "maximum " if worst else "",
+        "maximum " if maxError else "",
         index,
         names[0],
         a[index],
@@ -388,7 +368,7 @@ def assert_almost_equal(
     worst violation's location and the share of mismatching elements, as MXNet's.
     """
     if not use_broadcast:
-        _check_shapes(a, b)
+        checkShapes(a, b)
     rtol, atol = get_tols(a, b, rtol, atol)
     a, b = np.asarray(_host(a)), np.asarray(_host(b))
     if a.dtype == np.bool_ and b.dtype == np.bool_:
@@ -401,7 +381,7 @@ def assert_almost_equal(
         print(f"\n*** Maximum errors for vector of size {a.size}:  rtol={rtol}, atol={atol}\n")
         bad = int(np.sum(~np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
         for i, (idx, err) in enumerate(_violations(a, b, rtol, atol, mismatches[0])):
-            print("%3d: Error %f  %s" % (i + 1, err, _location(a, b, idx, names)))
+            print("%3d: Error %f  %s" % (i + 1, err, locationError(a, b, idx, names)))
         degree = ""
         if 0 < mismatches[1] < bad:
             degree, bad = "at least ", mismatches[1] + 1
@@ -411,10 +391,48 @@ def assert_almost_equal(
             atol,
             degree,
             100.0 * bad / a.size,
-            _location(a, b, index, names, True),
+            locationError(a, b, index, names, True),
         )
     else:
         msg = "Error %f exceeds tolerance rtol=%e, atol=%e.\n" % (ratio, rtol, atol)
+    with np.printoptions(threshold=4, suppress=True):
+        raise AssertionError(npt.build_err_msg([a, b], err_msg=msg))
+
+
+def assert_almost_equal_with_err(
+    a: Any,
+    b: Any,
+    rtol: Any = None,
+    atol: Any = None,
+    etol: Any = None,
+    names: tuple = ("a", "b"),
+    equal_nan: bool = False,
+    mismatches: tuple = (10, 10),
+) -> None:
+    """:func:`assert_almost_equal` that tolerates a share ``etol`` of mismatching elements
+    (``etol`` 0, the default: none)."""
+    etol = get_etol(etol)
+    if etol <= 0:
+        assert_almost_equal(a, b, rtol=rtol, atol=atol, names=names, equal_nan=equal_nan)
+        return
+    rtol, atol = get_tols(a, b, rtol, atol)
+    a, b = np.asarray(_host(a)), np.asarray(_host(b))
+    close = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    share = 1 - np.count_nonzero(close) / close.size
+    if share <= etol:
+        return
+    index, ratio = _max_violation(a, b, rtol, atol)
+    print(f"\n*** Maximum errors for vector of size {a.size}:  rtol={rtol}, atol={atol}\n")
+    for i, (idx, err) in enumerate(_violations(a, b, rtol, atol, mismatches[0])):
+        print("%3d: Error %f  %s" % (i + 1, err, locationError(a, b, idx, names)))
+    msg = "Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %f%% > etol %f%%).\n%s" % (
+        ratio,
+        rtol,
+        atol,
+        100.0 * share,
+        100.0 * etol,
+        locationError(a, b, index, names, True),
+    )
     with np.printoptions(threshold=4, suppress=True):
         raise AssertionError(npt.build_err_msg([a, b], err_msg=msg))
 
@@ -549,17 +567,22 @@ def list_gpus() -> range:
 from ._test_data import (  # noqa: E402
     DummyIter,
     download,
+    download_model,
     get_bz2_data,
     get_cifar10,
+    get_im2rec_path,
     get_mnist,
     get_mnist_iterator,
+    get_mnist_pkl,
     get_mnist_ubyte,
+    get_zip_data,
 )
 from ._test_consistency import check_consistency  # noqa: E402
 from ._test_checks import (  # noqa: E402
     check_numeric_gradient,
     check_symbolic_backward,
     check_symbolic_forward,
+    check_speed,
     compare_optimizer,
     numeric_grad,
     simple_forward,
@@ -572,9 +595,38 @@ from ._test_random import (  # noqa: E402,F401
     verify_generator,
 )
 from ._test_misc import (  # noqa: E402
+    check_gluon_hybridize_consistency,
     discard_stderr,
+    effective_dtype,
+    has_tvm_ops,
+    is_aarch64_run,
+    is_cd_run,
     is_op_runnable,
     np_reduce,
     random_sample,
     use_np,
 )
+from ._test_sparse import (  # noqa: E402
+    create_sparse_array,
+    create_sparse_array_zd,
+    rand_sparse_ndarray,
+    shuffle_csr_column_indices,
+)
+from ._test_matrices import (  # noqa: E402
+    assign_each,
+    assign_each2,
+    collapse_sum_like,
+    create_2d_tensor,
+    create_vector,
+    get_identity_mat,
+    get_identity_mat_batch,
+    new_matrix_with_real_eigvals_2d,
+    new_matrix_with_real_eigvals_nd,
+    new_orthonormal_matrix_2d,
+    new_sym_matrix_with_real_eigvals_2d,
+    new_sym_matrix_with_real_eigvals_nd,
+    rand_coord_2d,
+)
+from .runtime import Features  # noqa: E402
+from .symbol import Symbol  # noqa: E402
+from .util import get_cuda_compute_capability, getenv, setenv  # noqa: E402

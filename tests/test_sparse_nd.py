@@ -193,8 +193,10 @@ def test_rand_sparse_ndarray(stype):
 def test_rand_sparse_ndarray_options():
     rsp, (data, idx) = rand_sparse_ndarray((10, 3), "row_sparse", rsp_indices=[1, 7], data_init=2)
     assert idx.tolist() == [1, 7] and (data == 2).all() and rsp.indices.asnumpy().tolist() == [1, 7]
-    with pytest.raises(NotImplementedError, match="distribution='powerlaw'"):
-        rand_sparse_ndarray((4, 4), "csr", distribution="powerlaw")
+    with pytest.raises(ValueError, match="powerlaw distribution needs"):
+        rand_sparse_ndarray((4, 4), "csr", density=0.1, distribution="powerlaw")
+    with pytest.raises(ValueError, match="csr arrays only"):
+        rand_sparse_ndarray((4, 4), "row_sparse", distribution="powerlaw")
     with pytest.raises(ValueError, match="unknown storage type 'foo'"):
         rand_sparse_ndarray((4, 4), "foo")
 
