@@ -7,6 +7,8 @@ output's storage type, shape, values and (row_sparse) stored rows, or MXNet's er
 import json
 import os
 
+import math
+
 import numpy as np
 import pytest
 
@@ -122,3 +124,35 @@ def test_square_sum_is_also_mx_nd_internal():
     r = mx.nd.sparse.row_sparse_array(([[1.0, 2.0], [3.0, 4.0]], [0, 2]), shape=(3, 2))
     out = mx.nd._internal._square_sum(r, axis=1)
     assert out.asnumpy().tolist() == [5.0, 0.0, 25.0]
+
+
+# storage of the results checked on MXNet 1.9.1: cbrt and stop_gradient keep csr and
+# row_sparse storage, the others fall back to dense (0 maps to inf / -inf)
+@pytest.mark.parametrize(
+    "name,ref,keeps",
+    [
+        ("cbrt", np.cbrt, True),
+        ("stop_gradient", lambda v: v, True),
+        ("log2", np.log2, False),
+        ("log10", np.log10, False),
+        ("gamma", lambda v: np.vectorize(math.gamma)(np.where(v == 0, np.nan, v)), False),
+        ("gammaln", lambda v: np.vectorize(math.lgamma)(np.where(v == 0, np.nan, v)), False),
+    ],
+)
+@pytest.mark.parametrize("stype", ["csr", "row_sparse"])
+def test_more_unary_sparse_functions(name, ref, keeps, stype):
+    dense = np.array([[0, 1.5], [0, 0], [2, 0]], np.float32)
+    x = mx.nd.array(dense).tostype(stype)
+    with np.errstate(divide="ignore"):
+        want = ref(dense.astype(np.float64))
+    if name in ("gamma", "gammaln"):
+        want = np.where(dense == 0, np.inf, want)
+    got = getattr(mx.nd.sparse, name)(x)
+    assert got.stype == (stype if keeps else "default")
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5)
+
+
+def test_gs_retain_is_retain():
+    x = mx.nd.array([[1, 2], [3, 4], [0, 0]]).tostype("row_sparse")
+    kept = mx.nd.sparse.gs_retain(x, mx.nd.array([1]))
+    assert kept.stype == "row_sparse" and kept.asnumpy().tolist() == [[0, 0], [3, 4], [0, 0]]

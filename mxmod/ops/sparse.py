@@ -179,7 +179,8 @@ def _cast_storage(a, ins, ctx):
 
 ZERO_KEEPING = ("square", "sqrt", "abs", "sign", "negative", "relu", "sin", "tan", "arcsin",
                 "arctan", "sinh", "tanh", "arcsinh", "arctanh", "floor", "ceil", "rint",
-                "round", "trunc", "fix", "expm1", "log1p", "degrees", "radians")  # fmt: skip
+                "round", "trunc", "fix", "expm1", "log1p", "degrees", "radians",
+                "cbrt")  # fmt: skip
 
 SPARSE_LOWER = {
     "dot": _dot,

@@ -65,6 +65,7 @@ def _sparse_unary(self: BaseSparseNDArray, name: str, *args):
 
 
 BaseSparseNDArray._sparse_unary = _sparse_unary
+gs_retain = retain  # MXNet's other name for it
 for _name in (*_ops.ZERO_KEEPING, *_ops.DENSE_RESULT):
     globals()[_name] = _ops.unary(_name)
 
@@ -95,6 +96,7 @@ __all__ = [
     "csr_matrix",
     "empty",
     "retain",
+    "gs_retain",
     "row_sparse_array",
     "zeros",
 ]

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...base import MXNetError
+from ...ops.elemwise import _UNARY
 from ..ndarray import NDArray
 from ._base import BaseSparseNDArray
 from ._csr import CSRNDArray
@@ -381,12 +382,14 @@ ZERO_KEEPING = {
     "trunc": jnp.trunc, "sin": jnp.sin, "sinh": jnp.sinh, "tan": jnp.tan, "tanh": jnp.tanh,
     "arcsin": jnp.arcsin, "arcsinh": jnp.arcsinh, "arctan": jnp.arctan,
     "arctanh": jnp.arctanh, "log1p": jnp.log1p, "expm1": jnp.expm1,
-    "degrees": jnp.degrees, "radians": jnp.radians,
+    "degrees": jnp.degrees, "radians": jnp.radians, "cbrt": jnp.cbrt,
+    "stop_gradient": jax.lax.stop_gradient,
 }  # fmt: skip
 # operators that do not: MXNet falls back to dense storage and returns a dense array
 DENSE_RESULT = {
     "exp": jnp.exp, "cos": jnp.cos, "cosh": jnp.cosh, "log": jnp.log,
-    "rsqrt": jax.lax.rsqrt, "sigmoid": jax.nn.sigmoid,
+    "rsqrt": jax.lax.rsqrt, "sigmoid": jax.nn.sigmoid, "log2": jnp.log2,
+    "log10": jnp.log10, "gamma": _UNARY["gamma"], "gammaln": _UNARY["gammaln"],
 }  # fmt: skip
 
 
