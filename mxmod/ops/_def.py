@@ -259,7 +259,6 @@ _SUBGRAPH = (
     "imperatively, and a symbol can unroll the loop in Python"
 )
 _OUT_OF_SCOPE = {
-    "Correlation": "the optical-flow correlation layer is not implemented",
     "_foreach": _SUBGRAPH,
     "_while_loop": _SUBGRAPH,
     "_cond": _SUBGRAPH,

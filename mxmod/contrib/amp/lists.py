@@ -86,6 +86,7 @@ GroupNorm _square_sum khatri_rao moments
 """)
 
 _FP16_WIDEST = _names("""
+Correlation
 Concat ElementWiseSum _Div _Equal _Greater _Greater_Equal _Lesser _Lesser_Equal _Logical_And
 _Logical_Or _Logical_Xor _Maximum _Minimum _Minus _Mod _Mul _Not_Equal _Plus
 _contrib_MultiProposal _contrib_PSROIPooling _contrib_Proposal _contrib_ROIAlign
@@ -172,6 +173,7 @@ sample_poisson sample_uniform
 """)
 
 _BF16_WIDEST = _names("""
+Correlation
 ElementWiseSum _Div _Equal _Greater _Greater_Equal _Lesser _Lesser_Equal _Logical_And
 _Logical_Or _Logical_Xor _Maximum _Minimum _Minus _Mod _Mul _Not_Equal _Plus
 _contrib_MultiBoxDetection _contrib_MultiBoxPrior _contrib_MultiBoxTarget
