@@ -27,6 +27,11 @@ __all__ = [
     "multi_sgd_mom_update",
     "multi_mp_sgd_update",
     "multi_mp_sgd_mom_update",
+    "preloaded_multi_sgd_update",
+    "preloaded_multi_sgd_mom_update",
+    "preloaded_multi_mp_sgd_update",
+    "preloaded_multi_mp_sgd_mom_update",
+    "multi_lars",
     "lamb_update_phase1",
     "lamb_update_phase2",
     "mp_lamb_update_phase1",
@@ -122,6 +127,56 @@ def multi_mp_sgd_mom_update(*data, lrs, wds, num_weights=None, out=None, **kwarg
         "multi_mp_sgd_mom_update", 4, data, lrs, wds, out, num_weights,
         lambda w, g, m, w32, **k: mp_sgd_mom_update(w, g, m, w32, **k, **kwargs),
     )  # fmt: skip
+
+
+def _preloaded(name: str, multi, data: tuple, num_weights, kwargs) -> list:
+    """A ``preloaded_multi_*`` operator: ``multi`` with the learning rates and weight
+    decays given as the last two arrays of ``data`` (one value per weight)."""
+    arrays = _arrays(data)
+    if len(arrays) < 2:
+        raise MXNetError(f"mx.nd.{name}: the inputs end with the lrs and wds arrays")
+    lrs, wds = (a.asnumpy().reshape(-1) for a in arrays[-2:])
+    return multi(*arrays[:-2], lrs=lrs, wds=wds, num_weights=num_weights, **kwargs)
+
+
+def preloaded_multi_sgd_update(*data, num_weights=None, **kwargs):
+    """``multi_sgd_update`` with ``lrs`` and ``wds`` as the last two input arrays."""
+    return _preloaded("preloaded_multi_sgd_update", multi_sgd_update, data, num_weights, kwargs)
+
+
+def preloaded_multi_sgd_mom_update(*data, num_weights=None, **kwargs):
+    """``multi_sgd_mom_update`` with ``lrs`` and ``wds`` as the last two input arrays."""
+    name = "preloaded_multi_sgd_mom_update"
+    return _preloaded(name, multi_sgd_mom_update, data, num_weights, kwargs)
+
+
+def preloaded_multi_mp_sgd_update(*data, num_weights=None, **kwargs):
+    """``multi_mp_sgd_update`` with ``lrs`` and ``wds`` as the last two input arrays."""
+    name = "preloaded_multi_mp_sgd_update"
+    return _preloaded(name, multi_mp_sgd_update, data, num_weights, kwargs)
+
+
+def preloaded_multi_mp_sgd_mom_update(*data, num_weights=None, **kwargs):
+    """``multi_mp_sgd_mom_update`` with ``lrs`` and ``wds`` as the last two input arrays."""
+    name = "preloaded_multi_mp_sgd_mom_update"
+    return _preloaded(name, multi_mp_sgd_mom_update, data, num_weights, kwargs)
+
+
+def multi_lars(lrs, weights_sum_sq, grads_sum_sq, wds, eta, eps, rescale_grad=1.0, out=None):
+    """LARS learning rates: ``lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps)`` per
+    weight from the sums of squares, the plain ``lr`` where ``|w|`` or ``|g|`` is 0."""
+    _check("multi_lars", lrs, weights_sum_sq, grads_sum_sq, wds)
+    lr, wss, gss, wd = (
+        a._data.astype(jnp.float32) for a in (lrs, weights_sum_sq, grads_sum_sq, wds)
+    )
+    w_norm = jnp.sqrt(wss)
+    valid = (w_norm > 0) & (gss > 0)
+    scaled = lr * eta * w_norm / (jnp.sqrt(gss) * rescale_grad + wd * w_norm + eps)
+    res = jnp.where(valid, scaled, lr)
+    if out is None:
+        return NDArray(res, lrs._ctx)
+    out._set_data(res.astype(out._data.dtype))
+    return out
 
 
 def lamb_update_phase1(
