@@ -48,6 +48,12 @@ WRAPPERS = {
         "multi_mp_adamw_update",
         "mx.nd.contrib.multi_mp_adamw_update",
     ),
+    "_multi_lamb_update": (nd.contrib, "multi_lamb_update", "mx.nd.contrib.multi_lamb_update"),
+    "_multi_mp_lamb_update": (
+        nd.contrib,
+        "multi_mp_lamb_update",
+        "mx.nd.contrib.multi_mp_lamb_update",
+    ),
 }
 
 SPARSE = (
