@@ -156,3 +156,14 @@ def test_gs_retain_is_retain():
     x = mx.nd.array([[1, 2], [3, 4], [0, 0]]).tostype("row_sparse")
     kept = mx.nd.sparse.gs_retain(x, mx.nd.array([1]))
     assert kept.stype == "row_sparse" and kept.asnumpy().tolist() == [[0, 0], [3, 4], [0, 0]]
+
+
+def test_getnnz_counts_stored_values():
+    # values checked on MXNet 1.9.1 (explicit zeros count; axis=0 is refused there too)
+    csr = SP.csr_matrix(([1.5, 0.0, 2.0], [1, 2, 0], [0, 2, 2, 3]), shape=(3, 3))
+    assert mx.nd.contrib.getnnz(csr).asnumpy().tolist() == [3]
+    assert mx.nd.contrib.getnnz(csr, axis=1).asnumpy().tolist() == [2, 0, 1]
+    with pytest.raises(NotImplementedError, match="axis=0"):
+        mx.nd.contrib.getnnz(csr, axis=0)
+    with pytest.raises(MXNetError, match="tostype"):
+        mx.nd.contrib.getnnz(mx.nd.ones((2, 2)))
