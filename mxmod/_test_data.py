@@ -8,6 +8,7 @@ otherwise raise FileNotFoundError naming the files and the folder.
 from __future__ import annotations
 
 import bz2
+import importlib.util
 import gzip
 import os
 import shutil
@@ -287,4 +288,4 @@ def get_im2rec_path(home_env: str = "MXNET_HOME") -> str:
         path = os.path.join(home, "tools", "im2rec.py")
         if os.path.isfile(path):
             return path
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools", "im2rec.py")
+    return importlib.util.find_spec("mxmod.tools.im2rec").origin  # the module, not imported

@@ -200,8 +200,16 @@ def test_bad_input_errors():
         mx.sym.load_json("{nodes: oops")
     with pytest.raises(MXNetError, match="not an MXNet symbol"):
         mx.sym.load_json('{"a": 1}')
-    with pytest.raises(NotImplementedError, match="'Correlation' is out of scope"):
-        mx.sym.Correlation
+    with pytest.raises(NotImplementedError, match="'_foreach' is out of scope"):
+        mx.sym.load_json(
+            json.dumps(
+                {
+                    "nodes": [{"op": "_foreach", "name": "f", "inputs": []}],
+                    "arg_nodes": [],
+                    "heads": [[0, 0, 0]],
+                }
+            )
+        )
 
 
 @pytest.mark.parametrize("op", sorted(GOLD["regression_infer"]))

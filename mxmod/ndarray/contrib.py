@@ -18,6 +18,7 @@ from .control_flow import cond, foreach, while_loop  # noqa: F401
 from .zipfian import rand_zipfian  # noqa: F401
 from .contrib_lamb import multi_lamb_update, multi_mp_lamb_update  # noqa: F401
 from .nnz import getnnz  # noqa: F401
+from .update_ops import group_adagrad_update  # noqa: F401
 from .contrib_adamw import (  # noqa: F401
     adamw_update,
     mp_adamw_update,

@@ -20,7 +20,6 @@ import jax
 import jax.numpy as jnp
 
 from ..base import named
-from . import contrib
 from .ndarray import NDArray
 from .sparse._updates import any_sparse, rows_kernel, sparse_update
 
@@ -266,8 +265,3 @@ def group_adagrad_update(w, g, history, lr, rescale_grad, clip_gradient, epsilon
     g = _grad(g, rescale_grad, clip_gradient)
     h = history + jnp.mean(g * g, axis=1, keepdims=True)
     return w - lr * g / jnp.sqrt(h + epsilon), h
-
-
-# MXNet's _contrib_group_adagrad_update is mx.nd.contrib.group_adagrad_update (contrib is
-# imported before this module, which needs the sparse package)
-contrib.group_adagrad_update = group_adagrad_update
