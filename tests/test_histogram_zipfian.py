@@ -65,3 +65,19 @@ def test_rand_zipfian_symbol():
     np.testing.assert_allclose(
         got[1].asnumpy(), np.log(np.array([3 / 2, 4 / 3])) / np.log(21) * 4, rtol=1e-5
     )
+
+
+def test_sample_unique_zipfian_draws_distinct_zipfian_classes():
+    mx.random.seed(7)
+    samples, trials = mx.nd._internal._sample_unique_zipfian(range_max=50, shape=(400, 8))
+    s, t = samples.asnumpy(), trials.asnumpy()
+    assert s.shape == (400, 8) and t.shape == (400,)
+    assert all(len(set(row)) == 8 for row in s) and ((s >= 0) & (s < 50)).all()
+    assert (t >= 8).all()
+    # small classes are the likeliest: class 0 (P = log 2 / log 51 = 0.18) is in most rows
+    assert (s == 0).any(axis=1).mean() > 0.7
+    assert (s == 0).any(axis=1).mean() > (s == 40).any(axis=1).mean()
+    # the trials are what draws with replacement need: about sum over the row of 1 / P(new)
+    assert 8 < t.mean() < 20
+    with pytest.raises(ValueError, match="distinct classes"):
+        mx.nd._internal._sample_unique_zipfian(range_max=3, shape=(1, 4))

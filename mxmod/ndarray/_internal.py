@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from .ndarray import NDArray
+from .zipfian import sample_unique_zipfian
 
 
 def _box(begin: Any, end: Any, step: Any = ()) -> tuple:
@@ -39,6 +40,7 @@ def _slice_assign_scalar(
 
 _crop_assign = _slice_assign
 _crop_assign_scalar = _slice_assign_scalar
+_sample_unique_zipfian = sample_unique_zipfian
 
 
 def __getattr__(name: str):

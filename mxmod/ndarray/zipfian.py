@@ -1,5 +1,6 @@
-"""``mx.nd.contrib.rand_zipfian``: candidate sampling from the approximately log-uniform
-(Zipfian) distribution over ``[0, range_max)``, as sampled softmax uses it.
+"""``mx.nd.contrib.rand_zipfian`` and ``mx.nd._internal._sample_unique_zipfian``: candidate
+sampling from the approximately log-uniform (Zipfian) distribution over ``[0, range_max)``,
+as sampled softmax uses it.
 
 A class ``c`` has probability ``log((c + 2) / (c + 1)) / log(range_max + 1)``; draws are made
 with replacement. Returns the sampled classes and the expected counts of the true and the
@@ -12,7 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ..context import Context, current_context
+from .creation import array
 from .ndarray import NDArray
 from .random import uniform
 
@@ -40,3 +44,32 @@ def rand_zipfian(true_classes: NDArray, num_sampled: int, range_max: int, ctx: A
         expected_count(true, range_max, num_sampled),
         expected_count(sampled, range_max, num_sampled),
     )
+
+
+def sample_unique_zipfian(range_max: int, shape: Any = None, ctx: Any = None):
+    """MXNet's ``_sample_unique_zipfian``: for each of ``shape[0]`` rows, ``shape[1]``
+    distinct classes of ``[0, range_max)`` drawn from the Zipfian distribution (draws
+    repeat until that many distinct ones came), and the number of draws each row took.
+    Returns ``(samples (rows, n), trials (rows,))`` as int32 (MXNet: int64)."""
+    if shape is None or len(tuple(shape)) != 2:
+        raise ValueError(f"_sample_unique_zipfian: shape {shape} must be 2-D (batch, num_sampled)")
+    rows, n = (int(v) for v in shape)
+    if not 0 <= n <= int(range_max):
+        raise ValueError(
+            f"_sample_unique_zipfian: cannot draw {n} distinct classes of range_max={range_max}"
+        )
+    ctx = current_context() if ctx is None else Context(ctx)
+    log_range = math.log(int(range_max) + 1)
+    samples, trials = np.zeros((rows, n), np.int64), np.zeros(rows, np.int64)
+    for r in range(rows):
+        seen: dict = {}
+        while len(seen) < n:
+            batch = max(16, 2 * (n - len(seen)))
+            draws = uniform(0, log_range, shape=(batch,), ctx=ctx).asnumpy().astype(np.float64)
+            for value in (np.exp(draws) - 1).astype(np.int64) % int(range_max):
+                trials[r] += 1
+                seen.setdefault(int(value), None)
+                if len(seen) == n:
+                    break
+        samples[r] = list(seen)
+    return array(samples, ctx=ctx, dtype="int32"), array(trials, ctx=ctx, dtype="int32")
