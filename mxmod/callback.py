@@ -13,6 +13,7 @@ import time
 
 from .kvstore import dist
 from . import model
+from .model import save_checkpoint  # noqa: F401  (MXNet's callback module re-exports it)
 
 __all__ = [
     "module_checkpoint",

@@ -20,5 +20,15 @@ from .module.checkpoint import (
     save_checkpoint,
     write_checkpoint_files,  # noqa: F401
 )
+from .optimizer import get_updater  # MXNet's model module re-exports it
 
-__all__ = ["BatchEndParam", "save_checkpoint", "load_checkpoint", "load_params"]
+BASE_ESTIMATOR = object  # MXNet's base class of FeedForward (scikit-learn's when installed)
+
+__all__ = [
+    "BatchEndParam",
+    "save_checkpoint",
+    "load_checkpoint",
+    "load_params",
+    "get_updater",
+    "BASE_ESTIMATOR",
+]

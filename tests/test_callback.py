@@ -148,3 +148,10 @@ def test_module_checkpoint():
     for epoch in range(6):
         cb(epoch)
     assert mod.calls == [("pre", 3, True), ("pre", 6, True)]
+
+
+def test_mxnets_reexports_of_model_helpers():
+    # mxnet.callback and mxnet.model expose these names (scripts import them from there)
+    assert mx.callback.save_checkpoint is mx.model.save_checkpoint
+    assert mx.model.get_updater is mx.optimizer.get_updater
+    assert issubclass(mx.model.FeedForward, mx.model.BASE_ESTIMATOR)
