@@ -96,8 +96,9 @@ def _bilinear(img, y, x, height: int, width: int):
     return mix(jnp.where(y0i >= height - 1, 0.0, ly), jnp.where(x0i >= width - 1, 0.0, lx))
 
 
-def _dconv_lower(a, ins, aux, ctx):
-    data, offset, weight = ins[:3]
+def deform_conv(a, data, offset, weight, bias, bilinear, mask=None):
+    """A deformable convolution: ``bilinear(img, y, x, H, W)`` samples every kernel tap at
+    its offset position (times ``mask`` when given), then the grouped matmul."""
     (kh, kw), (sh, sw), (dh, dw), (ph, pw) = deform_geometry(a)
     n, c, h, w = data.shape
     dg, g, f = a.num_deformable_group, a.num_group, a.num_filter
@@ -110,13 +111,18 @@ def _dconv_lower(a, ins, aux, ctx):
     y = (base_y.astype(data.dtype) + off[:, :, :, 0]).reshape(n, dg, -1)  # (N, DG, K*Ho*Wo)
     x = (base_x.astype(data.dtype) + off[:, :, :, 1]).reshape(n, dg, -1)
     img = data.reshape(n, dg, c // dg, h * w)
-    cols = _bilinear(img, y, x, h, w)  # (N, DG, C/DG, K*Ho*Wo)
+    cols = bilinear(img, y, x, h, w)  # (N, DG, C/DG, K*Ho*Wo)
+    if mask is not None:
+        cols = cols * mask.reshape(n, dg, 1, -1)
     cols = cols.reshape(n, g, (c // g) * k, ho * wo)
     wmat = weight.reshape(g, f // g, (c // g) * k)
     out = jnp.einsum("gfk,ngkp->ngfp", wmat, cols).reshape(n, f, ho, wo)
-    if not a.no_bias:
-        out = out + ins[3].reshape(1, f, 1, 1)
-    return [out]
+    return out if bias is None else out + bias.reshape(1, f, 1, 1)
+
+
+def _dconv_lower(a, ins, aux, ctx):
+    bias = None if a.no_bias else ins[3]
+    return [deform_conv(a, ins[0], ins[1], ins[2], bias, _bilinear)]
 
 
 register(

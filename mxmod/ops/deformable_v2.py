@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from ._attrs import Param, choice, optional, p_bool, p_int, p_shape
 from ._def import OpDef, register
-from .deformable import deform_conv_shape, deform_geometry
+from .deformable import deform_conv, deform_conv_shape
 
 
 def _bilinear(img, y, x, height: int, width: int):
@@ -38,26 +38,8 @@ def _bilinear(img, y, x, height: int, width: int):
 
 
 def _mdconv_lower(a, ins, aux, ctx):
-    data, offset, mask, weight = ins[:4]
-    (kh, kw), (sh, sw), (dh, dw), (ph, pw) = deform_geometry(a)
-    n, c, h, w = data.shape
-    dg, g, f = a.num_deformable_group, a.num_group, a.num_filter
-    ho, wo = offset.shape[2], offset.shape[3]
-    k = kh * kw
-    off = offset.reshape(n, dg, k, 2, ho, wo)
-    ki, kj = jnp.meshgrid(jnp.arange(kh), jnp.arange(kw), indexing="ij")
-    base_y = jnp.arange(ho)[None, :, None] * sh - ph + ki.reshape(-1)[:, None, None] * dh
-    base_x = jnp.arange(wo)[None, None, :] * sw - pw + kj.reshape(-1)[:, None, None] * dw
-    y = (base_y.astype(data.dtype) + off[:, :, :, 0]).reshape(n, dg, -1)  # (N, DG, K*Ho*Wo)
-    x = (base_x.astype(data.dtype) + off[:, :, :, 1]).reshape(n, dg, -1)
-    img = data.reshape(n, dg, c // dg, h * w)
-    cols = _bilinear(img, y, x, h, w) * mask.reshape(n, dg, 1, -1)
-    cols = cols.reshape(n, g, (c // g) * k, ho * wo)
-    wmat = weight.reshape(g, f // g, (c // g) * k)
-    out = jnp.einsum("gfk,ngkp->ngfp", wmat, cols).reshape(n, f, ho, wo)
-    if not a.no_bias:
-        out = out + ins[4].reshape(1, f, 1, 1)
-    return [out]
+    bias = None if a.no_bias else ins[4]
+    return [deform_conv(a, ins[0], ins[1], ins[3], bias, _bilinear, mask=ins[2])]
 
 
 register(
