@@ -58,6 +58,7 @@ class GraphFn:
         ]
         self._order = order
         self._pos = pos
+        self._subgraph_fns: dict = {}
         self._plan = self._reroll_plan(order, sym._outputs)
         self._aux_reached: dict = {}
         self.head_grads_needed: dict = {}  # head_grads.py's cache
@@ -70,6 +71,12 @@ class GraphFn:
             if n.op is not None and n.op.aux_in_forward
             for c, _ in n.inputs[len(n.op.input_names(n.parsed())) :]
         )
+
+    def subgraph_fn(self, sym) -> "GraphFn":
+        """The ``GraphFn`` of a control-flow node's body (one per body, kept with it)."""
+        if id(sym) not in self._subgraph_fns:
+            self._subgraph_fns[id(sym)] = (sym, GraphFn(sym))
+        return self._subgraph_fns[id(sym)][1]
 
     def _reroll_plan(self, order, heads):
         """Evaluation order with the time steps of unrolled ``mx.rnn`` cells as loops run
@@ -153,6 +160,7 @@ class GraphFn:
             rng=rng,
             axis_name=axis_name,
             out_shapes=out_shapes.get(id(node)),
+            lower_subgraph=self.subgraph_fn if node.subgraphs else None,
         )
         a = node.parsed()
         ins = [env.first(r) for r in refs]

@@ -45,6 +45,7 @@ def backward_taps(graph, args: dict, aux: dict, key, is_train: bool, head_grads)
                 node_name=node.name,
                 rng=rng,
                 out_shapes=out_shapes.get(id(node)),
+                lower_subgraph=graph.subgraph_fn,
             )
             res = node.op.lower(node.parsed(), ins, [env[r] for r in aux_refs], ctx)
             outs = res[0] if aux_vars else res

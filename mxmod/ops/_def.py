@@ -54,6 +54,9 @@ class LowerCtx:
     # mesh axis name(s) the program's batch is split over (inside ``jax.shard_map``); ops that
     # reduce over the whole batch (SyncBatchNorm) ``psum`` over it. None: one device's data.
     axis_name: Any = None
+    # ``lower_subgraph(symbol)``: a control-flow operator's loop body as a function
+    # ``(args, aux, key, is_train) -> (outputs, new_aux)`` (given by the executor)
+    lower_subgraph: Any = None
 
     def key(self):
         if self.rng is None:
@@ -255,11 +258,10 @@ def register(op: OpDef) -> OpDef:
 
 
 _SUBGRAPH = (
-    "a control-flow node holding a subgraph; mx.nd.contrib.foreach/while_loop/cond run "
-    "imperatively, and a symbol can unroll the loop in Python"
+    "a control-flow node holding a subgraph (mxmod runs _foreach: mx.sym.contrib.foreach); "
+    "mx.nd.contrib.while_loop/cond run imperatively, and a symbol can unroll the loop in Python"
 )
 _OUT_OF_SCOPE = {
-    "_foreach": _SUBGRAPH,
     "_while_loop": _SUBGRAPH,
     "_cond": _SUBGRAPH,
 }

@@ -14,6 +14,7 @@ import math
 
 from ..ops import OPS
 from ..registry import prefixed_module
+from .control_flow import foreach  # noqa: F401
 from .creation import creator
 from .random import uniform
 
@@ -38,7 +39,6 @@ def _subgraph_op(name: str, op: str):
     return unsupported
 
 
-foreach = _subgraph_op("foreach", "_foreach")
 while_loop = _subgraph_op("while_loop", "_while_loop")
 cond = _subgraph_op("cond", "_cond")
 

@@ -216,7 +216,7 @@ def load_json(text: str, source: str = "JSON string") -> Symbol:
             :func:`mxmod.symbol.json_io.heads_from_json`).
         NotImplementedError: the graph uses an operator or feature mxmod does not support.
     """
-    return Symbol(json_io.heads_from_json(text, source))
+    return Symbol(json_io.heads_from_json(text, source, Symbol))
 
 
 def load(fname: str | os.PathLike) -> Symbol:
@@ -226,7 +226,7 @@ def load(fname: str | os.PathLike) -> Symbol:
         TypeError: ``fname`` is not a path.
         MXNetFileError: the file is missing, unreadable or not a valid symbol file.
     """
-    return Symbol(json_io.heads_from_file(fname))
+    return Symbol(json_io.heads_from_file(fname, Symbol))
 
 
 def zeros(shape, dtype="float32", name=None, attr=None, **kwargs) -> Symbol:

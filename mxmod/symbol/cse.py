@@ -40,6 +40,8 @@ def enabled() -> bool:
 def _foldable(node: Node) -> bool:
     if node.is_var or not node.inputs or node.op.random or node.op.name in STATEFUL_OPS:
         return False
+    if node.subgraphs:  # equal attributes do not make equal loop bodies
+        return False
     return node.n_data_inputs() == len(node.inputs)  # aux inputs: it writes them
 
 

@@ -12,7 +12,7 @@ from ..ops._attrs import Attrs
 class Node:
     """One graph node: an operator application, or a variable when ``op`` is None."""
 
-    __slots__ = ("op", "name", "attrs", "inputs", "_parsed", "versions")
+    __slots__ = ("op", "name", "attrs", "inputs", "_parsed", "versions", "subgraphs")
 
     def __init__(
         self,
@@ -29,6 +29,8 @@ class Node:
         # Input-entry versions read from a JSON file (kept so load -> save is byte-exact);
         # None for nodes built in Python, whose versions the writer counts.
         self.versions: Optional[list[int]] = None
+        # the graphs a control-flow node runs (``_foreach``'s loop body), as Symbols
+        self.subgraphs: list = []
 
     @property
     def is_var(self) -> bool:
@@ -37,6 +39,8 @@ class Node:
     def parsed(self) -> Attrs:
         if self._parsed is None:
             self._parsed = self.op.parse(self.attrs, self.name)
+            if self.subgraphs:  # what a control-flow operator's rules read
+                self._parsed["subgraphs"] = self.subgraphs
         return self._parsed
 
     def n_data_inputs(self) -> int:
@@ -116,6 +120,7 @@ def copy_graph(heads: list[tuple[Node, int]], replace: dict[int, tuple[Node, int
         n = Node(node.op, node.name, node.attrs, ins)
         n._parsed = node._parsed
         n.versions = node.versions
+        n.subgraphs = node.subgraphs
         new[id(node)] = n
 
     def remap(entry):

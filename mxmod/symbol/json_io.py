@@ -62,14 +62,15 @@ def graph_dict(sym: Any, remove_amp_cast: bool = True) -> dict:
                     versions[id(child)] = versions.get(id(child), 0) + 1
                     version = versions[id(child)]
                 inputs.append((index[id(child)], idx, version))
-        nodes.append(
-            {
-                "op": "null" if node.is_var else node.op.name,
-                "name": node.name,
-                "attrs": dict(node.attrs),
-                "inputs": inputs,
-            }
-        )
+        entry = {
+            "op": "null" if node.is_var else node.op.name,
+            "name": node.name,
+            "attrs": dict(node.attrs),
+            "inputs": inputs,
+        }
+        if not node.is_var and node.subgraphs:
+            entry["subgraphs"] = [graph_dict(sub, remove_amp_cast) for sub in node.subgraphs]
+        nodes.append(entry)
         row_ptr.append(row_ptr[-1] + node.num_outputs())
     return {
         "nodes": nodes,
@@ -82,22 +83,31 @@ def graph_dict(sym: Any, remove_amp_cast: bool = True) -> dict:
 def to_json(sym: Any, remove_amp_cast: bool = True) -> str:
     """``sym.tojson()``: MXNet's exact text of the graph of ``sym`` (a Symbol)."""
     g = graph_dict(sym, remove_amp_cast)
+    top = _graph_items(g, 0)
+    top.append(("attrs", _obj([("mxnet_version", f'["int", {MXNET_VERSION}]')], 1)))
+    return _obj_multi(top, 0)
+
+
+def _graph_items(g: dict, d: int) -> list:
+    """A graph's rendered fields; ``d``: the indent of its object (a subgraph's is 4 deeper
+    than its node's)."""
     rendered = []
     for n in g["nodes"]:
         items = [("op", _str(n["op"])), ("name", _str(n["name"]))]
         if n["attrs"]:
             attrs = sorted(n["attrs"].items(), key=lambda kv: kv[0].encode())
-            items.append(("attrs", _obj([(k, _str(v)) for k, v in attrs], 3)))
-        items.append(("inputs", _arr([_triple(t) for t in n["inputs"]], 3)))
-        rendered.append(_obj_multi(items, 2))
-    top = [
-        ("nodes", _arr(rendered, 1, force_multi=True)),
-        ("arg_nodes", _arr([str(i) for i in g["arg_nodes"]], 1)),
-        ("node_row_ptr", _arr([str(i) for i in g["node_row_ptr"]], 1)),
-        ("heads", _arr([_triple(t) for t in g["heads"]], 1)),
-        ("attrs", _obj([("mxnet_version", f'["int", {MXNET_VERSION}]')], 1)),
+            items.append(("attrs", _obj([(k, _str(v)) for k, v in attrs], d + 3)))
+        items.append(("inputs", _arr([_triple(t) for t in n["inputs"]], d + 3)))
+        if n.get("subgraphs"):
+            subs = [_obj_multi(_graph_items(sub, d + 4), d + 4) for sub in n["subgraphs"]]
+            items.append(("subgraphs", _arr(subs, d + 3, force_multi=True)))
+        rendered.append(_obj_multi(items, d + 2))
+    return [
+        ("nodes", _arr(rendered, d + 1, force_multi=True)),
+        ("arg_nodes", _arr([str(i) for i in g["arg_nodes"]], d + 1)),
+        ("node_row_ptr", _arr([str(i) for i in g["node_row_ptr"]], d + 1)),
+        ("heads", _arr([_triple(t) for t in g["heads"]], d + 1)),
     ]
-    return _obj_multi(top, 0)
 
 
 def _obj_multi(items, indent):
@@ -130,6 +140,7 @@ def _strip_amp(heads):
             n = Node(node.op, node.name, node.attrs, [])
             n._parsed = node._parsed
             n.versions = node.versions
+            n.subgraphs = node.subgraphs
             new[id(node)] = n
     for node in order:
         if not node.is_var:
@@ -143,7 +154,7 @@ def save(sym: Any, fname: str, remove_amp_cast: bool = True) -> None:
 
 
 # ------------------------------------------------------------------- reader
-def heads_from_json(text: str, source: str = "JSON string") -> list:
+def heads_from_json(text: str, source: str = "JSON string", make_symbol=None) -> list:
     """The output entries of the graph in MXNet symbol JSON (current or legacy format):
     what ``mx.sym.load_json`` wraps in a Symbol.
 
@@ -165,16 +176,26 @@ def heads_from_json(text: str, source: str = "JSON string") -> list:
         raise TypeError(f"load_json needs the JSON text as a str, got {type(text).__name__}")
     data = json_schema.parse(text, source)
     json_schema.check_graph(data, source)
-    version = _version(data)
+    return _heads(data, _version(data), source, make_symbol)
+
+
+def _heads(data: dict, version: int, source: str, make_symbol) -> list:
+    """The heads of a checked graph structure; ``make_symbol(heads)`` wraps the loop bodies
+    of control-flow nodes (``subgraphs``)."""
     raws = data["nodes"]
+    bodies = {}
     for i, raw in enumerate(raws):
         if raw.get("subgraphs"):
-            raise NotImplementedError(
-                f"{source}: nodes[{i}] ({raw['op']} {raw['name']!r}) has "
-                f"subgraphs (control-flow operators), which mxmod does "
-                f"not support"
-            )
-    nodes = [_node(raw, version, source, i) for i, raw in enumerate(raws)]
+            if make_symbol is None:
+                raise NotImplementedError(
+                    f"{source}: nodes[{i}] ({raw['op']} {raw['name']!r}) holds subgraphs: "
+                    f"load the file with mx.sym.load or mx.sym.load_json"
+                )
+            where = f"{source} nodes[{i}].subgraphs"
+            bodies[i] = [
+                make_symbol(_heads(sub, version, where, make_symbol)) for sub in raw["subgraphs"]
+            ]
+    nodes = [_node(raw, version, source, i, bodies.get(i)) for i, raw in enumerate(raws)]
     json_schema.check_arg_nodes(data, [n.is_var for n in nodes], source)
     for i, (raw, node) in enumerate(zip(raws, nodes)):
         _link(node, raw, nodes, version, source, f"nodes[{i}]")
@@ -198,7 +219,7 @@ def _version(data: dict) -> int:
     return int(v[1]) if v is not None else 800  # a missing version means 0.8.0
 
 
-def _node(raw: dict, version: int, source: str, i: int) -> Node:
+def _node(raw: dict, version: int, source: str, i: int, subgraphs=None) -> Node:
     """A node without its inputs: attributes upgraded and parsed, operator resolved."""
     attrs, aside = legacy_json.node_attrs(raw), {}
     if version < MXNET_VERSION:  # hidden keys are set aside while parsing (legacy_json)
@@ -227,6 +248,7 @@ def _node(raw: dict, version: int, source: str, i: int) -> Node:
     if version < 905 and op.name in ("argmax", "argmin") and attrs.get("axis") == "-1":
         attrs.pop("axis")
     node = Node(op, raw["name"], attrs)
+    node.subgraphs = list(subgraphs or [])
     try:  # attributes parse, and the inputs/outputs they imply are defined
         node.parsed()
         node.input_slot_names()
@@ -358,7 +380,7 @@ def _complete_inputs(node: Node, version: int, source: str, where: str) -> None:
                 child.attrs.update(hook)
 
 
-def heads_from_file(fname: Any) -> list:
+def heads_from_file(fname: Any, make_symbol=None) -> list:
     """The output entries of the graph in a ``-symbol.json`` file (``mx.sym.load``).
 
     Raises:
@@ -389,4 +411,4 @@ def heads_from_file(fname: Any) -> list:
             f"offset {e.start}",
             "UTF-8 JSON text",
         ) from None
-    return heads_from_json(text, source=repr(fname))
+    return heads_from_json(text, source=repr(fname), make_symbol=make_symbol)

@@ -158,7 +158,7 @@ class Symbol:
         return {"handle": self.tojson()}  # as MXNet: a symbol pickles as its JSON
 
     def __setstate__(self, state: dict) -> None:
-        self._outputs = json_io.heads_from_json(state["handle"])
+        self._outputs = json_io.heads_from_json(state["handle"], make_symbol=Symbol)
         self._compiled = None
 
     def __copy__(self) -> "Symbol":

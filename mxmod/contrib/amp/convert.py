@@ -95,6 +95,7 @@ class _Pass:
     def visit(self, old: Node) -> None:
         new = Node(old.op, old.name, old.attrs, [])
         new._parsed = old._parsed
+        new.subgraphs = old.subgraphs  # a loop body keeps its own (unconverted) types
         self.mirror[id(old)] = new
         if old.is_var:
             return

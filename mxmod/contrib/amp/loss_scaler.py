@@ -131,6 +131,7 @@ def insert_loss_scale(sym, name: str = SCALE_NAME):
             heads += 1
         n = Node(node.op, node.name, node.attrs, ins)
         n._parsed = node._parsed
+        n.subgraphs = node.subgraphs
         new[id(node)] = n
     if not heads:
         raise ValueError(

@@ -1,0 +1,171 @@
+"""``mx.sym.contrib.foreach``: a loop over axis 0 of its data as one ``_foreach`` node
+holding the loop body's graph (run as a ``lax.scan``: ``ops/foreach.py``), built as MXNet
+1.9.1 builds it, so the graph, its names and its JSON are MXNet's.
+
+``body(data_slices, states) -> (outputs, new_states)`` runs once on placeholder variables
+(``<name>-<output index>`` of each data and state symbol) inside
+``AttrScope(__subgraph_name__=foreach<k>)``; outputs that are not the body's own nodes pass
+through ``identity``. Outer values the body reads become the node's extra inputs: outer
+variables as they are, other outer outputs through a variable named after that output.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import threading
+from typing import Any
+
+from .creation import Variable, creator
+from .graph import Node, topo_order
+from .naming import AttrScope
+from .symbol import Symbol
+
+_COUNTS: collections.Counter = collections.Counter()
+_LOCK = threading.Lock()
+_SCOPE_KEY = "__subgraph_name__"
+
+
+def _flatten(args: Any, what: str) -> tuple[list, Any]:
+    if isinstance(args, Symbol):
+        n = len(args.list_outputs())
+        return [args], n if n > 1 else 0
+    if not isinstance(args, (list, tuple)):
+        raise TypeError(f"{what} must be a Symbol or a nested list of Symbols, got {args!r}")
+    flat, fmt = [], []
+    for item in args:
+        items, item_fmt = _flatten(item, what)
+        flat.extend(items)
+        fmt.append(item_fmt)
+    return flat, fmt
+
+
+def _regroup(args: list, fmt: Any) -> tuple[Any, list]:
+    if isinstance(fmt, int):
+        return (args[0], args[1:]) if fmt == 0 else (args[:fmt], args[fmt:])
+    out = []
+    for item in fmt:
+        res, args = _regroup(args, item)
+        out.append(res)
+    return out, args
+
+
+def _subgraph_name(name: str) -> str:
+    """``foreach0``, ``foreach1``...; inside another loop body ``<outer>$foreach0``."""
+    outer = AttrScope.current().get(None).get(_SCOPE_KEY, "")
+    if outer:
+        name = f"{outer}${name}"
+    with _LOCK:
+        _COUNTS[name] += 1
+        return f"{name}{_COUNTS[name] - 1}"
+
+
+def _placeholder_name(sym: Symbol) -> str:
+    node, index = sym._outputs[0]
+    return f"{node.name}-{index}"
+
+
+def _inner(node: Node, name: str) -> bool:
+    return node.attrs.get(_SCOPE_KEY) == name
+
+
+def _body_graph(outputs: list, states: list, name: str) -> Symbol:
+    """The loop body's outputs, each the body's own node (else through ``identity``)."""
+    group = Symbol([e for s in outputs + states for e in s._outputs])
+    inputs = set(group.list_inputs())
+    out_names = {s.name for s in outputs}
+    heads = []
+    for i, s in enumerate(outputs + states):
+        node, _ = s._outputs[0]
+        foreign = s.name in inputs or not _inner(node, name)
+        if i >= len(outputs) and s.name in out_names:
+            foreign = True
+        heads.append(creator("identity")(s) if foreign else s)
+    return Symbol([e for s in heads for e in s._outputs])
+
+
+def _cut(body: Symbol, name: str) -> tuple[Symbol, dict]:
+    """A copy of the body whose inputs from outside it (other than variables) are read
+    through new variables; returns it and ``{variable name: outer entry}``."""
+    copies: dict[int, Node] = {}
+    cut: dict[tuple, Node] = {}
+    outer: dict[str, tuple] = {}
+    for node in topo_order(body._outputs):
+        if node.is_var or not _inner(node, name):
+            continue
+        ins = []
+        for child, k in node.inputs:
+            if id(child) in copies:
+                ins.append((copies[id(child)], 0 if child.is_var else k))
+            elif child.is_var or _inner(child, name):
+                ins.append((child, k))
+            else:
+                key = (id(child), k)
+                if key not in cut:
+                    var_name = child.output_names()[k]
+                    cut[key] = Variable(var_name)._outputs[0][0]
+                    outer[var_name] = (child, k)
+                ins.append((cut[key], 0))
+        new = Node(node.op, node.name, node.attrs, ins)
+        new.subgraphs = node.subgraphs
+        new.versions = node.versions
+        copies[id(node)] = new
+    heads = [(copies.get(id(n), n), k) for n, k in body._outputs]
+    return Symbol(heads), outer
+
+
+def foreach(body, data, init_states, name: str = "foreach"):
+    """Run ``body(data_slice, states) -> (outputs, new_states)`` over axis 0 of ``data``:
+    returns the outputs stacked along axis 0 and the final states, each in the nesting
+    ``body`` gave them."""
+    flat_data, data_fmt = _flatten(data, "foreach data")
+    flat_states, state_fmt = _flatten(init_states, "foreach init_states")
+    name = _subgraph_name(name)
+    with AttrScope(**{_SCOPE_KEY: name}):
+        slices = [Variable(_placeholder_name(s)) for s in flat_data]
+        states = [Variable(_placeholder_name(s)) for s in flat_states]
+        sym_out, sym_states = body(
+            _regroup(slices, data_fmt)[0], _regroup(states, copy.deepcopy(state_fmt))[0]
+        )
+        sym_out, out_fmt = _flatten(sym_out, "the loop body's outputs")
+        sym_states, new_fmt = _flatten(sym_states, "the loop body's states")
+        if new_fmt != state_fmt:
+            raise ValueError(
+                f"foreach: the loop body returned states nested as {new_fmt}, its "
+                f"init_states are nested as {state_fmt}"
+            )
+        graph = _body_graph(sym_out, sym_states, name)
+    graph, outer = _cut(graph, name)
+    names = graph.list_inputs()
+    data_names = [_placeholder_name(s) for s in flat_data]
+    state_names = [_placeholder_name(s) for s in flat_states]
+    for what, wanted in (("data", data_names), ("states", state_names)):
+        unused = [n for n in wanted if n not in names]
+        if unused:
+            raise ValueError(f"foreach: the loop body does not use its {what} {unused}")
+    ordered = list(flat_data) + list(flat_states)
+    remain_locs = []
+    variables = {n.name: n for n in topo_order(graph._outputs) if n.is_var}
+    for i, in_name in enumerate(names):
+        if in_name in outer:
+            ordered.append(Symbol([outer[in_name]]))
+        elif in_name in data_names or in_name in state_names:
+            continue
+        else:
+            ordered.append(Symbol([(variables[in_name], 0)]))
+        remain_locs.append(i)
+    n_out = len(sym_out)
+    node_sym = creator("_foreach")(
+        *ordered,
+        num_args=len(ordered) + 1,
+        num_outputs=n_out + len(sym_states),
+        num_out_data=n_out,
+        in_state_locs=[names.index(n) for n in state_names],
+        in_data_locs=[names.index(n) for n in data_names],
+        remain_locs=remain_locs,
+    )
+    node = node_sym._outputs[0][0]
+    node.subgraphs, node._parsed = [graph], None
+    outs = [node_sym[i] for i in range(n_out)]
+    finals = [node_sym[n_out + i] for i in range(len(sym_states))]
+    return _regroup(outs, out_fmt)[0], _regroup(finals, state_fmt)[0]
