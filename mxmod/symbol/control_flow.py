@@ -85,8 +85,9 @@ def _body_graph(outputs: list, states: list, name: str) -> Symbol:
 
 
 def _cut(body: Symbol, name: str) -> tuple[Symbol, dict]:
-    """A copy of the body whose inputs from outside it (other than variables) are read
-    through new variables; returns it and ``{variable name: outer entry}``."""
+    """A copy of the body whose inputs from outside it (variables too: those made outside
+    the body) are read through new attribute-less variables named after the output they
+    stand for; returns it and ``{variable name: outer entry}``."""
     copies: dict[int, Node] = {}
     cut: dict[tuple, Node] = {}
     outer: dict[str, tuple] = {}
@@ -96,14 +97,14 @@ def _cut(body: Symbol, name: str) -> tuple[Symbol, dict]:
         ins = []
         for child, k in node.inputs:
             if id(child) in copies:
-                ins.append((copies[id(child)], 0 if child.is_var else k))
-            elif child.is_var or _inner(child, name):
+                ins.append((copies[id(child)], k))
+            elif _inner(child, name):
                 ins.append((child, k))
             else:
                 key = (id(child), k)
                 if key not in cut:
                     var_name = child.output_names()[k]
-                    cut[key] = Variable(var_name)._outputs[0][0]
+                    cut[key] = Node(None, var_name)
                     outer[var_name] = (child, k)
                 ins.append((cut[key], 0))
         new = Node(node.op, node.name, node.attrs, ins)
