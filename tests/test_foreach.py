@@ -1,4 +1,4 @@
-"""``mx.sym.contrib.foreach`` and the ``_foreach`` operator against MXNet 1.9.1 goldens
+"""``mx.sym.contrib.foreach``/``cond`` (``_foreach``/``_cond``) against MXNet 1.9.1 goldens
 (``fixtures/foreach/``, recorded by ``fixtures/gen_foreach_goldens.py`` from the builders of
 ``fixtures/foreach_cases.py``): the symbol JSON byte for byte, loading MXNet's JSON, outputs
 and argument gradients.
@@ -20,13 +20,15 @@ from mxmod.symbol import control_flow
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIX))
-from foreach_cases import CASES  # noqa: E402
+from foreach_cases import CASES, COND_CASES  # noqa: E402
+
+ALL = {**CASES, **COND_CASES}
 
 
 def _build(case):
     control_flow._COUNTS.clear()  # subgraph and node names count from 0 (as the goldens')
     with mx.name.NameManager():
-        return CASES[case](mx)
+        return ALL[case](mx)
 
 
 def _gold(case):
@@ -45,7 +47,7 @@ def _run(sym, g):
     return outs, {k: v.asnumpy() for k, v in ex.grad_dict.items()}
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted(ALL))
 def test_json_is_mxnets(case):
     sym, _ = _build(case)
     assert sym.tojson() == (FIX / "foreach" / f"{case}.json").read_text()
@@ -115,3 +117,48 @@ def test_misuse_is_explained():
         mx.sym.contrib.foreach(lambda x, s: (x, [s, s]), mx.sym.var("d"), mx.sym.var("s"))
     with pytest.raises(TypeError, match="nested list of Symbols"):
         mx.sym.contrib.foreach(lambda x, s: (x, s), 3, [mx.sym.var("s")])
+
+
+@pytest.mark.parametrize("gold", ["cond_branches", "cond_branches_else"])
+@pytest.mark.parametrize("source", ["built", "loaded"])
+def test_cond_takes_either_branch_as_mxnet(gold, source):
+    if source == "built":
+        sym = _build("cond_branches")[0]
+    else:
+        sym = mx.sym.load(str(FIX / "foreach" / "cond_branches.json"))
+    g = _gold(gold)
+    outs, grads = _run(sym, g)
+    for i, o in enumerate(outs):
+        np.testing.assert_allclose(o, g[f"out:{i}"], rtol=1e-5, atol=1e-6, err_msg=f"out {i}")
+    for k, v in grads.items():
+        np.testing.assert_allclose(v, g[f"grad:{k}"], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+def test_cond_infers_branch_weight_shapes():
+    sym, shapes = _build("cond_branches")
+    args, outs, _ = sym.infer_shape(x=(2, 4), w=(2, 4))  # MXNet 1.9.1 cannot infer these
+    assert dict(zip(sym.list_arguments(), args))["fc2_weight"] == (3, 4)
+    assert outs == [(2, 4), (2, 3)]
+
+
+def test_cond_inside_foreach_runs():
+    # MXNet 1.9.1 builds this graph (JSON above) but cannot run it (InferShape fails)
+    sym, _ = _build("cond_in_loop")
+    data = np.array([[1, 0.5], [2, 1], [0.1, 0.1], [3, 3], [0, 0]], np.float32)
+    ex = sym.bind(mx.cpu(), {"data": mx.nd.array(data), "s": mx.nd.zeros((2,))})
+    outs, final = (o.asnumpy() for o in ex.forward())
+    s, want = np.zeros(2, np.float32), []
+    for x in data:
+        total = s + x
+        s = total * 0.5 if total.sum() > 3 else total
+        want.append(s)
+    np.testing.assert_allclose(outs, np.array(want), rtol=1e-6)
+    np.testing.assert_allclose(final, s, rtol=1e-6)
+
+
+def test_cond_misuse_is_explained():
+    x = mx.sym.var("x")
+    with pytest.raises(ValueError, match="then branch gives 2 outputs, the else branch 1"):
+        mx.sym.contrib.cond(mx.sym.sum(x) > 0, lambda: [x, x], lambda: x)
+    with pytest.raises(ValueError, match="single output"):
+        mx.sym.contrib.cond(mx.sym.Group([x, x]), lambda: x, lambda: x)

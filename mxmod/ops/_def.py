@@ -258,12 +258,12 @@ def register(op: OpDef) -> OpDef:
 
 
 _SUBGRAPH = (
-    "a control-flow node holding a subgraph (mxmod runs _foreach: mx.sym.contrib.foreach); "
-    "mx.nd.contrib.while_loop/cond run imperatively, and a symbol can unroll the loop in Python"
+    "a control-flow node holding subgraphs (mxmod runs _foreach and _cond: "
+    "mx.sym.contrib.foreach/cond); mx.nd.contrib.while_loop runs imperatively, and a symbol "
+    "can unroll the loop in Python"
 )
 _OUT_OF_SCOPE = {
     "_while_loop": _SUBGRAPH,
-    "_cond": _SUBGRAPH,
 }
 
 

@@ -14,7 +14,7 @@ import math
 
 from ..ops import OPS
 from ..registry import prefixed_module
-from .control_flow import foreach  # noqa: F401
+from .control_flow import cond, foreach  # noqa: F401
 from .creation import creator
 from .random import uniform
 
@@ -40,7 +40,6 @@ def _subgraph_op(name: str, op: str):
 
 
 while_loop = _subgraph_op("while_loop", "_while_loop")
-cond = _subgraph_op("cond", "_cond")
 
 
 def rand_zipfian(true_classes, num_sampled: int, range_max: int):

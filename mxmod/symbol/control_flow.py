@@ -1,12 +1,17 @@
-"""``mx.sym.contrib.foreach``: a loop over axis 0 of its data as one ``_foreach`` node
-holding the loop body's graph (run as a ``lax.scan``: ``ops/foreach.py``), built as MXNet
-1.9.1 builds it, so the graph, its names and its JSON are MXNet's.
+"""``mx.sym.contrib.foreach`` and ``cond``, built as MXNet 1.9.1 builds them, so the graph,
+its names and its JSON are MXNet's.
 
-``body(data_slices, states) -> (outputs, new_states)`` runs once on placeholder variables
-(``<name>-<output index>`` of each data and state symbol) inside
-``AttrScope(__subgraph_name__=foreach<k>)``; outputs that are not the body's own nodes pass
-through ``identity``. Outer values the body reads become the node's extra inputs: outer
-variables as they are, other outer outputs through a variable named after that output.
+``foreach``: a loop over axis 0 of its data as one ``_foreach`` node holding the loop body's
+graph (run as a ``lax.scan``: ``ops/foreach.py``). ``body(data_slices, states) ->
+(outputs, new_states)`` runs once on placeholder variables (``<name>-<output index>`` of
+each data and state symbol) inside ``AttrScope(__subgraph_name__=foreach<k>)``; outputs
+that are not the body's own nodes pass through ``identity``. Outer values the body reads
+become the node's extra inputs, read in the body through fresh variables named after the
+outputs they stand for.
+
+``cond(pred, then_func, else_func)``: one ``_cond`` node holding three graphs (``pred``,
+``then_func()``, ``else_func()``, each made in its own scope ``cond_pred<k>``...) over the
+union of their outer inputs, matched by name as MXNet matches them (``ops/cond.py``).
 """
 
 from __future__ import annotations
@@ -170,3 +175,62 @@ def foreach(body, data, init_states, name: str = "foreach"):
     outs = [node_sym[i] for i in range(n_out)]
     finals = [node_sym[n_out + i] for i in range(len(sym_states))]
     return _regroup(outs, out_fmt)[0], _regroup(finals, state_fmt)[0]
+
+
+def _branch(func, name: str) -> tuple[Symbol, int, Any, str]:
+    """A graph of ``func()``'s outputs made in its own subgraph scope (outputs that are not
+    its own nodes pass through ``identity``), their count and nesting."""
+    name = _subgraph_name(name)
+    with AttrScope(**{_SCOPE_KEY: name}):
+        outputs, fmt = _flatten(func(), "cond outputs")
+        inputs = set(Symbol([e for s in outputs for e in s._outputs]).list_inputs())
+        heads = []
+        for s in outputs:
+            own = s.name not in inputs and _inner(s._outputs[0][0], name)
+            heads.append(s if own else creator("identity")(s))
+    graph = Symbol([e for s in heads for e in s._outputs])
+    return graph, len(outputs), fmt, name
+
+
+def cond(pred, then_func, else_func, name: str = "cond"):
+    """``then_func()`` if the scalar ``pred`` is non-zero, else ``else_func()`` (both give
+    outputs of the same shapes), as one ``_cond`` node: only the chosen branch runs."""
+    if not isinstance(pred, Symbol) or len(pred.list_outputs()) != 1:
+        raise ValueError(f"cond: pred must be a Symbol with a single output, got {pred!r}")
+    pred_g, _, _, pred_name = _branch(lambda: pred, name + "_pred")
+    then_g, n_then, then_fmt, then_name = _branch(then_func, name + "_then")
+    else_g, n_else, _, else_name = _branch(else_func, name + "_else")
+    if n_then != n_else:
+        raise ValueError(f"cond: the then branch gives {n_then} outputs, the else branch {n_else}")
+    inputs: list[Symbol] = []
+    where: dict[int, int] = {}
+    graphs, all_locs = [], []
+    for graph, scope in ((pred_g, pred_name), (then_g, then_name), (else_g, else_name)):
+        graph, outer = _cut(graph, scope)
+        by_name = {s.name: s for s in inputs}
+        own = {n.name: n for n in topo_order(graph._outputs) if n.is_var}
+        locs = []
+        for in_name in graph.list_inputs():
+            if in_name in by_name:
+                sym = by_name[in_name]
+            elif in_name in outer:
+                sym = Symbol([outer[in_name]])
+            else:
+                sym = Symbol([(own[in_name], 0)])
+            if id(sym) not in where:
+                where[id(sym)] = len(inputs)
+                inputs.append(sym)
+            locs.append(where[id(sym)])
+        graphs.append(graph)
+        all_locs.append(locs)
+    node_sym = creator("_cond")(
+        *inputs,
+        num_args=len(inputs) + 3,
+        num_outputs=n_then,
+        cond_input_locs=all_locs[0],
+        then_input_locs=all_locs[1],
+        else_input_locs=all_locs[2],
+    )
+    node = node_sym._outputs[0][0]
+    node.subgraphs, node._parsed = graphs, None
+    return _regroup([node_sym[i] for i in range(n_then)], then_fmt)[0]

@@ -1,0 +1,111 @@
+"""MXNet's ``_cond`` (``mx.sym.contrib.cond``): three subgraphs (the predicate, the then
+branch, the else branch) over the node's inputs (``cond_input_locs``/``then_input_locs``/
+``else_input_locs``: which node input feeds each graph input, in ``list_inputs()`` order).
+The predicate's first element chooses the branch (non-zero: then), as a ``lax.cond``:
+only the chosen branch runs, and gradients flow through it. Both branches must give
+outputs of the same shapes and types. Branches with auxiliary states or random operators
+are refused.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ._attrs import Param, p_int, p_shape
+from ._def import OpDef, fail, register
+
+
+def _graphs(a) -> list:
+    graphs = a.get("subgraphs") or []
+    if len(graphs) != 3:
+        fail("_cond needs its predicate, then and else graphs: build it with mx.sym.contrib.cond")
+    if a.num_args != 3 + _n_inputs(a):
+        fail(f"_cond: num_args {a.num_args} is not 3 graphs plus {_n_inputs(a)} inputs")
+    return graphs
+
+
+def _n_inputs(a) -> int:
+    locs = (*a.cond_input_locs, *a.then_input_locs, *a.else_input_locs)
+    return max(locs) + 1 if locs else 0
+
+
+def _locs(a) -> tuple:
+    return a.cond_input_locs, a.then_input_locs, a.else_input_locs
+
+
+def _named(graph, locs, values) -> dict:
+    return {n: values[loc] for n, loc in zip(graph.list_inputs(), locs) if values[loc] is not None}
+
+
+def _shape(a, s):
+    ins = list(s)
+    outs = None
+    for graph, locs in zip(_graphs(a), _locs(a)):
+        args, got, _ = graph.infer_shape_partial(**_named(graph, locs, ins))
+        for name, shape in zip(graph.list_arguments(), args):
+            loc = locs[graph.list_inputs().index(name)]
+            if ins[loc] is None and shape is not None:
+                ins[loc] = tuple(shape)
+        if graph is not _graphs(a)[0] and (outs is None or any(o is None for o in outs)):
+            outs = [o if o is not None else p for o, p in zip(got, outs or got)]
+    return ins, list(outs)
+
+
+def _type(a, t):
+    ins = list(t)
+    outs = None
+    for graph, locs in zip(_graphs(a), _locs(a)):
+        args, got, _ = graph.infer_type_partial(**_named(graph, locs, ins))
+        for name, dtype in zip(graph.list_arguments(), args):
+            loc = locs[graph.list_inputs().index(name)]
+            if ins[loc] is None and dtype is not None:
+                ins[loc] = dtype
+        if graph is not _graphs(a)[0] and (outs is None or any(o is None for o in outs)):
+            outs = [o if o is not None else p for o, p in zip(got, outs or got)]
+    return ins, list(outs)
+
+
+def _lower(a, ins, aux, ctx):
+    runs = []
+    for graph in _graphs(a):
+        if graph.list_auxiliary_states():
+            raise NotImplementedError(
+                f"_cond {ctx.node_name!r}: a branch with auxiliary states "
+                f"({', '.join(graph.list_auxiliary_states())}) is not supported"
+            )
+        run = ctx.lower_subgraph(graph)
+        if run.has_random:
+            raise NotImplementedError(
+                f"_cond {ctx.node_name!r}: random operators in a branch are not supported"
+            )
+        runs.append(run)
+    graphs = _graphs(a)
+
+    def call(k, values):
+        graph, locs = graphs[k], _locs(a)[k]
+        args = {n: values[loc] for n, loc in zip(graph.list_inputs(), locs)}
+        return list(runs[k](args, {}, None, ctx.is_train)[0])
+
+    (pred,) = call(0, ins)
+    chosen = jnp.reshape(pred, (-1,))[0] != 0
+    return jax.lax.cond(chosen, lambda v: call(1, v), lambda v: call(2, v), list(ins))
+
+
+register(
+    OpDef(
+        name="_cond",
+        params={
+            "num_args": Param(p_int),
+            "num_outputs": Param(p_int),
+            "cond_input_locs": Param(p_shape),
+            "then_input_locs": Param(p_shape),
+            "else_input_locs": Param(p_shape),
+        },
+        inputs=lambda a: [f"arg{i}" for i in range(a.num_args - 3)],
+        outputs=lambda a: [f"output{i}" for i in range(a.num_outputs)],
+        infer_shape=_shape,
+        infer_type=_type,
+        lower=_lower,
+    )
+)
