@@ -58,9 +58,3 @@ def test_cond_picks_a_branch():
     assert mx.nd.contrib.cond(0, then, other).asnumpy().sum() == 0
     with pytest.raises(ValueError, match="single value"):
         mx.nd.contrib.cond(mx.nd.ones((2,)), then, other)
-
-
-@pytest.mark.parametrize("name", ["while_loop"])
-def test_symbol_control_flow_is_refused_by_name(name):
-    with pytest.raises(NotImplementedError, match=f"mx.sym.contrib.{name}.*unroll"):
-        getattr(mx.sym.contrib, name)(None, None, None)

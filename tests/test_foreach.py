@@ -1,4 +1,4 @@
-"""``mx.sym.contrib.foreach``/``cond`` (``_foreach``/``_cond``) against MXNet 1.9.1 goldens
+"""``mx.sym.contrib.foreach``/``cond``/``while_loop`` against MXNet 1.9.1 goldens
 (``fixtures/foreach/``, recorded by ``fixtures/gen_foreach_goldens.py`` from the builders of
 ``fixtures/foreach_cases.py``): the symbol JSON byte for byte, loading MXNet's JSON, outputs
 and argument gradients.
@@ -20,7 +20,7 @@ from mxmod.symbol import control_flow
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIX))
-from foreach_cases import CASES, COND_CASES  # noqa: E402
+from foreach_cases import CASES, COND_CASES, STEPS_RUN  # noqa: E402
 
 ALL = {**CASES, **COND_CASES}
 
@@ -162,3 +162,38 @@ def test_cond_misuse_is_explained():
         mx.sym.contrib.cond(mx.sym.sum(x) > 0, lambda: [x, x], lambda: x)
     with pytest.raises(ValueError, match="single output"):
         mx.sym.contrib.cond(mx.sym.Group([x, x]), lambda: x, lambda: x)
+
+
+@pytest.mark.parametrize("source", ["built", "loaded"])
+def test_while_loop_matches_mxnet(source):
+    if source == "built":
+        sym = _build("while_counter")[0]
+    else:
+        sym = mx.sym.load(str(FIX / "foreach" / "while_counter.json"))
+    g = _gold("while_counter")
+    args = {k[4:]: mx.nd.array(v) for k, v in g.items() if k.startswith("arg:")}
+    grads = {k: mx.nd.zeros(v.shape) for k, v in args.items()}
+    ex = sym.bind(mx.cpu(), args, args_grad=grads)
+    outs = [o.asnumpy() for o in ex.forward(is_train=True)]
+    ran = STEPS_RUN["while_counter"]
+    assert outs[0].shape == (10, 1) and not outs[0][ran:].any()  # steps not run: zeros
+    np.testing.assert_allclose(outs[0][:ran], g["out:0"], rtol=1e-5)
+    for i in (1, 2):
+        np.testing.assert_allclose(outs[i], g[f"out:{i}"], rtol=1e-5)
+    head = np.concatenate([g["ograd:0"], np.zeros((10 - ran, 1), np.float32)])
+    ex.backward([mx.nd.array(head), mx.nd.array(g["ograd:1"]), mx.nd.array(g["ograd:2"])])
+    for k, v in grads.items():
+        np.testing.assert_allclose(v.asnumpy(), g[f"grad:{k}"], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+def test_while_loop_shapes_and_misuse():
+    sym, shapes = _build("while_counter")
+    _, outs, _ = sym.infer_shape(**shapes)
+    assert outs == [(10, 1), (1,), (1,)]
+    i = mx.sym.var("i")
+    with pytest.raises(ValueError, match="max_iterations is required"):
+        mx.sym.contrib.while_loop(lambda i: i < 3, lambda i: ([], [i + 1]), [i])
+    with pytest.raises(ValueError, match="returned 2 loop variables"):
+        mx.sym.contrib.while_loop(lambda i: i < 3, lambda i: ([], [i, i]), [i], max_iterations=3)
+    with pytest.raises(ValueError, match="cond must return a Symbol"):
+        mx.sym.contrib.while_loop(lambda i: True, lambda i: ([], [i + 1]), [i], max_iterations=3)

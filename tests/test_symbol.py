@@ -200,16 +200,6 @@ def test_bad_input_errors():
         mx.sym.load_json("{nodes: oops")
     with pytest.raises(MXNetError, match="not an MXNet symbol"):
         mx.sym.load_json('{"a": 1}')
-    with pytest.raises(NotImplementedError, match="'_while_loop' is out of scope"):
-        mx.sym.load_json(
-            json.dumps(
-                {
-                    "nodes": [{"op": "_while_loop", "name": "f", "inputs": []}],
-                    "arg_nodes": [],
-                    "heads": [[0, 0, 0]],
-                }
-            )
-        )
 
 
 @pytest.mark.parametrize("op", sorted(GOLD["regression_infer"]))

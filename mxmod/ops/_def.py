@@ -257,23 +257,9 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
-_SUBGRAPH = (
-    "a control-flow node holding subgraphs (mxmod runs _foreach and _cond: "
-    "mx.sym.contrib.foreach/cond); mx.nd.contrib.while_loop runs imperatively, and a symbol "
-    "can unroll the loop in Python"
-)
-_OUT_OF_SCOPE = {
-    "_while_loop": _SUBGRAPH,
-}
-
-
 def get_op(name: str) -> OpDef:
     op = OPS.find(name)
     if op is None:
-        if name in _OUT_OF_SCOPE:
-            raise NotImplementedError(
-                f"operator {name!r} is out of scope for mxmod: {_OUT_OF_SCOPE[name]}"
-            )
         raise MXNetError(
             f"unknown operator {name!r}; mxmod does not implement it "
             f"(known operators: {len(OPS.names())}, see mxmod.ops.list_ops())"

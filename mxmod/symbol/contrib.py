@@ -14,7 +14,7 @@ import math
 
 from ..ops import OPS
 from ..registry import prefixed_module
-from .control_flow import cond, foreach  # noqa: F401
+from .control_flow import cond, foreach, while_loop  # noqa: F401
 from .creation import creator
 from .random import uniform
 
@@ -24,22 +24,6 @@ PREFIX = "_contrib_"
 contrib_names, __getattr__, __dir__ = prefixed_module(
     __name__, OPS, PREFIX, lambda name: creator(PREFIX + name, hint=name.lower())
 )
-
-
-def _subgraph_op(name: str, op: str):
-    def unsupported(*args, **kwargs):
-        raise NotImplementedError(
-            f"mx.sym.contrib.{name}: MXNet's control-flow operator {op} (a node holding "
-            f"a subgraph) is not supported by mxmod; unroll the loop in Python over symbols "
-            f"(mx.rnn cells' unroll runs as one compiled loop), or run mx.nd.contrib.{name} "
-            f"imperatively"
-        )
-
-    unsupported.__name__ = unsupported.__qualname__ = name
-    return unsupported
-
-
-while_loop = _subgraph_op("while_loop", "_while_loop")
 
 
 def rand_zipfian(true_classes, num_sampled: int, range_max: int):

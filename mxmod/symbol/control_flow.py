@@ -234,3 +234,98 @@ def cond(pred, then_func, else_func, name: str = "cond"):
     node = node_sym._outputs[0][0]
     node.subgraphs, node._parsed = graphs, None
     return _regroup([node_sym[i] for i in range(n_then)], then_fmt)[0]
+
+
+def while_loop(cond, func, loop_vars, max_iterations=None, name: str = "while_loop"):
+    """Run ``func(*loop_vars) -> (step_outputs, new_loop_vars)`` while
+    ``cond(*loop_vars)`` is non-zero, at most ``max_iterations`` times: returns the step
+    outputs stacked along axis 0 (``max_iterations`` rows; rows of steps not run are 0)
+    and the final loop variables."""
+    if max_iterations is None:
+        raise ValueError("while_loop: max_iterations is required (the outputs' first axis)")
+    if hasattr(max_iterations, "asscalar"):
+        max_iterations = max_iterations.asscalar()
+    try:
+        max_iterations = int(max_iterations)
+    except (TypeError, ValueError):
+        raise ValueError(f"while_loop: max_iterations {max_iterations!r} is not an int") from None
+    flat_vars, var_fmt = _flatten(loop_vars, "while_loop loop_vars")
+    if not flat_vars:
+        raise ValueError("while_loop: loop_vars needs at least one Symbol")
+
+    def graph_of(body, scope: str):
+        scope = _subgraph_name(scope)
+        with AttrScope(**{_SCOPE_KEY: scope}):
+            placeholders = [Variable(_placeholder_name(s)) for s in flat_vars]
+            outputs, new_vars = body(_regroup(placeholders, var_fmt)[0])
+            everything = outputs + new_vars
+            inputs = set(Symbol([e for s in everything for e in s._outputs]).list_inputs())
+            heads = []
+            for s in everything:
+                own = s.name not in inputs and _inner(s._outputs[0][0], scope)
+                heads.append(s if own else creator("identity")(s))
+        return Symbol([e for s in heads for e in s._outputs]), len(outputs), scope
+
+    def cond_body(vars_):
+        result = cond(*vars_) if isinstance(vars_, list) else cond(vars_)
+        if not isinstance(result, Symbol):
+            raise ValueError(f"while_loop: cond must return a Symbol, got {result!r}")
+        return [], [result]
+
+    fmts: dict = {}
+
+    def func_body(vars_):
+        res = func(*vars_) if isinstance(vars_, list) else func(vars_)
+        step_out, new_vars = res
+        step_out, fmts["out"] = _flatten(list(step_out or []), "while_loop outputs")
+        new_vars, _ = _flatten(list(new_vars or []), "while_loop loop_vars")
+        if len(new_vars) != len(flat_vars):
+            raise ValueError(
+                f"while_loop: func returned {len(new_vars)} loop variables, "
+                f"loop_vars has {len(flat_vars)}"
+            )
+        return step_out, new_vars
+
+    cond_g, _, cond_scope = graph_of(cond_body, name + "_cond")
+    func_g, n_out, func_scope = graph_of(func_body, name + "_func")
+    var_names = [_placeholder_name(s) for s in flat_vars]
+    inputs: list[Symbol] = []
+    where: dict[int, int] = {}
+    locs_of, var_locs = [], [-1] * len(flat_vars)
+    for graph, scope in ((cond_g, cond_scope), (func_g, func_scope)):
+        graph, outer = _cut(graph, scope)
+        own = {n.name: n for n in topo_order(graph._outputs) if n.is_var}
+        locs = []
+        for in_name in graph.list_inputs():
+            if in_name in var_names:
+                sym = flat_vars[var_names.index(in_name)]
+            elif in_name in outer:
+                sym = Symbol([outer[in_name]])
+            else:
+                sym = Symbol([(own[in_name], 0)])
+            if id(sym) not in where:
+                where[id(sym)] = len(inputs)
+                inputs.append(sym)
+            locs.append(where[id(sym)])
+            if scope == func_scope and in_name in var_names:
+                var_locs[var_names.index(in_name)] = len(locs) - 1
+        locs_of.append((graph, locs))
+    missing = [i + 1 for i, loc in enumerate(var_locs) if loc == -1]
+    if missing:
+        raise ValueError(f"while_loop: func does not use loop variable(s) {missing}")
+    (cond_g, cond_locs), (func_g, func_locs) = locs_of
+    node_sym = creator("_while_loop")(
+        *inputs,
+        num_args=len(inputs) + 2,
+        max_iterations=max_iterations,
+        cond_input_locs=cond_locs,
+        func_input_locs=func_locs,
+        func_var_locs=var_locs,
+        num_out_data=n_out,
+        num_outputs=n_out + len(flat_vars),
+    )
+    node = node_sym._outputs[0][0]
+    node.subgraphs, node._parsed = [cond_g, func_g], None
+    outs = _regroup([node_sym[i] for i in range(n_out)], fmts.get("out", []))[0]
+    finals = _regroup([node_sym[n_out + i] for i in range(len(flat_vars))], var_fmt)[0]
+    return outs, finals

@@ -60,7 +60,7 @@ _sample_exponential _sample_gamma _sample_generalized_negative_binomial
 _sample_negative_binomial _sample_normal _sample_poisson _sample_uniform sample_exponential
 sample_gamma sample_generalized_negative_binomial sample_negative_binomial sample_normal
 sample_poisson sample_uniform
-BatchNorm_v1 Pooling_v1 _cond _contrib_ifft _foreach
+BatchNorm_v1 Pooling_v1 _cond _contrib_ifft _foreach _while_loop
 """)
 
 _FP16_FP32 = _names("""
@@ -119,7 +119,7 @@ shuffle
 
 _BF16_FP32 = _names("""
 BatchNorm_v1 Convolution_v1 Pooling_v1 _cond _contrib_count_sketch _contrib_fft _contrib_ifft
-_foreach
+_foreach _while_loop
 _linalg_det _linalg_extractdiag _linalg_extracttrian _linalg_gelqf _linalg_gemm
 _linalg_inverse _linalg_makediag _linalg_maketrian _linalg_potrf _linalg_potri
 _linalg_slogdet _linalg_sumlogdiag _linalg_syevd _linalg_syrk _linalg_trmm _linalg_trsm
