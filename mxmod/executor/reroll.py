@@ -224,6 +224,8 @@ def schedule(order: list, heads: list) -> list:
         A list of ``Node`` (lower as usual) and ``Loop`` items (``Loop.run``) in which every
         item comes after everything it reads; ``order`` itself when there is no loop.
     """
+    if any(n.subgraphs for n in order):  # control flow: steps would match by attributes only
+        return list(order)
     loops = find_loops(order, heads)
     plan = _place(order, heads, loops) if loops else None
     return list(order) if plan is None else plan
