@@ -197,3 +197,37 @@ def test_while_loop_shapes_and_misuse():
         mx.sym.contrib.while_loop(lambda i: i < 3, lambda i: ([], [i, i]), [i], max_iterations=3)
     with pytest.raises(ValueError, match="cond must return a Symbol"):
         mx.sym.contrib.while_loop(lambda i: True, lambda i: ([], [i + 1]), [i], max_iterations=3)
+
+
+def test_dropout_in_a_loop_body_draws_per_step():
+    def step(x, states):
+        return mx.sym.Dropout(x, p=0.5), states
+
+    outs, _ = mx.sym.contrib.foreach(step, mx.sym.var("data"), [mx.sym.var("s")])
+    data = mx.nd.ones((6, 40))
+    ex = outs.bind(mx.cpu(), {"data": data, "s": mx.nd.zeros((1,))})
+    mx.random.seed(3)
+    first = ex.forward(is_train=True)[0].asnumpy()
+    masks = first != 0
+    assert set(np.unique(first)) <= {0.0, 2.0} and 0.2 < masks.mean() < 0.8
+    assert len({m.tobytes() for m in masks}) == 6  # a different mask at every step
+    mx.random.seed(3)
+    np.testing.assert_array_equal(ex.forward(is_train=True)[0].asnumpy(), first)
+    np.testing.assert_array_equal(ex.forward(is_train=False)[0].asnumpy(), data.asnumpy())
+
+
+def test_dropout_in_while_loop_and_cond_runs():
+    i = mx.sym.var("i")
+    outs, _ = mx.sym.contrib.while_loop(
+        lambda i: i < 3,
+        lambda i: ([mx.sym.Dropout(i + 1, p=0.5)], [i + 1]),
+        [i],
+        max_iterations=4,
+    )
+    got = outs[0].bind(mx.cpu(), {"i": mx.nd.zeros((200,))}).forward(is_train=True)[0]
+    rows = got.asnumpy()
+    assert 0.2 < (rows[:3] != 0).mean() < 0.8 and not rows[3].any()
+    x = mx.sym.var("x")
+    c = mx.sym.contrib.cond(mx.sym.sum(x) > 0, lambda: mx.sym.Dropout(x, p=0.5), lambda: x)
+    out = c.bind(mx.cpu(), {"x": mx.nd.ones((100,))}).forward(is_train=True)[0].asnumpy()
+    assert set(np.unique(out)) == {0.0, 2.0}

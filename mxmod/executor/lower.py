@@ -46,7 +46,15 @@ class GraphFn:
             self._steps.append((i, node, refs[:n_data], refs[n_data:], aux_vars, n_data))
         self._heads = [(pos[id(n)], k) for n, k in sym._outputs]
         self.is_loss = [n.op is not None and n.op.loss_head(n.parsed()) for n, _ in sym._outputs]
-        self.has_random = any(n.op is not None and n.op.random for n in order)
+        self._subgraph_fns: dict = {}
+        # nodes needing a PRNG key: random operators, and control flow whose bodies hold some
+        self._random_ids = {
+            id(n)
+            for n in order
+            if n.op is not None
+            and (n.op.random or any(self.subgraph_fn(g).has_random for g in n.subgraphs))
+        }
+        self.has_random = bool(self._random_ids)
         # nodes whose output shapes depend on values (boolean_mask): the graph runs eagerly
         self.dynamic_nodes = [
             n.name for n in order if n.op is not None and n.op.name in DYNAMIC_SHAPE_OPS
@@ -58,7 +66,6 @@ class GraphFn:
         ]
         self._order = order
         self._pos = pos
-        self._subgraph_fns: dict = {}
         self._plan = self._reroll_plan(order, sym._outputs)
         self._aux_reached: dict = {}
         self.head_grads_needed: dict = {}  # head_grads.py's cache
@@ -153,7 +160,11 @@ class GraphFn:
             env.set((i, 0), src[name])
             return
         aux_in = [new_aux.get(v, env.first(r)) for v, r in zip(aux_vars, aux_refs)]
-        rng = jax.random.fold_in(key, i) if (node.op.random and key is not None) else None
+        rng = (
+            jax.random.fold_in(key, i)
+            if (id(node) in self._random_ids and key is not None)
+            else None
+        )
         ctx = LowerCtx(
             is_train=is_train,
             node_name=node.name,

@@ -39,7 +39,11 @@ def backward_taps(graph, args: dict, aux: dict, key, is_train: bool, head_grads)
             ins = [env[r] + taps[(i, j)] if (i, j) in taps else env[r] for j, r in enumerate(refs)]
             if record is not None:
                 record.extend(((i, j), x) for j, x in enumerate(ins))
-            rng = jax.random.fold_in(key, i) if (node.op.random and key is not None) else None
+            rng = (
+                jax.random.fold_in(key, i)
+                if (id(node) in graph._random_ids and key is not None)
+                else None
+            )
             ctx = LowerCtx(
                 is_train=is_train,
                 node_name=node.name,

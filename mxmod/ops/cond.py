@@ -3,8 +3,7 @@ branch, the else branch) over the node's inputs (``cond_input_locs``/``then_inpu
 ``else_input_locs``: which node input feeds each graph input, in ``list_inputs()`` order).
 The predicate's first element chooses the branch (non-zero: then), as a ``lax.cond``:
 only the chosen branch runs, and gradients flow through it. Both branches must give
-outputs of the same shapes and types. Branches with auxiliary states or random operators
-are refused.
+outputs of the same shapes and types. Branches with auxiliary states are refused.
 """
 
 from __future__ import annotations
@@ -74,18 +73,14 @@ def _lower(a, ins, aux, ctx):
                 f"_cond {ctx.node_name!r}: a branch with auxiliary states "
                 f"({', '.join(graph.list_auxiliary_states())}) is not supported"
             )
-        run = ctx.lower_subgraph(graph)
-        if run.has_random:
-            raise NotImplementedError(
-                f"_cond {ctx.node_name!r}: random operators in a branch are not supported"
-            )
-        runs.append(run)
+        runs.append(ctx.lower_subgraph(graph))
     graphs = _graphs(a)
 
     def call(k, values):
         graph, locs = graphs[k], _locs(a)[k]
         args = {n: values[loc] for n, loc in zip(graph.list_inputs(), locs)}
-        return list(runs[k](args, {}, None, ctx.is_train)[0])
+        key = None if ctx.rng is None else jax.random.fold_in(ctx.rng, k)
+        return list(runs[k](args, {}, key, ctx.is_train)[0])
 
     (pred,) = call(0, ins)
     chosen = jnp.reshape(pred, (-1,))[0] != 0

@@ -6,8 +6,8 @@ The node's inputs are the data arrays, the initial states, then the body's other
 which input of the body (``list_inputs()`` order) each feeds. The body's outputs are the
 per-step data outputs (``num_out_data``, stacked along a new axis 0) then the new states;
 the node's outputs are those stacked outputs, then the final states. Gradients flow through
-the scan. A body with auxiliary states (BatchNorm's moving statistics) or random operators
-is refused.
+the scan; random operators in the body draw from a key per step. A body with auxiliary
+states (BatchNorm's moving statistics) is refused.
 """
 
 from __future__ import annotations
@@ -87,21 +87,21 @@ def _lower(a, ins, aux, ctx):
             f"({', '.join(body.list_auxiliary_states())}) is not supported"
         )
     run = ctx.lower_subgraph(body)
-    if run.has_random:
-        raise NotImplementedError(
-            f"_foreach {ctx.node_name!r}: random operators in a loop body are not supported"
-        )
     names = body.list_inputs()
     data_names = [names[loc] for loc in a.in_data_locs]
     state_names = [names[loc] for loc in a.in_state_locs]
     fixed = {names[loc]: v for loc, v in zip(a.remain_locs, ins[n_data + n_state :])}
 
     def step(states, xs):
-        args = {**fixed, **dict(zip(data_names, xs)), **dict(zip(state_names, states))}
-        outs, _ = run(args, {}, None, ctx.is_train)
+        slices, t = xs
+        args = {**fixed, **dict(zip(data_names, slices)), **dict(zip(state_names, states))}
+        key = None if ctx.rng is None else jax.random.fold_in(ctx.rng, t)  # one per step
+        outs, _ = run(args, {}, key, ctx.is_train)
         return list(outs[a.num_out_data :]), list(outs[: a.num_out_data])
 
-    final, stacked = jax.lax.scan(step, list(ins[n_data : n_data + n_state]), list(ins[:n_data]))
+    steps = jax.numpy.arange(ins[0].shape[0]) if n_data else None
+    init = list(ins[n_data : n_data + n_state])
+    final, stacked = jax.lax.scan(step, init, (list(ins[:n_data]), steps))
     return [*stacked, *final]
 
 

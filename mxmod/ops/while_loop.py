@@ -7,7 +7,8 @@ It runs as a ``lax.scan`` of ``max_iterations`` steps: a step runs (``lax.cond``
 condition (first element non-zero) has held at every step so far; the step outputs are
 stacked along a new axis 0, zeros in the rows of steps that did not run (MXNet leaves them
 unspecified); the node's outputs are those, then the final loop variables. Gradients flow
-through the steps that ran. Graphs with auxiliary states or random operators are refused.
+through the steps that ran; random operators draw from a key per step. Graphs with
+auxiliary states are refused.
 """
 
 from __future__ import annotations
@@ -71,12 +72,7 @@ def _lower(a, ins, aux, ctx):
                 f"_while_loop {ctx.node_name!r}: a graph with auxiliary states "
                 f"({', '.join(graph.list_auxiliary_states())}) is not supported"
             )
-        run = ctx.lower_subgraph(graph)
-        if run.has_random:
-            raise NotImplementedError(
-                f"_while_loop {ctx.node_name!r}: random operators in the loop are not supported"
-            )
-        runs.append(run)
+        runs.append(ctx.lower_subgraph(graph))
     cond_g, func_g = _graphs(a)
     var_nodes = [a.func_input_locs[k] for k in a.func_var_locs]  # node input of each var
 
@@ -86,31 +82,33 @@ def _lower(a, ins, aux, ctx):
             values[loc] = v
         return values
 
-    def run(k, graph, locs, values):
+    def run(k, graph, locs, values, t):
         args = {n: values[loc] for n, loc in zip(graph.list_inputs(), locs)}
-        return list(runs[k](args, {}, None, ctx.is_train)[0])
+        key = None if ctx.rng is None else jax.random.fold_in(jax.random.fold_in(ctx.rng, k), t)
+        return list(runs[k](args, {}, key, ctx.is_train)[0])
 
-    def step_fn(loop_vars):
-        outs = run(1, func_g, a.func_input_locs, values_with(loop_vars))
+    def step_fn(loop_vars, t):
+        outs = run(1, func_g, a.func_input_locs, values_with(loop_vars), t)
         return outs[: a.num_out_data], outs[a.num_out_data :]
 
     init = [ins[loc] for loc in var_nodes]
-    shapes = jax.eval_shape(step_fn, init)[0]
+    shapes = jax.eval_shape(step_fn, init, 0)[0]
 
-    def step(carry, _):
+    def step(carry, t):
         loop_vars, active = carry
-        (go,) = run(0, cond_g, a.cond_input_locs, values_with(loop_vars))
+        (go,) = run(0, cond_g, a.cond_input_locs, values_with(loop_vars), t)
         go = active & (jnp.reshape(go, (-1,))[0] != 0)
         outs, new_vars = jax.lax.cond(
             go,
-            step_fn,
+            lambda v: step_fn(v, t),
             lambda v: ([jnp.zeros(o.shape, o.dtype) for o in shapes], list(v)),
             loop_vars,
         )
         new_vars = [n.astype(v.dtype) for n, v in zip(new_vars, loop_vars)]
         return (new_vars, go), outs
 
-    (final, _), stacked = jax.lax.scan(step, (init, jnp.asarray(True)), None, a.max_iterations)
+    carry = (init, jnp.asarray(True))
+    (final, _), stacked = jax.lax.scan(step, carry, jnp.arange(a.max_iterations))
     return [*stacked, *final]
 
 
