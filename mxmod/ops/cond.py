@@ -13,6 +13,7 @@ import jax.numpy as jnp
 
 from ._attrs import Param, p_int, p_shape
 from ._def import OpDef, fail, register
+from .subgraph_infer import infer_through, merge
 
 
 def _graphs(a) -> list:
@@ -33,36 +34,12 @@ def _locs(a) -> tuple:
     return a.cond_input_locs, a.then_input_locs, a.else_input_locs
 
 
-def _named(graph, locs, values) -> dict:
-    return {n: values[loc] for n, loc in zip(graph.list_inputs(), locs) if values[loc] is not None}
+def _infer(method: str):
+    def infer(a, values):
+        ins, (_, then_outs, else_outs) = infer_through(zip(_graphs(a), _locs(a)), values, method)
+        return ins, merge(then_outs, else_outs)
 
-
-def _shape(a, s):
-    ins = list(s)
-    outs = None
-    for graph, locs in zip(_graphs(a), _locs(a)):
-        args, got, _ = graph.infer_shape_partial(**_named(graph, locs, ins))
-        for name, shape in zip(graph.list_arguments(), args):
-            loc = locs[graph.list_inputs().index(name)]
-            if ins[loc] is None and shape is not None:
-                ins[loc] = tuple(shape)
-        if graph is not _graphs(a)[0] and (outs is None or any(o is None for o in outs)):
-            outs = [o if o is not None else p for o, p in zip(got, outs or got)]
-    return ins, list(outs)
-
-
-def _type(a, t):
-    ins = list(t)
-    outs = None
-    for graph, locs in zip(_graphs(a), _locs(a)):
-        args, got, _ = graph.infer_type_partial(**_named(graph, locs, ins))
-        for name, dtype in zip(graph.list_arguments(), args):
-            loc = locs[graph.list_inputs().index(name)]
-            if ins[loc] is None and dtype is not None:
-                ins[loc] = dtype
-        if graph is not _graphs(a)[0] and (outs is None or any(o is None for o in outs)):
-            outs = [o if o is not None else p for o, p in zip(got, outs or got)]
-    return ins, list(outs)
+    return infer
 
 
 def _lower(a, ins, aux, ctx):
@@ -99,8 +76,8 @@ register(
         },
         inputs=lambda a: [f"arg{i}" for i in range(a.num_args - 3)],
         outputs=lambda a: [f"output{i}" for i in range(a.num_outputs)],
-        infer_shape=_shape,
-        infer_type=_type,
+        infer_shape=_infer("infer_shape_partial"),
+        infer_type=_infer("infer_type_partial"),
         lower=_lower,
     )
 )

@@ -120,6 +120,20 @@ def deform_conv(a, data, offset, weight, bias, bilinear, mask=None):
     return out if bias is None else out + bias.reshape(1, f, 1, 1)
 
 
+DEFORM_PARAMS = {  # MXNet's order (positional attributes)
+    "kernel": Param(p_shape),
+    "stride": Param(p_shape, ()),
+    "dilate": Param(p_shape, ()),
+    "pad": Param(p_shape, ()),
+    "num_filter": Param(p_int),
+    "num_group": Param(p_int, 1),
+    "num_deformable_group": Param(p_int, 1),
+    "workspace": Param(p_int, 1024),
+    "no_bias": Param(p_bool, False),
+    "layout": Param(optional(choice("NCW", "NCHW", "NCDHW")), None),
+}
+
+
 def _dconv_lower(a, ins, aux, ctx):
     bias = None if a.no_bias else ins[3]
     return [deform_conv(a, ins[0], ins[1], ins[2], bias, _bilinear)]
@@ -128,18 +142,7 @@ def _dconv_lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="_contrib_DeformableConvolution",
-        params={
-            "kernel": Param(p_shape),
-            "stride": Param(p_shape, ()),
-            "dilate": Param(p_shape, ()),
-            "pad": Param(p_shape, ()),
-            "num_filter": Param(p_int),
-            "num_group": Param(p_int, 1),
-            "num_deformable_group": Param(p_int, 1),
-            "workspace": Param(p_int, 1024),
-            "no_bias": Param(p_bool, False),
-            "layout": Param(optional(choice("NCW", "NCHW", "NCDHW")), None),
-        },
+        params=DEFORM_PARAMS,
         inputs=lambda a: ("data", "offset", "weight") + (() if a.no_bias else ("bias",)),
         infer_shape=deform_conv_shape,
         lower=_dconv_lower,

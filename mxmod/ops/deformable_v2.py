@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from ._attrs import Param, choice, optional, p_bool, p_int, p_shape
+from ._attrs import Param, p_int
 from ._def import OpDef, register
-from .deformable import deform_conv, deform_conv_shape
+from .deformable import DEFORM_PARAMS, deform_conv, deform_conv_shape
 
 
 def _bilinear(img, y, x, height: int, width: int):
@@ -45,18 +45,11 @@ def _mdconv_lower(a, ins, aux, ctx):
 register(
     OpDef(
         name="_contrib_ModulatedDeformableConvolution",
+        # DeformableConvolution's, with im2col_step before layout (MXNet's order)
         params={
-            "kernel": Param(p_shape),
-            "stride": Param(p_shape, ()),
-            "dilate": Param(p_shape, ()),
-            "pad": Param(p_shape, ()),
-            "num_filter": Param(p_int),
-            "num_group": Param(p_int, 1),
-            "num_deformable_group": Param(p_int, 1),
-            "workspace": Param(p_int, 1024),
-            "no_bias": Param(p_bool, False),
+            **{k: v for k, v in DEFORM_PARAMS.items() if k != "layout"},
             "im2col_step": Param(p_int, 64),
-            "layout": Param(optional(choice("NCW", "NCHW", "NCDHW")), None),
+            "layout": DEFORM_PARAMS["layout"],
         },
         inputs=lambda a: ("data", "offset", "mask", "weight") + (() if a.no_bias else ("bias",)),
         infer_shape=lambda a, s: deform_conv_shape(a, s, n_mask=1),

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 
 from ._attrs import Param, p_int, p_shape
 from ._def import OpDef, fail, register
+from .subgraph_infer import infer_through
 
 
 def _graphs(a) -> list:
@@ -30,38 +31,21 @@ def _graphs(a) -> list:
     return graphs
 
 
-def _n_vars(a) -> int:
-    return a.num_outputs - a.num_out_data
-
-
-def _named(graph, locs, values) -> dict:
-    return {n: values[loc] for n, loc in zip(graph.list_inputs(), locs) if values[loc] is not None}
+def _pairs(a):
+    cond_g, func_g = _graphs(a)
+    return ((cond_g, a.cond_input_locs), (func_g, a.func_input_locs))
 
 
 def _shape(a, s):
-    cond_g, func_g = _graphs(a)
-    ins = list(s)
-    for graph, locs in ((cond_g, a.cond_input_locs), (func_g, a.func_input_locs)):
-        args, outs, _ = graph.infer_shape_partial(**_named(graph, locs, ins))
-        for name, shape in zip(graph.list_arguments(), args):
-            loc = locs[graph.list_inputs().index(name)]
-            if ins[loc] is None and shape is not None:
-                ins[loc] = tuple(shape)
+    ins, (_, outs) = infer_through(_pairs(a), s, "infer_shape_partial")
     n = a.num_out_data
     steps = [None if o is None else (a.max_iterations, *o) for o in outs[:n]]
-    return ins, steps + list(outs[n:])
+    return ins, steps + outs[n:]
 
 
 def _type(a, t):
-    cond_g, func_g = _graphs(a)
-    ins = list(t)
-    for graph, locs in ((cond_g, a.cond_input_locs), (func_g, a.func_input_locs)):
-        args, outs, _ = graph.infer_type_partial(**_named(graph, locs, ins))
-        for name, dtype in zip(graph.list_arguments(), args):
-            loc = locs[graph.list_inputs().index(name)]
-            if ins[loc] is None and dtype is not None:
-                ins[loc] = dtype
-    return ins, list(outs)
+    ins, (_, outs) = infer_through(_pairs(a), t, "infer_type_partial")
+    return ins, outs
 
 
 def _lower(a, ins, aux, ctx):

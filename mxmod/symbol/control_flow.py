@@ -74,18 +74,18 @@ def _inner(node: Node, name: str) -> bool:
     return node.attrs.get(_SCOPE_KEY) == name
 
 
-def _body_graph(outputs: list, states: list, name: str) -> Symbol:
-    """The loop body's outputs, each the body's own node (else through ``identity``)."""
-    group = Symbol([e for s in outputs + states for e in s._outputs])
-    inputs = set(group.list_inputs())
-    out_names = {s.name for s in outputs}
+def _own_outputs(symbols: list, name: str, repeats_from: int | None = None) -> Symbol:
+    """The group of ``symbols``, each passing through ``identity`` unless it is a node of
+    subgraph ``name`` and not an input of the group (nor, from index ``repeats_from`` on,
+    the name of an earlier output): MXNet's rule for a subgraph's outputs."""
+    inputs = set(Symbol([e for s in symbols for e in s._outputs]).list_inputs())
+    earlier = {s.name for s in symbols[:repeats_from]} if repeats_from is not None else set()
     heads = []
-    for i, s in enumerate(outputs + states):
-        node, _ = s._outputs[0]
-        foreign = s.name in inputs or not _inner(node, name)
-        if i >= len(outputs) and s.name in out_names:
-            foreign = True
-        heads.append(creator("identity")(s) if foreign else s)
+    for i, s in enumerate(symbols):
+        own = s.name not in inputs and _inner(s._outputs[0][0], name)
+        if repeats_from is not None and i >= repeats_from and s.name in earlier:
+            own = False
+        heads.append(s if own else creator("identity")(s))
     return Symbol([e for s in heads for e in s._outputs])
 
 
@@ -140,7 +140,7 @@ def foreach(body, data, init_states, name: str = "foreach"):
                 f"foreach: the loop body returned states nested as {new_fmt}, its "
                 f"init_states are nested as {state_fmt}"
             )
-        graph = _body_graph(sym_out, sym_states, name)
+        graph = _own_outputs(sym_out + sym_states, name, repeats_from=len(sym_out))
     graph, outer = _cut(graph, name)
     names = graph.list_inputs()
     data_names = [_placeholder_name(s) for s in flat_data]
@@ -183,12 +183,7 @@ def _branch(func, name: str) -> tuple[Symbol, int, Any, str]:
     name = _subgraph_name(name)
     with AttrScope(**{_SCOPE_KEY: name}):
         outputs, fmt = _flatten(func(), "cond outputs")
-        inputs = set(Symbol([e for s in outputs for e in s._outputs]).list_inputs())
-        heads = []
-        for s in outputs:
-            own = s.name not in inputs and _inner(s._outputs[0][0], name)
-            heads.append(s if own else creator("identity")(s))
-    graph = Symbol([e for s in heads for e in s._outputs])
+        graph = _own_outputs(outputs, name)
     return graph, len(outputs), fmt, name
 
 
@@ -258,13 +253,8 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name: str = "while_lo
         with AttrScope(**{_SCOPE_KEY: scope}):
             placeholders = [Variable(_placeholder_name(s)) for s in flat_vars]
             outputs, new_vars = body(_regroup(placeholders, var_fmt)[0])
-            everything = outputs + new_vars
-            inputs = set(Symbol([e for s in everything for e in s._outputs]).list_inputs())
-            heads = []
-            for s in everything:
-                own = s.name not in inputs and _inner(s._outputs[0][0], scope)
-                heads.append(s if own else creator("identity")(s))
-        return Symbol([e for s in heads for e in s._outputs]), len(outputs), scope
+            graph = _own_outputs(outputs + new_vars, scope)
+        return graph, len(outputs), scope
 
     def cond_body(vars_):
         result = cond(*vars_) if isinstance(vars_, list) else cond(vars_)
