@@ -187,6 +187,30 @@ def _branch(func, name: str) -> tuple[Symbol, int, Any, str]:
     return graph, len(outputs), fmt, name
 
 
+def _union_inputs(scoped_graphs, known) -> tuple[list, list]:
+    """The node inputs of several subgraphs and ``[(cut graph, locs)]``: each graph is cut
+    (``_cut``), and each of its inputs is ``known(name, inputs so far)`` when that gives a
+    Symbol, else the outer entry it was cut from, else its own variable; an input already
+    taken (the same Symbol) is shared. ``locs``: the node input of each graph input."""
+    inputs: list[Symbol] = []
+    where: dict[int, int] = {}
+    out = []
+    for graph, scope in scoped_graphs:
+        graph, outer = _cut(graph, scope)
+        own = {n.name: n for n in topo_order(graph._outputs) if n.is_var}
+        locs = []
+        for in_name in graph.list_inputs():
+            sym = known(in_name, inputs)
+            if sym is None:
+                sym = Symbol([outer[in_name] if in_name in outer else (own[in_name], 0)])
+            if id(sym) not in where:
+                where[id(sym)] = len(inputs)
+                inputs.append(sym)
+            locs.append(where[id(sym)])
+        out.append((graph, locs))
+    return inputs, out
+
+
 def cond(pred, then_func, else_func, name: str = "cond"):
     """``then_func()`` if the scalar ``pred`` is non-zero, else ``else_func()`` (both give
     outputs of the same shapes), as one ``_cond`` node: only the chosen branch runs."""
@@ -197,27 +221,11 @@ def cond(pred, then_func, else_func, name: str = "cond"):
     else_g, n_else, _, else_name = _branch(else_func, name + "_else")
     if n_then != n_else:
         raise ValueError(f"cond: the then branch gives {n_then} outputs, the else branch {n_else}")
-    inputs: list[Symbol] = []
-    where: dict[int, int] = {}
-    graphs, all_locs = [], []
-    for graph, scope in ((pred_g, pred_name), (then_g, then_name), (else_g, else_name)):
-        graph, outer = _cut(graph, scope)
-        by_name = {s.name: s for s in inputs}
-        own = {n.name: n for n in topo_order(graph._outputs) if n.is_var}
-        locs = []
-        for in_name in graph.list_inputs():
-            if in_name in by_name:
-                sym = by_name[in_name]
-            elif in_name in outer:
-                sym = Symbol([outer[in_name]])
-            else:
-                sym = Symbol([(own[in_name], 0)])
-            if id(sym) not in where:
-                where[id(sym)] = len(inputs)
-                inputs.append(sym)
-            locs.append(where[id(sym)])
-        graphs.append(graph)
-        all_locs.append(locs)
+    inputs, cut = _union_inputs(
+        ((pred_g, pred_name), (then_g, then_name), (else_g, else_name)),
+        lambda in_name, so_far: next((s for s in reversed(so_far) if s.name == in_name), None),
+    )
+    graphs, all_locs = [g for g, _ in cut], [locs for _, locs in cut]
     node_sym = creator("_cond")(
         *inputs,
         num_args=len(inputs) + 3,
@@ -279,27 +287,12 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name: str = "while_lo
     cond_g, _, cond_scope = graph_of(cond_body, name + "_cond")
     func_g, n_out, func_scope = graph_of(func_body, name + "_func")
     var_names = [_placeholder_name(s) for s in flat_vars]
-    inputs: list[Symbol] = []
-    where: dict[int, int] = {}
-    locs_of, var_locs = [], [-1] * len(flat_vars)
-    for graph, scope in ((cond_g, cond_scope), (func_g, func_scope)):
-        graph, outer = _cut(graph, scope)
-        own = {n.name: n for n in topo_order(graph._outputs) if n.is_var}
-        locs = []
-        for in_name in graph.list_inputs():
-            if in_name in var_names:
-                sym = flat_vars[var_names.index(in_name)]
-            elif in_name in outer:
-                sym = Symbol([outer[in_name]])
-            else:
-                sym = Symbol([(own[in_name], 0)])
-            if id(sym) not in where:
-                where[id(sym)] = len(inputs)
-                inputs.append(sym)
-            locs.append(where[id(sym)])
-            if scope == func_scope and in_name in var_names:
-                var_locs[var_names.index(in_name)] = len(locs) - 1
-        locs_of.append((graph, locs))
+    inputs, locs_of = _union_inputs(
+        ((cond_g, cond_scope), (func_g, func_scope)),
+        lambda in_name, _: flat_vars[var_names.index(in_name)] if in_name in var_names else None,
+    )
+    func_inputs = locs_of[1][0].list_inputs()
+    var_locs = [func_inputs.index(v) if v in func_inputs else -1 for v in var_names]
     missing = [i + 1 for i, loc in enumerate(var_locs) if loc == -1]
     if missing:
         raise ValueError(f"while_loop: func does not use loop variable(s) {missing}")
