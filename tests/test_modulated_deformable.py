@@ -1,6 +1,7 @@
 """``_contrib_ModulatedDeformableConvolution``: outputs against MXNet 1.9.1 goldens
-(``fixtures/deformable_v2/``, recorded by ``fixtures/gen_deformable_v2_goldens.py``; MXNet's
-CPU build has no backward for it) and gradients against finite differences."""
+(``fixtures/modulated_deformable/``, recorded by
+``fixtures/gen_modulated_deformable_goldens.py``; MXNet's CPU build has no backward for it)
+and gradients against finite differences."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import mxmod as mx
 from mxmod.base import MXNetError
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "deformable_v2"
+FIX = Path(__file__).resolve().parent / "fixtures" / "modulated_deformable"
 CASES = sorted(p.stem for p in FIX.glob("*.npz"))
 
 

@@ -1,6 +1,7 @@
 """MXNet's deprecated ``Convolution_v1``, ``Pooling_v1`` and ``BatchNorm_v1`` against MXNet
-1.9.1 goldens (``fixtures/legacy_v1/``, recorded by ``fixtures/gen_legacy_v1_goldens.py``):
-outputs, argument gradients and moving statistics."""
+1.9.1 goldens (``fixtures/deprecated_ops/``, recorded by
+``fixtures/gen_deprecated_ops_goldens.py``): outputs, argument gradients and moving
+statistics."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import mxmod as mx
 from mxmod.base import MXNetError
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "legacy_v1"
+FIX = Path(__file__).resolve().parent / "fixtures" / "deprecated_ops"
 CASES = sorted(p.stem for p in FIX.glob("*.npz"))
 
 
