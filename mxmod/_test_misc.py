@@ -18,6 +18,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from .ndarray import waitall
 from .util import get_cuda_compute_capability
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "has_tvm_ops",
     "effective_dtype",
     "check_gluon_hybridize_consistency",
+    "retry",
+    "environment",
 ]
 
 
@@ -136,3 +139,60 @@ def check_gluon_hybridize_consistency(net_builder: Any, data_l: Any, *args: Any,
         "check_gluon_hybridize_consistency: mxmod has no Gluon HybridBlock; "
         "check a symbol with check_consistency or check_symbolic_forward instead"
     )
+
+
+def retry(n: int) -> Any:
+    """Decorator: rerun a stochastic test up to ``n`` times while it fails an assertion."""
+    if n <= 0:
+        raise ValueError(f"retry(n) needs n > 0, got {n}")
+
+    def decorate(f):
+        def wrapper(*args, **kwargs):
+            for i in range(n):
+                try:
+                    return f(*args, **kwargs)
+                except AssertionError:
+                    if i == n - 1:
+                        raise
+                    waitall()
+
+        wrapper.__name__ = f.__name__
+        return wrapper
+
+    return decorate
+
+
+@contextlib.contextmanager
+def environment(*args: Any):
+    """Set environment variables for the ``with`` body and restore them after.
+
+    Call as ``environment(name, value)`` or ``environment({name: value, ...})``; a
+    value of None unsets the variable.
+
+    Raises:
+        TypeError: for any other calling form.
+    """
+    if len(args) == 1 and isinstance(args[0], dict):
+        env = dict(args[0])
+    elif len(args) == 2:
+        env = {args[0]: args[1]}
+    else:
+        raise TypeError(
+            "environment() takes one dict or a name and a value, e.g. "
+            "environment('MXNET_ENGINE_TYPE', 'NaiveEngine')"
+        )
+    snapshot = {k: os.environ.get(k) for k in env}
+
+    def apply(values):
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+    apply(env)
+    try:
+        yield
+    finally:
+        waitall()
+        apply(snapshot)

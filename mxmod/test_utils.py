@@ -15,7 +15,6 @@ raise FileNotFoundError saying where to put them.
 from __future__ import annotations
 
 import bz2
-import contextlib
 import errno
 import gzip
 import json
@@ -39,7 +38,7 @@ import numpy.testing as npt
 import mxmod as mx
 
 from .context import Context, current_context, num_gpus
-from .ndarray import NDArray, array, waitall
+from .ndarray import NDArray, array
 
 __all__ = [
     "default_context",
@@ -475,27 +474,6 @@ def assert_exception(f: Any, exception_type: type, *args: Any, **kwargs: Any) ->
     raise AssertionError(f"{getattr(f, '__name__', f)} did not raise {exception_type.__name__}")
 
 
-def retry(n: int) -> Any:
-    """Decorator: rerun a stochastic test up to ``n`` times while it fails an assertion."""
-    if n <= 0:
-        raise ValueError(f"retry(n) needs n > 0, got {n}")
-
-    def decorate(f):
-        def wrapper(*args, **kwargs):
-            for i in range(n):
-                try:
-                    return f(*args, **kwargs)
-                except AssertionError:
-                    if i == n - 1:
-                        raise
-                    waitall()
-
-        wrapper.__name__ = f.__name__
-        return wrapper
-
-    return decorate
-
-
 def same_array(array1: NDArray, array2: NDArray) -> bool:
     """True if the two NDArrays share memory (a write to one shows in the other)."""
     array1[:] += 1
@@ -521,42 +499,6 @@ def same_symbol_structure(sym1: Any, sym2: Any) -> bool:
     nodes1 = json.loads(sym1.tojson())["nodes"]
     nodes2 = json.loads(sym2.tojson())["nodes"]
     return all(n1["op"] == n2["op"] for n1, n2 in zip(nodes1, nodes2))
-
-
-@contextlib.contextmanager
-def environment(*args: Any):
-    """Set environment variables for the ``with`` body and restore them after.
-
-    Call as ``environment(name, value)`` or ``environment({name: value, ...})``; a
-    value of None unsets the variable.
-
-    Raises:
-        TypeError: for any other calling form.
-    """
-    if len(args) == 1 and isinstance(args[0], dict):
-        env = dict(args[0])
-    elif len(args) == 2:
-        env = {args[0]: args[1]}
-    else:
-        raise TypeError(
-            "environment() takes one dict or a name and a value, e.g. "
-            "environment('MXNET_ENGINE_TYPE', 'NaiveEngine')"
-        )
-    snapshot = {k: os.environ.get(k) for k in env}
-
-    def apply(values):
-        for key, value in values.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-    apply(env)
-    try:
-        yield
-    finally:
-        waitall()
-        apply(snapshot)
 
 
 def list_gpus() -> range:
@@ -598,6 +540,8 @@ from ._test_misc import (  # noqa: E402
     check_gluon_hybridize_consistency,
     discard_stderr,
     effective_dtype,
+    environment,
+    retry,
     has_tvm_ops,
     is_aarch64_run,
     is_cd_run,
