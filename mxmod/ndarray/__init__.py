@@ -8,7 +8,7 @@ import importlib
 
 from ..ops import OPS, get_op
 from . import _arith, _setget  # noqa: F401  (NDArray's operators and indexing)
-from . import contrib, linalg, random, sparse
+from . import contrib, image, linalg, random, sparse
 from .custom import nd_custom as Custom  # noqa: F401  (mx.nd.Custom)
 from .histogram import histogram  # noqa: F401
 from .io import load, load_frombuffer, save
@@ -59,6 +59,7 @@ __all__ = [
     "NDArray",
     "from_jax",
     "contrib",
+    "image",
     "linalg",
     "random",
     "sparse",

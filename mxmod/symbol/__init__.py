@@ -4,7 +4,7 @@ import importlib
 
 from ..ops import OPS, get_op
 from . import arith as _arith
-from . import contrib, linalg, random, sparse
+from . import contrib, image, linalg, random, sparse
 from .creation import Group, Variable, creator, full, load, load_json, ones, var, zeros
 from .naming import AttrScope, NameManager, Prefix
 from .symbol import Symbol
@@ -35,6 +35,7 @@ def __getattr__(name):
 
 __all__ = [
     "contrib",
+    "image",
     "linalg",
     "random",
     "sparse",

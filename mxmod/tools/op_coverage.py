@@ -72,8 +72,6 @@ def out_of_scope(op: str, namespace: str) -> str | None:
         return SPARSE
     if op.startswith("_contrib_dgl_") or op == "_contrib_edge_id":
         return SPARSE + " (DGL graph sampling on CSR arrays)"
-    if namespace == "image":
-        return GLUON + " (gluon.data.vision transforms)"
     if op in ("_CachedOp", "_CachedOpThreadSafe", "_CustomFunction"):
         return GLUON + " (HybridBlock.hybridize, autograd.Function)"
     if op.startswith("_sg_mkldnn_"):
