@@ -96,6 +96,11 @@ _SUBMODULES = {
     "runtime": "runtime",
     "util": "util",
     "onnx": "onnx",
+    "engine": "engine",
+    "error": "error",
+    "attribute": "attribute",
+    "log": "log",
+    "library": "library",
 }
 
 
