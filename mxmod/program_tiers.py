@@ -229,7 +229,7 @@ class Tiered:
         if last is not None and (last.optimised or last.promote_after == 0):
             try:
                 return last.exe(*args)
-            except TypeError:  # other shapes: look them up
+            except (TypeError, ValueError):  # other shapes or devices: look them up
                 pass
         if traced(args):  # called inside another program's trace: part of that program
             return self._jitted(*args)

@@ -74,6 +74,25 @@ def test_tiered_switches_to_the_optimised_build(monkeypatch):
     assert prog._cache_size() == 2
 
 
+@pytest.mark.parametrize("mode", ["tiered", "fast"])
+def test_same_shapes_on_another_device_run_their_own_build(monkeypatch, mode):
+    import jax
+    import jax.numpy as jnp
+
+    monkeypatch.setenv("MXMOD_COMPILE", mode)
+    # heavy: optimised at once, so the next call tries the last build directly
+    prog = tiers.program_jit(lambda a: a * 2.0 + 1.0, estimate=lambda traced, args: None)
+    cpu0, cpu1 = jax.devices("cpu")[:2]
+    a0 = jax.device_put(jnp.arange(8.0), cpu0)
+    a1 = jax.device_put(jnp.arange(8.0), cpu1)
+    for _ in range(3):  # the build called last is tried first: it must not take cpu1's array
+        np.testing.assert_array_equal(np.asarray(prog(a0)), np.arange(8.0) * 2 + 1)
+        out = prog(a1)
+        assert out.devices() == {cpu1}
+        np.testing.assert_array_equal(np.asarray(out), np.arange(8.0) * 2 + 1)
+    assert prog._cache_size() == 2
+
+
 def test_tiered_optimises_a_program_called_in_a_loop_on_a_fixed_call(monkeypatch):
     import jax.numpy as jnp
 
