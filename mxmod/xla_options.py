@@ -51,15 +51,20 @@ def compiler_options() -> dict:
 
 
 def _accepted_by_xla(options: dict) -> dict:
+    """``options`` less those this XLA rejects: one probe compile when it takes them all
+    (the usual case), else one per option."""
     one = jax.device_put(np.float32(0), jax.local_devices(backend="cpu")[0])
-    kept = {}
-    for name, value in options.items():
+
+    def accepted(opts: dict) -> bool:
         try:
-            jax.jit(lambda x: x + 1, compiler_options={name: value}).lower(one).compile()
+            jax.jit(lambda x: x + 1, compiler_options=opts).lower(one).compile()
         except Exception:  # jax raises XlaRuntimeError / JaxRuntimeError by version
-            continue
-        kept[name] = value
-    return kept
+            return False
+        return True
+
+    if not options or accepted(options):
+        return dict(options)
+    return {name: value for name, value in options.items() if accepted({name: value})}
 
 
 def jit(fn, **jit_kwargs) -> "Jit":

@@ -4,12 +4,12 @@
 
 from ..ndarray import contrib as ndarray
 from ..symbol import contrib as symbol
-from . import amp, tensorboard
+from . import amp, tensorboard, text
 
 sym = symbol
 nd = ndarray
 
-__all__ = ["symbol", "sym", "ndarray", "nd", "amp", "tensorboard"]
+__all__ = ["symbol", "sym", "ndarray", "nd", "amp", "tensorboard", "text"]
 
 # Parts of MXNet's contrib that have not arrived yet: importing them works (so
 # `from mxnet.contrib import amp` at the top of a script loads); using them raises
@@ -19,7 +19,6 @@ from .._placeholder import package_getattr as _package_getattr  # noqa: E402
 
 _MISSING = (
     "svrg_optimization",
-    "text",
     "onnx",
     "io",
     "quantization",
