@@ -101,6 +101,7 @@ _SUBMODULES = {
     "attribute": "attribute",
     "log": "log",
     "library": "library",
+    "rtc": "rtc",
 }
 
 

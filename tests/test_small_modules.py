@@ -1,4 +1,4 @@
-"""mx.engine, mx.error, mx.attribute, mx.log and mx.library as MXNet 1.9.1's."""
+"""mx.engine, mx.error, mx.attribute, mx.log, mx.library and mx.rtc as MXNet 1.9.1's."""
 
 import logging
 
@@ -57,3 +57,8 @@ def test_log_get_logger(tmp_path, capsys):
 def test_library_load_says_what_works():
     with pytest.raises(NotImplementedError, match="CustomOp"):
         mx.library.load("libcustom_op.so")
+
+
+def test_rtc_says_what_to_write_instead():
+    with pytest.raises(NotImplementedError, match="mx.rtc.CudaModule: mxmod compiles through XLA"):
+        mx.rtc.CudaModule("extern \"C\" __global__ void axpy() {}")
