@@ -114,8 +114,8 @@ def test_contrib_missing_parts_import_and_name_themselves():
         NotImplementedError, match=r"mx.contrib.quantization.quantize_model is not available"
     ):
         quantization.quantize_model()
-    with pytest.raises(NotImplementedError, match="mx.contrib.onnx.import_model"):
-        onnx.import_model("model.onnx")
+    with pytest.raises(NotImplementedError, match="mx.contrib.onnx.import_to_gluon"):
+        onnx.import_to_gluon("model.onnx")
     from mxmod.contrib.io import DataLoaderIter
 
     with pytest.raises(NotImplementedError, match="io.DataLoaderIter.. is not available"):

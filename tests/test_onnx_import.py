@@ -1,0 +1,195 @@
+"""mx.contrib.onnx.import_model: ONNX models in, Module outputs equal to onnxruntime's."""
+
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import mxmod as mx
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+Batch = namedtuple("Batch", ["data"])
+RNG = np.random.RandomState(0)
+
+
+def run_imported(path, feeds):
+    sym, arg_params, aux_params = mx.contrib.onnx.import_model(path)
+    exe = sym.simple_bind(mx.cpu(), grad_req="null", **{n: v.shape for n, v in feeds.items()})
+    for name, value in {**arg_params, **aux_params}.items():
+        target = exe.arg_dict.get(name, exe.aux_dict.get(name))
+        target[:] = value
+    for name, value in feeds.items():
+        exe.arg_dict[name][:] = value
+    return [o.asnumpy() for o in exe.forward(is_train=False)]
+
+
+def check(path, feeds, rtol=1e-5, atol=1e-5):
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = run_imported(path, feeds)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return got
+
+
+def exported(tmp_path, net, shape, x):
+    """The ONNX file of ``net`` with random parameters, and mxmod's output on ``x``."""
+    mod = mx.mod.Module(net, label_names=None)
+    mod.bind([("data", shape)], for_training=False)
+    mod.init_params(mx.init.Uniform(0.5))
+    arg, aux = mod.get_params()
+    aux = {k: mx.nd.array(RNG.uniform(0.5, 1.5, v.shape)) for k, v in aux.items()}
+    mod.set_params(arg, aux)
+    mod.forward(Batch([mx.nd.array(x)]))
+    path = str(tmp_path / "model.onnx")
+    mx.onnx.export_model(net, {**arg, **aux}, [shape], np.float32, path)
+    return path, mod.get_outputs()[0].asnumpy()
+
+
+def cnn():
+    data = mx.sym.var("data")
+    x = mx.sym.Convolution(data, num_filter=8, kernel=(3, 3), pad=(1, 1), name="conv1")
+    x = mx.sym.BatchNorm(x, fix_gamma=False, name="bn1")
+    x = mx.sym.LeakyReLU(x, act_type="leaky", slope=0.1)
+    y = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max")
+    z = mx.sym.Pooling(x, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="avg")
+    x = mx.sym.Concat(y, z, dim=1)
+    x = mx.sym.Deconvolution(x, num_filter=4, kernel=(2, 2), stride=(2, 2), name="deconv")
+    x = mx.sym.LRN(mx.sym.Activation(x, act_type="tanh"), nsize=3)
+    x = mx.sym.Pooling(x, kernel=(1, 1), global_pool=True, pool_type="avg")
+    x = mx.sym.FullyConnected(mx.sym.Flatten(x), num_hidden=6, name="fc1")
+    return mx.sym.softmax(mx.sym.Dropout(x, p=0.3))
+
+
+def shapes_and_math():
+    data = mx.sym.var("data")
+    x = mx.sym.transpose(mx.sym.reshape(data, shape=(0, 4, -1)), axes=(0, 2, 1))
+    x = mx.sym.broadcast_add(x, mx.sym.ones((1, 1, 4)) * 0.5)
+    parts = mx.sym.split(x, num_outputs=2, axis=2)
+    x = mx.sym.concat(mx.sym.sigmoid(parts[0]), mx.sym.exp(parts[1] * 0.1), dim=2)
+    x = mx.sym.clip(mx.sym.slice_axis(x, axis=1, begin=1, end=5), -0.7, 0.9)
+    x = mx.sym.expand_dims(mx.sym.mean(x, axis=2), axis=1)
+    return mx.sym.log_softmax(mx.sym.squeeze(x, axis=1) * 3.0, axis=-1)
+
+
+@pytest.mark.parametrize("build,shape", [(cnn, (2, 3, 8, 8)), (shapes_and_math, (2, 4, 3, 2))])
+def test_exported_mxmod_models_import_back(tmp_path, build, shape):
+    x = RNG.rand(*shape).astype("f")
+    path, original = exported(tmp_path, build(), shape, x)
+    (got,) = check(path, {"data": x})
+    np.testing.assert_allclose(got, original, rtol=1e-5, atol=1e-6)
+    sym, arg_params, aux_params = mx.contrib.onnx.import_model(path)
+    # a Module binds the imported model as MXNet's tutorial does
+    mod = mx.mod.Module(sym, data_names=["data"], label_names=None)
+    mod.bind([("data", shape)], for_training=False)
+    mod.set_params(arg_params, aux_params)
+    mod.forward(Batch([mx.nd.array(x)]))
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), got, rtol=1e-6)
+
+
+def node_model(tmp_path, nodes, inputs, outputs, inits=(), opset=13, list_inits=False):
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
+        + [helper.make_tensor_value_info(t.name, t.data_type, t.dims) for t in inits if list_inits],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        initializer=list(inits),
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    path = str(tmp_path / "m.onnx")
+    onnx.save(model, path)
+    return path
+
+
+def init(name, value):
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def test_gemm_matmul_and_broadcasting(tmp_path):
+    w = RNG.rand(5, 4).astype("f")
+    b = RNG.rand(3, 5).astype("f")
+    nodes = [
+        helper.make_node("Gemm", ["x", "w", "b"], ["g"], transA=1, alpha=0.5, beta=2.0),
+        helper.make_node("MatMul", ["y", "z"], ["m"]),
+        helper.make_node("Add", ["m", "bias"], ["o2"]),
+    ]
+    inits = [init("w", w.T.copy()), init("b", b), init("bias", RNG.rand(2).astype("f"))]
+    path = node_model(
+        tmp_path, nodes, [("x", (4, 3)), ("y", (3, 4, 6)), ("z", (3, 6, 2))], ["g", "o2"], inits
+    )
+    check(
+        path,
+        {
+            "x": RNG.rand(4, 3).astype("f"),
+            "y": RNG.rand(3, 4, 6).astype("f"),
+            "z": RNG.rand(3, 6, 2).astype("f"),
+        },
+    )
+
+
+def test_same_padding_uneven_pools_and_old_softmax(tmp_path):
+    w = RNG.rand(4, 2, 3, 3).astype("f")
+    nodes = [
+        helper.make_node(
+            "Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"
+        ),
+        helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], pads=[0, 0, 1, 1]),
+        helper.make_node(
+            "AveragePool", ["p"], ["a"], kernel_shape=[2, 2], pads=[1, 1, 1, 1], count_include_pad=0
+        ),
+        helper.make_node("Softmax", ["a"], ["s"], axis=1),  # opset 11: over axes 1.. flattened
+    ]
+    path = node_model(
+        tmp_path, nodes, [("x", (2, 2, 9, 9))], ["s"], [init("w", w)], opset=11, list_inits=True
+    )
+    check(path, {"x": RNG.rand(2, 2, 9, 9).astype("f")})
+
+
+def test_shape_arithmetic_folds_into_static_operators(tmp_path):
+    # x.reshape(x.shape[0], -1) as exporters write it: Shape -> Gather -> Unsqueeze -> Concat
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node(
+            "Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64))
+        ),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+        helper.make_node("Concat", ["n1", "minus1"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["flat"]),
+        helper.make_node("Clip", ["flat", "lo", ""], ["clipped"]),
+        helper.make_node("Relu", ["clipped"], ["out"]),
+    ]
+    inits = [init("axes", np.array([0], np.int64)), init("minus1", np.array([-1], np.int64)),
+             init("lo", np.array(0.2, np.float32))]  # fmt: skip
+    path = node_model(tmp_path, nodes, [("x", (3, 2, 5))], ["out"], inits)
+    (got,) = check(path, {"x": RNG.rand(3, 2, 5).astype("f")})
+    sym = mx.contrib.onnx.import_model(path)[0]
+    assert sym.list_arguments() == ["x"]  # the shape values are folded, not variables
+    meta = mx.contrib.onnx.get_model_metadata(path)
+    assert meta == {"input_tensor_data": [("x", (3, 2, 5), 1)], "output_tensor_data": [("out", ())]}
+
+
+def test_unsupported_operator_is_named(tmp_path):
+    nodes = [helper.make_node("NonMaxSuppression", ["x"], ["y"])]
+    path = node_model(tmp_path, nodes, [("x", (1, 2))], ["y"])
+    with pytest.raises(NotImplementedError, match="operator NonMaxSuppression"):
+        mx.contrib.onnx.import_model(path)
+    with pytest.raises(NotImplementedError, match="no Gluon"):
+        mx.contrib.onnx.import_to_gluon(path)
+
+
+def test_a_file_mxnets_exporter_wrote_imports_with_mxnets_numbers():
+    # tests/fixtures/gen_onnx_import_goldens.py: MXNet 1.9.1 exported it (opset 19, with
+    # Shape/Slice/Concat arithmetic before its Reshape) and cannot import it back itself
+    import os
+
+    here = os.path.join(os.path.dirname(__file__), "fixtures", "onnx_import")
+    path = os.path.join(here, "mxnet_small.onnx")
+    golden = np.load(os.path.join(here, "mxnet_small.npz"))
+    (got,) = check(path, {"data": golden["x"]})
+    np.testing.assert_allclose(got, golden["out"], rtol=1e-5, atol=1e-6)
