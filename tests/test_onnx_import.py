@@ -91,12 +91,15 @@ def test_exported_mxmod_models_import_back(tmp_path, build, shape):
     np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), got, rtol=1e-6)
 
 
-def node_model(tmp_path, nodes, inputs, outputs, inits=(), opset=13, list_inits=False):
+def node_model(
+    tmp_path, nodes, inputs, outputs, inits=(), opset=13, list_inits=False, out_types=None
+):
     graph = helper.make_graph(
         nodes, "g",
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
         + [helper.make_tensor_value_info(t.name, t.data_type, t.dims) for t in inits if list_inits],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        [helper.make_tensor_value_info(n, (out_types or {}).get(n, TensorProto.FLOAT), None)
+         for n in outputs],
         initializer=list(inits),
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -193,3 +196,50 @@ def test_a_file_mxnets_exporter_wrote_imports_with_mxnets_numbers():
     golden = np.load(os.path.join(here, "mxnet_small.npz"))
     (got,) = check(path, {"data": golden["x"]})
     np.testing.assert_allclose(got, golden["out"], rtol=1e-5, atol=1e-6)
+
+
+def test_more_layers_and_tensor_operators(tmp_path):
+    c = 3
+    nodes = [
+        helper.make_node("InstanceNormalization", ["x", "gamma", "beta"], ["inorm"], epsilon=1e-3),
+        helper.make_node("PRelu", ["inorm", "slope"], ["prelu"]),
+        helper.make_node("Pad", ["prelu", "pads", "pad_value"], ["padded"], mode="constant"),
+        helper.make_node("Resize", ["padded", "", "scales"], ["up"], mode="nearest"),
+        helper.make_node("HardSigmoid", ["up"], ["hs"], alpha=0.3, beta=0.4),
+        helper.make_node("Elu", ["hs"], ["elu"], alpha=0.7),
+        helper.make_node("ReduceMean", ["elu"], ["rm"], axes=[2, 3], keepdims=0),
+        helper.make_node("Unsqueeze", ["rm", "minus1"], ["u"]),
+        helper.make_node("Tile", ["u", "reps"], ["tiled"]),
+        helper.make_node("Expand", ["tiled", "expand_to"], ["expanded"]),
+        helper.make_node("Gather", ["expanded", "idx"], ["gathered"], axis=1),
+        helper.make_node("Cast", ["gathered"], ["cast"], to=TensorProto.FLOAT),
+        helper.make_node("Greater", ["cast", "half"], ["big"]),
+        helper.make_node("Where", ["big", "cast", "zeros"], ["where"]),
+        helper.make_node("ArgMax", ["x"], ["amax"], axis=1, keepdims=0),
+        helper.make_node("Selu", ["where"], ["out"]),
+        helper.make_node("LogSoftmax", ["out"], ["lsm"], axis=-1),
+    ]
+    i64 = np.int64
+    inits = [
+        init("gamma", RNG.rand(c).astype("f")),
+        init("beta", RNG.rand(c).astype("f")),
+        init("slope", RNG.rand(c, 1, 1).astype("f")),
+        init("pads", np.array([0, 0, 1, 0, 0, 0, 0, 2], i64)),
+        init("pad_value", np.float32(0.25)),
+        init("scales", np.array([1, 1, 2, 2], np.float32)),
+        init("minus1", np.array([-1], i64)),
+        init("reps", np.array([1, 1, 2], i64)),
+        init("expand_to", np.array([2, 1, 3, 2], i64)),
+        init("idx", np.array([1, 0], i64)),
+        init("half", np.float32(0.5)),
+        init("zeros", np.zeros((2, 2, 3, 2), np.float32)),
+    ]  # fmt: skip
+    path = node_model(
+        tmp_path, nodes, [("x", (2, c, 4, 5))], ["lsm", "amax"], inits,
+        out_types={"amax": TensorProto.INT64},
+    )  # fmt: skip
+    x = RNG.randn(2, c, 4, 5).astype("f")
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = run_imported(path, {"x": x})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[1], want[1])  # MXNet's argmax: float indices

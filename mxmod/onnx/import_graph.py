@@ -83,6 +83,8 @@ class ImportContext:
             arr = np.asarray(value)
             if arr.dtype == np.float64:
                 arr = arr.astype(np.float32)
+            if arr.ndim == 0:  # MXNet shapes have no 0-d arrays: one element
+                arr = arr.reshape(1)
             self.params[name] = arr
             self._variables[name] = sym_mod.Variable(name, shape=arr.shape, dtype=arr.dtype)
         return self._variables[name]
