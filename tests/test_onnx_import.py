@@ -243,3 +243,33 @@ def test_more_layers_and_tensor_operators(tmp_path):
     got = run_imported(path, {"x": x})
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(got[1], want[1])  # MXNet's argmax: float indices
+
+
+@pytest.mark.parametrize("mode,bidirectional", [("lstm", True), ("gru", False), ("rnn_relu", True)])
+def test_fused_recurrent_layers_import_back(tmp_path, mode, bidirectional):
+    seq, batch, inputs, hidden, layers = 5, 2, 3, 4, 2
+    dirs = 2 if bidirectional else 1
+    data = mx.sym.var("data")
+    state = mx.sym.var("state")
+    extra = [mx.sym.var("cell")] if mode == "lstm" else []
+    out = mx.sym.RNN(
+        data, mx.sym.var("params"), state, *extra, state_size=hidden, num_layers=layers,
+        mode=mode, bidirectional=bidirectional, state_outputs=True, name="rnn",
+    )  # fmt: skip
+    net = mx.sym.Group([out[0], out[1]])
+    shapes = {"data": (seq, batch, inputs), "state": (layers * dirs, batch, hidden)}
+    if mode == "lstm":
+        shapes["cell"] = shapes["state"]
+    arg_shapes, _, _ = net.infer_shape(**shapes)
+    n_params = dict(zip(net.list_arguments(), arg_shapes))["params"]
+    params = {"params": mx.nd.array(RNG.uniform(-0.5, 0.5, n_params))}
+    path = str(tmp_path / "rnn.onnx")
+    mx.onnx.export_model(net, params, list(shapes.values()), np.float32, path)
+    feeds = {k: RNG.rand(*v).astype("f") for k, v in shapes.items()}
+    got = check(path, feeds, rtol=1e-4, atol=1e-5)
+    exe = net.simple_bind(mx.cpu(), grad_req="null", **shapes)
+    exe.arg_dict["params"][:] = params["params"]
+    for k, v in feeds.items():
+        exe.arg_dict[k][:] = v
+    for g, want in zip(got, exe.forward(is_train=False)):
+        np.testing.assert_allclose(g, want.asnumpy(), rtol=1e-4, atol=1e-5)

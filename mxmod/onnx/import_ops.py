@@ -1,6 +1,7 @@
 """ONNX layers and activations as MXNet symbols (``import_graph.py``); elementwise and shape
-operators are in ``import_tensor_ops.py``. ``CONVERTERS`` maps every translated ONNX
-operator type to its translation ``(ctx, name, attrs, inputs) -> Symbol(s)``."""
+operators are in ``import_tensor_ops.py``, recurrent layers in ``import_rnn_ops.py``.
+``CONVERTERS`` maps every translated ONNX operator type to its translation
+``(ctx, name, attrs, inputs) -> Symbol(s)``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 import numpy as np
 
 from .. import symbol as S
+from .import_rnn_ops import RNN_CONVERTERS
 from .import_tensor_ops import TENSOR_CONVERTERS, _scalar
 
 
@@ -249,6 +251,7 @@ def _upsample(ctx, name, attrs, inputs):
 
 CONVERTERS = {
     **TENSOR_CONVERTERS,
+    **RNN_CONVERTERS,
     "Conv": _conv,
     "ConvTranspose": _conv_transpose,
     "Gemm": _gemm,
