@@ -387,3 +387,21 @@ def test_box_coding_shapes_and_errors():
         mx.nd.contrib.box_decode(mx.nd.ones((2, 5, 4)), mx.nd.ones((2, 5, 4)))
     with pytest.raises(MXNetError, match="format"):
         mx.sym.contrib.box_decode(mx.sym.var("data"), mx.sym.var("anchors"), format="xywh")
+
+
+def test_straight_through_estimators_keep_sparse_storage():
+    # MXNet 1.9.1: mx.nd.sparse._contrib_round_ste(csr) -> csr [[0, 2], [-3, 0]];
+    # _contrib_sign_ste(row_sparse) -> row_sparse [[0, 1], [-1, 0]]; dense in, dense out
+    x = mx.nd.array([[0, 1.5], [-2.5, 0]])
+    rounded = mx.nd.sparse._contrib_round_ste(x.tostype("csr"))
+    assert rounded.stype == "csr"
+    np.testing.assert_array_equal(rounded.asnumpy(), [[0, 2], [-3, 0]])
+    signs = mx.nd.sparse._contrib_sign_ste(x.tostype("row_sparse"))
+    assert signs.stype == "row_sparse"
+    np.testing.assert_array_equal(signs.asnumpy(), [[0, 1], [-1, 0]])
+    assert mx.nd.contrib.round_ste(x.tostype("csr")).stype == "csr"
+    dense = mx.nd.sparse._contrib_round_ste(mx.nd.array([0.5, -0.5, 1.49]))
+    assert dense.stype == "default"
+    np.testing.assert_array_equal(dense.asnumpy(), [1, -1, 1])
+    node = mx.sym.sparse._contrib_round_ste(mx.sym.var("a"))
+    assert node.get_internals().list_outputs() == ["a", "_contrib_round_ste0_output"]

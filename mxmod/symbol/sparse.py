@@ -29,7 +29,11 @@ def __getattr__(name: str):
         fn = creator(name)
         globals()[name] = fn
         return fn
-    if name in _UPDATES or name in _NAMES or name in ("_contrib_round_ste", "_contrib_sign_ste"):
+    if name in ("_contrib_round_ste", "_contrib_sign_ste"):
+        fn = creator(name, hint=name)  # node names as MXNet: _contrib_round_ste0
+        globals()[name] = fn
+        return fn
+    if name in _UPDATES or name in _NAMES:
         raise NotImplementedError(
             f"mx.sym.sparse.{name}: mxmod has no {name} symbol; optimizers update parameters "
             "in the training step (Module.update / mx.optimizer)"
@@ -38,4 +42,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list:
-    return sorted([*_NAMES, "retain", "_square_sum"])
+    return sorted([*_NAMES, "retain", "_square_sum", "_contrib_round_ste", "_contrib_sign_ste"])

@@ -384,6 +384,8 @@ ZERO_KEEPING = {
     "arctanh": jnp.arctanh, "log1p": jnp.log1p, "expm1": jnp.expm1,
     "degrees": jnp.degrees, "radians": jnp.radians, "cbrt": jnp.cbrt,
     "stop_gradient": jax.lax.stop_gradient,
+    # the straight-through estimators: their forward is round / sign
+    "_contrib_round_ste": _round_half_away, "_contrib_sign_ste": jnp.sign,
 }  # fmt: skip
 # operators that do not: MXNet falls back to dense storage and returns a dense array
 DENSE_RESULT = {
