@@ -1,8 +1,9 @@
 """``mx.nd._internal``: MXNet's underscore-named operators, imperative.
 
 ``_crop_assign``/``_crop_assign_scalar`` (= ``_slice_assign``/``_slice_assign_scalar``)
-write a value into a ``begin``/``end`` box of ``lhs``; every other name is the table
-operator of that name (``_plus_scalar``...), as in MXNet.
+write a value into a ``begin``/``end`` box of ``lhs``; the copy, fill and ``_scatter_*``
+operators are in ``_internal_scatter.py``; every other name is the table operator of that
+name (``_plus_scalar``...), as in MXNet.
 """
 
 from __future__ import annotations
@@ -11,6 +12,14 @@ import sys
 
 from typing import Any
 
+from ._internal_scatter import (  # noqa: F401
+    _copyto,
+    _scatter_elemwise_div,
+    _scatter_minus_scalar,
+    _scatter_plus_scalar,
+    _scatter_set_nd,
+    _set_value,
+)
 from .ndarray import NDArray
 from .zipfian import sample_unique_zipfian
 

@@ -28,6 +28,7 @@ from ._attrs import (
     p_shape,
     p_str,
 )
+from ..base import FLAG_DTYPES
 from ._def import OpDef, fail, np_dtype, register
 from .elemwise import _arg_names, merge_shapes
 
@@ -490,6 +491,35 @@ for _name, _fill, _extra in (
             lower=_init_lower(_fill),
         )
     )
+
+
+def _flag_dtype(a):
+    """``_zeros_without_dtype``'s dtype: MXNet's type flag, -1 (unset) reading float32."""
+    if a.dtype == -1:
+        return np.dtype("float32")
+    if a.dtype not in FLAG_DTYPES:
+        fail(f"_zeros_without_dtype: dtype {a.dtype} is not an MXNet type flag")
+    return np_dtype(FLAG_DTYPES[a.dtype])
+
+
+def _zeros_flag_lower(a, ins, aux, ctx):
+    (out,) = _init_lower(lambda a: 0)(
+        type("A", (), {"shape": a.shape, "dtype": "float32"}), ins, aux, ctx
+    )
+    return [out.astype(_flag_dtype(a))]
+
+
+# Gluon's F.zeros(shape) without a dtype, in exported symbol files
+register(
+    OpDef(
+        name="_zeros_without_dtype",
+        params={"shape": Param(p_shape, ()), "ctx": Param(p_str, ""), "dtype": Param(p_int, -1)},
+        inputs=(),
+        infer_shape=lambda a, s: (s, [tuple(a.shape) if all(a.shape) else None]),
+        infer_type=lambda a, t: (t, [_flag_dtype(a)]),
+        lower=_zeros_flag_lower,
+    )
+)
 
 
 # --------------------------------------------------------- shape_array/size

@@ -34,7 +34,8 @@ _contrib_div_sqrt_dim _contrib_index_copy _contrib_quadratic _copy _div_scalar _
 _full _greater_equal_scalar _greater_scalar _lesser_equal_scalar _lesser_scalar
 _logical_and_scalar _logical_or_scalar _logical_xor_scalar _maximum_scalar _minimum_scalar
 _minus_scalar _mod_scalar _mul_scalar _not_equal_scalar _ones _plus_scalar _rminus_scalar
-_rmod_scalar _zeros abs arccosh arcsinh arctan argmax argmax_channel argmin broadcast_axes
+_rmod_scalar _zeros _zeros_without_dtype abs arccosh arcsinh arctan argmax argmax_channel
+argmin broadcast_axes
 broadcast_axis broadcast_like broadcast_to cast cbrt ceil clip cos crop degrees erf
 expand_dims fix flatten flip floor hard_sigmoid identity logical_not max max_axis min
 min_axis negative one_hot ones_like pad pick radians relu repeat reshape reshape_like
@@ -151,7 +152,8 @@ _greater_equal_scalar _greater_scalar _hypot _hypot_scalar _lesser_equal_scalar
 _lesser_scalar _linalg_gemm2 _logical_and_scalar _logical_or_scalar _logical_xor_scalar
 _maximum_scalar _minimum_scalar _minus_scalar _mod_scalar _mul_scalar _not_equal_scalar
 _ones _plus_scalar _power _power_scalar _rdiv_scalar _rminus_scalar _rmod_scalar
-_rpower_scalar _zeros arccos arccosh arcsin arcsinh arctan arctanh argmax argmax_channel
+_rpower_scalar _zeros _zeros_without_dtype arccos arccosh arcsin arcsinh arctan arctanh
+argmax argmax_channel
 argmin argsort broadcast_axes broadcast_axis broadcast_hypot broadcast_like broadcast_mul
 broadcast_power broadcast_to cast cbrt ceil cos cosh crop ctc_loss degrees erf erfinv exp
 expand_dims expm1 fix flatten flip floor gamma gammaln hard_sigmoid identity linalg_gemm2
