@@ -273,3 +273,34 @@ def test_fused_recurrent_layers_import_back(tmp_path, mode, bidirectional):
         exe.arg_dict[k][:] = v
     for g, want in zip(got, exe.forward(is_train=False)):
         np.testing.assert_allclose(g, want.asnumpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_attention_shaped_matmul_layer_norm_and_gelu(tmp_path):
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["attn"], axis=-1),
+        helper.make_node("MatMul", ["attn", "v"], ["ctx"]),
+        helper.make_node("LayerNormalization", ["ctx", "ln_g", "ln_b"], ["ln"], epsilon=1e-3),
+        helper.make_node("Gelu", ["ln"], ["out"]),
+    ]
+    shape = (2, 3, 4, 5)  # batch, heads, tokens, depth
+    inits = [init("ln_g", RNG.rand(5).astype("f")), init("ln_b", RNG.rand(5).astype("f"))]
+    path = node_model(tmp_path, nodes, [(n, shape) for n in "qkv"], ["out"], inits, opset=20)
+    check(path, {n: RNG.randn(*shape).astype("f") for n in "qkv"}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("coords", ["half_pixel", "align_corners", "pytorch_half_pixel"])
+def test_linear_resize(tmp_path, coords):
+    nodes = [
+        helper.make_node(
+            "Resize",
+            ["x", "", "scales"],
+            ["y"],
+            mode="linear",
+            coordinate_transformation_mode=coords,
+        )
+    ]
+    inits = [init("scales", np.array([1, 1, 2, 3], np.float32))]
+    path = node_model(tmp_path, nodes, [("x", (1, 2, 4, 5))], ["y"], inits, opset=13)
+    check(path, {"x": RNG.rand(1, 2, 4, 5).astype("f")})

@@ -112,7 +112,32 @@ def _matmul(ctx, name, attrs, inputs):
         return S.dot(ctx.arg(0), ctx.arg(1), name=name)
     if a_shape is not None and len(a_shape) == len(b_shape) == 3:
         return S.batch_dot(ctx.arg(0), ctx.arg(1), name=name)
+    if a_shape is not None and len(a_shape) == len(b_shape) and a_shape[:-2] == b_shape[:-2]:
+        # equal leading (batch, head...) axes: one batch_dot over them merged
+        lead, (m, k), n = a_shape[:-2], a_shape[-2:], b_shape[-1]
+        a3 = S.Reshape(ctx.arg(0), shape=(-1, m, k))
+        b3 = S.Reshape(ctx.arg(1), shape=(-1, k, n))
+        return S.Reshape(S.batch_dot(a3, b3), shape=(*lead, m, n), name=name)
     raise NotImplementedError(f"ONNX import: MatMul of shapes {a_shape} and {b_shape}")
+
+
+def _layer_norm(ctx, name, attrs, inputs):
+    axis = int(attrs.get("axis", -1))
+    if axis != -1 and axis != len(ctx.static_shape(inputs[0], "LayerNormalization")) - 1:
+        raise NotImplementedError("ONNX import: LayerNormalization over more than the last axis")
+    if len(inputs) < 3 or inputs[2] is None:
+        beta = np.zeros(ctx.static_shape(inputs[1], "LayerNormalization"), np.float32)
+        bias = ctx.sym(beta, f"{name}_beta")
+    else:
+        bias = ctx.arg(2)
+    eps = float(attrs.get("epsilon", 1e-5))
+    return S.LayerNorm(ctx.arg(0), ctx.arg(1), bias, axis=-1, eps=eps, name=name)
+
+
+def _gelu(ctx, name, attrs, inputs):
+    if attrs.get("approximate", "none") != "none":
+        raise NotImplementedError("ONNX import: Gelu with approximate='tanh'")
+    return S.LeakyReLU(ctx.arg(0), act_type="gelu", name=name)
 
 
 def _batch_norm(ctx, name, attrs, inputs):
@@ -229,23 +254,43 @@ def _pad(ctx, name, attrs, inputs):
     return S.pad(ctx.arg(0), mode=mode, pad_width=width, constant_value=value, name=name)
 
 
-def _upsample(ctx, name, attrs, inputs):
-    if attrs.get("mode", "nearest") != "nearest":
-        raise NotImplementedError(f"ONNX import: {attrs.get('mode')} resizing")
+def _resize_scales(ctx, attrs, inputs) -> list:
+    """Per-axis scales of Upsample (attribute or input) or Resize (scales or sizes input)."""
     scales = attrs.get("scales")
-    if scales is None:
-        known = [v for v in inputs[1:] if v is not None and np.size(v) > 0]
-        if not known or isinstance(known[-1], S.Symbol):
-            raise NotImplementedError("ONNX import: Resize by computed scales")
-        scales = np.asarray(known[-1], np.float64).ravel()
-        if known[-1].dtype == np.int64:  # sizes, not scales
-            shape = ctx.static_shape(inputs[0], "Resize to sizes")
-            scales = scales / np.asarray(shape, np.float64)
-    scales = [float(s) for s in scales]
-    if scales[:2] != [1.0, 1.0] or len(set(scales[2:])) != 1 or not scales[2].is_integer():
-        raise NotImplementedError(f"ONNX import: nearest resizing by {scales}")
-    return S.UpSampling(
-        ctx.arg(0), scale=int(scales[2]), sample_type="nearest", num_args=1, name=name
+    if scales is not None:
+        return [float(v) for v in scales]
+    known = [v for v in inputs[1:] if v is not None and np.size(v) > 0]
+    if not known or isinstance(known[-1], S.Symbol):
+        raise NotImplementedError("ONNX import: Resize by computed scales")
+    values = np.asarray(known[-1], np.float64).ravel()
+    if np.asarray(known[-1]).dtype == np.int64:  # sizes, not scales
+        values = values / np.asarray(ctx.static_shape(inputs[0], "Resize to sizes"), np.float64)
+    return [float(v) for v in values]
+
+
+def _upsample(ctx, name, attrs, inputs):
+    mode = attrs.get("mode", "nearest")
+    scales = _resize_scales(ctx, attrs, inputs)
+    if len(scales) != 4 or scales[:2] != [1.0, 1.0]:
+        raise NotImplementedError(f"ONNX import: resizing by {scales} (only H and W of 4-D data)")
+    if mode == "nearest":
+        if scales[2] != scales[3] or not scales[2].is_integer():
+            raise NotImplementedError(f"ONNX import: nearest resizing by {scales}")
+        x = ctx.arg(0)
+        return S.UpSampling(x, scale=int(scales[2]), sample_type="nearest", num_args=1, name=name)
+    if mode not in ("linear", "bilinear"):
+        raise NotImplementedError(f"ONNX import: {mode} resizing")
+    coords = attrs.get("coordinate_transformation_mode", "half_pixel")
+    if ctx.opset < 11:  # Upsample: asymmetric coordinates
+        coords = "asymmetric"
+    if coords not in ("half_pixel", "pytorch_half_pixel", "align_corners"):
+        raise NotImplementedError(f"ONNX import: linear resizing with {coords} coordinates")
+    _, _, h, w = ctx.static_shape(inputs[0], "linear Resize")
+    height, width = int(math.floor(h * scales[2])), int(math.floor(w * scales[3]))
+    if coords == "pytorch_half_pixel" and (height == 1 or width == 1):
+        raise NotImplementedError("ONNX import: pytorch_half_pixel resizing to one row/column")
+    return S.contrib.BilinearResize2D(
+        ctx.arg(0), height=height, width=width, align_corners=coords == "align_corners", name=name
     )
 
 
@@ -257,6 +302,8 @@ CONVERTERS = {
     "Gemm": _gemm,
     "MatMul": _matmul,
     "BatchNormalization": _batch_norm,
+    "LayerNormalization": _layer_norm,
+    "Gelu": _gelu,
     "InstanceNormalization": _instance_norm,
     "MaxPool": _pool("max"),
     "AveragePool": _pool("avg"),
