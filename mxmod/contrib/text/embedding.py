@@ -234,44 +234,39 @@ class _TokenEmbedding(Vocabulary):
         return path
 
 
+class _PretrainedEmbedding(_TokenEmbedding):
+    """A released embedding, read from ``embedding_root/<glove|fasttext>/<file>``."""
+
+    default_file = ""
+
+    def __init__(
+        self,
+        pretrained_file_name=None,
+        embedding_root=_default_root(),
+        init_unknown_vec=nd.zeros,
+        vocabulary=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        path = self._pretrained_file(embedding_root, pretrained_file_name or self.default_file)
+        self._load_embedding(path, " ", init_unknown_vec)
+        self._build_embedding_for_vocabulary(vocabulary)
+
+
 @register
-class GloVe(_TokenEmbedding):
-    """GloVe vectors (``glove.6B.50d.txt`` ...) from ``embedding_root/glove``."""
+class GloVe(_PretrainedEmbedding):
+    """GloVe vectors (``glove.6B.50d.txt`` ...; default ``glove.840B.300d.txt``)."""
 
     pretrained_file_names = _pretrained_files.GLOVE
-
-    def __init__(
-        self,
-        pretrained_file_name="glove.840B.300d.txt",
-        embedding_root=_default_root(),
-        init_unknown_vec=nd.zeros,
-        vocabulary=None,
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        path = GloVe._pretrained_file(embedding_root, pretrained_file_name)
-        self._load_embedding(path, " ", init_unknown_vec)
-        self._build_embedding_for_vocabulary(vocabulary)
+    default_file = "glove.840B.300d.txt"
 
 
 @register
-class FastText(_TokenEmbedding):
-    """fastText vectors (``wiki.simple.vec`` ...) from ``embedding_root/fasttext``."""
+class FastText(_PretrainedEmbedding):
+    """fastText vectors (``wiki.simple.vec`` ...; the default)."""
 
     pretrained_file_names = _pretrained_files.FASTTEXT
-
-    def __init__(
-        self,
-        pretrained_file_name="wiki.simple.vec",
-        embedding_root=_default_root(),
-        init_unknown_vec=nd.zeros,
-        vocabulary=None,
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        path = FastText._pretrained_file(embedding_root, pretrained_file_name)
-        self._load_embedding(path, " ", init_unknown_vec)
-        self._build_embedding_for_vocabulary(vocabulary)
+    default_file = "wiki.simple.vec"
 
 
 class CustomEmbedding(_TokenEmbedding):
