@@ -151,5 +151,19 @@ FOLDABLE = frozenset(_FOLDERS)
 
 
 def fold(op_type: str, attrs: dict, inputs: list, opset: int):
-    """The value of ``op_type`` on known ``inputs`` (one output)."""
-    return [np.asarray(_FOLDERS[op_type](attrs, inputs, opset))]
+    """The value of ``op_type`` on known ``inputs`` (one output). Shape values may hold a
+    model's symbolic dimensions (an object array): moving them around works, computing
+    with them raises NotImplementedError."""
+    symbolic = any(np.asarray(v).dtype == object for v in inputs if v is not None)
+    if symbolic and op_type == "Cast":
+        return [np.asarray(inputs[0])]
+    try:
+        out = np.asarray(_FOLDERS[op_type](attrs, inputs, opset))
+    except TypeError:
+        if symbolic:
+            raise NotImplementedError(
+                f"ONNX import: {op_type} computes with a dimension the model leaves symbolic; "
+                "give the model's inputs fixed dimensions"
+            ) from None
+        raise
+    return [out]

@@ -90,26 +90,46 @@ class ImportContext:
         return self._variables[name]
 
     def shape_of(self, value: Any) -> Optional[tuple]:
-        """The static shape of a Symbol (from the graph input shapes) or an array."""
+        """The shape of a Symbol as far as the graph input shapes fix it (None for a
+        dimension the model leaves symbolic), or of an array; None if even the rank is
+        unknown."""
         if not isinstance(value, sym_mod.Symbol):
             return tuple(np.shape(value))
-        known = {k: v for k, v in self.input_shapes.items() if None not in v}
-        known.update({k: v.shape for k, v in self.params.items()})
+        given = {k: tuple(d or 0 for d in v) for k, v in self.input_shapes.items()}
+        given.update({k: v.shape for k, v in self.params.items()})
         wanted = set(value.list_arguments())
         try:
-            _, out, _ = value.infer_shape_partial(**{k: v for k, v in known.items() if k in wanted})
+            _, out, _ = value.infer_shape_partial(**{k: v for k, v in given.items() if k in wanted})
         except MXNetError:
             return None
-        return tuple(out[0]) if out and out[0] and 0 not in out[0] else None
+        if not out or out[0] is None or len(out[0]) == 0:
+            return None
+        return tuple(d if d else None for d in out[0])
 
-    def static_shape(self, value: Any, what: str) -> tuple:
+    def static_shape(self, value: Any, what: str, known_from: int = 0) -> tuple:
+        """``shape_of(value)``, its dimensions from ``known_from`` on required known."""
         shape = self.shape_of(value)
-        if shape is None:
+        if shape is None or None in shape[known_from:]:
             raise NotImplementedError(
                 f"ONNX import: {what} needs the static shape of its input; give the model's "
                 "inputs fixed dimensions"
             )
         return shape
+
+    def rank(self, value: Any, what: str) -> int:
+        return len(self.static_shape(value, what, known_from=len(self.shape_of(value) or ())))
+
+
+class SymbolicDim:
+    """A dimension the model leaves symbolic (``Shape`` of a tensor at ``axis``), carried
+    through shape arithmetic until a ``Reshape`` copies it (MXNet's 0) or it is needed as a
+    number (NotImplementedError)."""
+
+    def __init__(self, axis: int):
+        self.axis = axis
+
+    def __repr__(self) -> str:
+        return f"SymbolicDim({self.axis})"
 
 
 def _dims(value_info):
@@ -147,9 +167,10 @@ def from_onnx(model) -> tuple:
         inputs = [ctx.values[i] if i else None for i in node.input]
         name = node.name.strip() or None
         known = all(not isinstance(v, sym_mod.Symbol) for v in inputs if v is not None)
-        if node.op_type in ("Shape", "Size") and isinstance(inputs[0], sym_mod.Symbol):
-            shape = ctx.static_shape(inputs[0], node.op_type)
-            outs = [np.asarray(shape if node.op_type == "Shape" else np.prod(shape), np.int64)]
+        if node.op_type == "Shape" and isinstance(inputs[0], sym_mod.Symbol):
+            outs = [_shape_value(ctx, inputs[0], attrs)]
+        elif node.op_type == "Size" and isinstance(inputs[0], sym_mod.Symbol):
+            outs = [np.asarray(np.prod(ctx.static_shape(inputs[0], "Size")), np.int64)]
         elif node.op_type in FOLDABLE and (known or node.op_type == "Constant"):
             outs = fold(node.op_type, attrs, inputs, ctx.opset)
         elif node.op_type in CONVERTERS:
@@ -172,6 +193,19 @@ def from_onnx(model) -> tuple:
     arg_params = {k: nd.array(v, dtype=v.dtype) for k, v in ctx.params.items() if k in args}
     aux_params = {k: nd.array(v, dtype=v.dtype) for k, v in ctx.params.items() if k in aux}
     return net, arg_params, aux_params
+
+
+def _shape_value(ctx, value, attrs) -> np.ndarray:
+    """``Shape`` of a Symbol: int64 where the input shapes fix it, ``SymbolicDim`` where
+    the model leaves a dimension open (an object array then); ``start``/``end`` (opset 15)."""
+    shape = ctx.shape_of(value)
+    if shape is None:
+        raise NotImplementedError("ONNX import: Shape of a tensor of unknown rank")
+    dims = [SymbolicDim(i) if d is None else d for i, d in enumerate(shape)]
+    dims = dims[attrs.get("start", 0) : attrs.get("end", len(dims))]
+    if any(isinstance(d, SymbolicDim) for d in dims):
+        return np.array(dims, dtype=object)
+    return np.asarray(dims, np.int64)
 
 
 def import_model(model_file) -> tuple:

@@ -19,7 +19,7 @@ def _spatial_pads(ctx, attrs, inputs, kernel, strides, dilations, what):
     n = len(kernel)
     auto = attrs.get("auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "SAME_LOWER"):
-        shape = ctx.static_shape(inputs[0], f"{what} with auto_pad={auto}")[2:]
+        shape = ctx.static_shape(inputs[0], f"{what} with auto_pad={auto}", known_from=2)[2:]
         begin, end = [], []
         for size, k, s, d in zip(shape, kernel, strides, dilations):
             total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
@@ -107,7 +107,7 @@ def _gemm(ctx, name, attrs, inputs):
 
 def _matmul(ctx, name, attrs, inputs):
     a_shape = ctx.shape_of(inputs[0])
-    b_shape = ctx.static_shape(inputs[1], "MatMul")
+    b_shape = ctx.static_shape(inputs[1], "MatMul", known_from=ctx.rank(inputs[1], "MatMul") - 2)
     if len(b_shape) == 2:
         return S.dot(ctx.arg(0), ctx.arg(1), name=name)
     if a_shape is not None and len(a_shape) == len(b_shape) == 3:
@@ -115,6 +115,8 @@ def _matmul(ctx, name, attrs, inputs):
     if a_shape is not None and len(a_shape) == len(b_shape) and a_shape[:-2] == b_shape[:-2]:
         # equal leading (batch, head...) axes: one batch_dot over them merged
         lead, (m, k), n = a_shape[:-2], a_shape[-2:], b_shape[-1]
+        if list(lead).count(None) == 1:  # a symbolic batch: inferred back by Reshape's -1
+            lead = tuple(-1 if d is None else d for d in lead)
         a3 = S.Reshape(ctx.arg(0), shape=(-1, m, k))
         b3 = S.Reshape(ctx.arg(1), shape=(-1, k, n))
         return S.Reshape(S.batch_dot(a3, b3), shape=(*lead, m, n), name=name)
@@ -123,7 +125,8 @@ def _matmul(ctx, name, attrs, inputs):
 
 def _layer_norm(ctx, name, attrs, inputs):
     axis = int(attrs.get("axis", -1))
-    if axis != -1 and axis != len(ctx.static_shape(inputs[0], "LayerNormalization")) - 1:
+    rank = ctx.rank(inputs[0], "LayerNormalization")
+    if axis != -1 and axis != rank - 1:
         raise NotImplementedError("ONNX import: LayerNormalization over more than the last axis")
     if len(inputs) < 3 or inputs[2] is None:
         beta = np.zeros(ctx.static_shape(inputs[1], "LayerNormalization"), np.float32)
@@ -285,7 +288,7 @@ def _upsample(ctx, name, attrs, inputs):
         coords = "asymmetric"
     if coords not in ("half_pixel", "pytorch_half_pixel", "align_corners"):
         raise NotImplementedError(f"ONNX import: linear resizing with {coords} coordinates")
-    _, _, h, w = ctx.static_shape(inputs[0], "linear Resize")
+    _, _, h, w = ctx.static_shape(inputs[0], "linear Resize", known_from=2)
     height, width = int(math.floor(h * scales[2])), int(math.floor(w * scales[3]))
     if coords == "pytorch_half_pixel" and (height == 1 or width == 1):
         raise NotImplementedError("ONNX import: pytorch_half_pixel resizing to one row/column")

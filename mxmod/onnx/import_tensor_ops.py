@@ -115,10 +115,20 @@ def _reshape(ctx, name, attrs, inputs):
     target = attrs["shape"] if ctx.opset < 5 else inputs[1]
     if isinstance(target, S.Symbol):
         raise NotImplementedError("ONNX import: Reshape to a shape computed from the data")
-    target = [int(t) for t in np.asarray(target).ravel()]
+    target = list(np.asarray(target).ravel())
     if attrs.get("allowzero", 0) and 0 in target:
         raise NotImplementedError("ONNX import: Reshape with allowzero=1 and a 0 dimension")
-    return S.Reshape(ctx.arg(0), shape=tuple(target), name=name)
+    shape = ctx.shape_of(inputs[0])
+    for i, t in enumerate(target):
+        if not isinstance(t, (int, np.integer)):  # a symbolic dimension
+            # the input's own open dimension at the same place: MXNet's 0 copies it
+            if shape is None or i >= len(shape) or shape[i] is not None or t.axis != i:
+                raise NotImplementedError(
+                    "ONNX import: Reshape to a dimension the model leaves symbolic; give the "
+                    "model's inputs fixed dimensions"
+                )
+            target[i] = 0
+    return S.Reshape(ctx.arg(0), shape=tuple(int(t) for t in target), name=name)
 
 
 def _flatten(ctx, name, attrs, inputs):
