@@ -343,3 +343,33 @@ def test_a_symbolic_batch_dimension_survives_flatten_arithmetic(tmp_path):
     )
     with pytest.raises(NotImplementedError, match="leaves symbolic"):
         mx.contrib.onnx.import_model(path)
+
+
+def test_mobile_activations_depth_to_space_topk_and_norm_reductions(tmp_path):
+    nodes = [
+        helper.make_node("HardSwish", ["x"], ["hsw"]),
+        helper.make_node("Mish", ["hsw"], ["mish"]),
+        helper.make_node("DepthToSpace", ["mish"], ["d2s"], blocksize=2),
+        helper.make_node("SpaceToDepth", ["d2s"], ["s2d"], blocksize=2),
+        helper.make_node("ReduceL2", ["s2d", "axes"], ["l2"], keepdims=0),
+        helper.make_node("ReduceSumSquare", ["s2d", "axes"], ["ss"], keepdims=1),
+        helper.make_node("TopK", ["l2", "k"], ["vals", "idx"], axis=-1, largest=1),
+        helper.make_node("Sub", ["ss", "four"], ["shifted"]),
+        helper.make_node("Mod", ["shifted", "three"], ["mod"], fmod=1),
+    ]
+    inits = [
+        init("axes", np.array([1], np.int64)),
+        init("k", np.array([2], np.int64)),
+        init("three", np.float32(3.0)),
+        init("four", np.float32(4.0)),
+    ]
+    path = node_model(
+        tmp_path, nodes, [("x", (2, 4, 3, 3))], ["vals", "idx", "mod"], inits, opset=18,
+        out_types={"idx": TensorProto.INT64},
+    )  # fmt: skip
+    x = RNG.randn(2, 4, 3, 3).astype("f")
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = run_imported(path, {"x": x})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-5, atol=1e-5)

@@ -227,6 +227,36 @@ def _hard_sigmoid(ctx, name, attrs, inputs):
     return S.hard_sigmoid(ctx.arg(0), alpha=alpha, beta=beta, name=name)
 
 
+def _hard_swish(ctx, name, attrs, inputs):
+    x = ctx.arg(0)
+    return S.broadcast_mul(x, S.hard_sigmoid(x, alpha=1.0 / 6, beta=0.5), name=name)
+
+
+def _mish(ctx, name, attrs, inputs):
+    x = ctx.arg(0)
+    return S.broadcast_mul(x, S.tanh(S.Activation(x, act_type="softrelu")), name=name)
+
+
+def _depth_space(fn_name):
+    def convert(ctx, name, attrs, inputs):
+        if attrs.get("mode", "DCR") != "DCR":
+            raise NotImplementedError(f"ONNX import: {fn_name} with mode={attrs['mode']}")
+        return getattr(S, fn_name)(ctx.arg(0), block_size=int(attrs["blocksize"]), name=name)
+
+    return convert
+
+
+def _topk(ctx, name, attrs, inputs):
+    k = attrs.get("k") if ctx.opset < 10 else _scalar(inputs[1])
+    if k is None:
+        raise NotImplementedError("ONNX import: TopK with a computed k")
+    out = S.topk(
+        ctx.arg(0), axis=int(attrs.get("axis", -1)), k=int(k), ret_typ="both",
+        is_ascend=not attrs.get("largest", 1), dtype="int32", name=name,
+    )  # fmt: skip
+    return [out[0], out[1]]
+
+
 def _dropout(ctx, name, attrs, inputs):
     ratio = attrs.get("ratio", 0.5)
     if ctx.opset >= 12 and len(inputs) > 1 and inputs[1] is not None:
@@ -324,6 +354,11 @@ CONVERTERS = {
     "Selu": _leaky("selu"),
     "PRelu": _prelu,
     "HardSigmoid": _hard_sigmoid,
+    "HardSwish": _hard_swish,
+    "Mish": _mish,
+    "DepthToSpace": _depth_space("depth_to_space"),
+    "SpaceToDepth": _depth_space("space_to_depth"),
+    "TopK": _topk,
     "Dropout": _dropout,
     "LRN": _lrn,
     "Pad": _pad,

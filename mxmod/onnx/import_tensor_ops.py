@@ -17,7 +17,7 @@ FLOAT_MAX = float(np.finfo(np.float32).max)
 
 def _rank(ctx, value):
     shape = ctx.shape_of(value)
-    return None if shape is None else len(shape)
+    return None if shape is None else max(1, len(shape))  # a 0-d value enters as (1,)
 
 
 def _scalar(value):
@@ -98,6 +98,28 @@ def _reduce(fn_name, axes_input_since):
         return getattr(S, fn_name)(ctx.arg(0), name=name, **kwargs)
 
     return convert
+
+
+def _norm_reduce(kind, axes_input_since):
+    def convert(ctx, name, attrs, inputs):
+        axes = axes_of(attrs, inputs, 1, ctx.opset, axes_input_since)
+        keep = bool(attrs.get("keepdims", 1))
+        axis = {"axis": tuple(axes)} if axes else {}
+        x = ctx.arg(0)
+        if kind == "sum_square":
+            return S.sum(S.square(x), keepdims=keep, name=name, **axis)
+        return S.norm(x, ord=1 if kind == "l1" else 2, keepdims=keep, name=name, **axis)
+
+    return convert
+
+
+def _mod(ctx, name, attrs, inputs):
+    lhs, rhs = _aligned(ctx, inputs[0], inputs[1])
+    if not attrs.get("fmod", 0):  # the divisor's sign, as MXNet's mod
+        return S.broadcast_mod(lhs, rhs, name=name)
+    # C's fmod: the dividend's sign
+    whole = S.trunc(S.broadcast_div(lhs, rhs))
+    return S.broadcast_sub(lhs, S.broadcast_mul(whole, rhs), name=name)
 
 
 def _clip(ctx, name, attrs, inputs):
@@ -276,6 +298,10 @@ TENSOR_CONVERTERS = {
     "ReduceMax": _reduce("max", 18),
     "ReduceMin": _reduce("min", 18),
     "ReduceProd": _reduce("prod", 18),
+    "ReduceL1": _norm_reduce("l1", 18),
+    "ReduceL2": _norm_reduce("l2", 18),
+    "ReduceSumSquare": _norm_reduce("sum_square", 18),
+    "Mod": _mod,
     "ArgMax": _argmax("argmax"),
     "ArgMin": _argmax("argmin"),
     "Clip": _clip,
