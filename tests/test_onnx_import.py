@@ -373,3 +373,29 @@ def test_mobile_activations_depth_to_space_topk_and_norm_reductions(tmp_path):
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_allclose(got[2], want[2], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("model", ["mobilenetv2_0.25", "squeezenet1.1", "resnet18_v2"])
+def test_model_zoo_families_round_trip(tmp_path, model):
+    import gzip
+    import os
+
+    here = os.path.join(os.path.dirname(__file__), "fixtures", "onnx_zoo")
+    with gzip.open(os.path.join(here, f"{model}-symbol.json.gz")) as f:
+        net = mx.sym.load_json(f.read().decode())
+    shape = (2, 3, 224, 224) if model.startswith("squeezenet") else (2, 3, 64, 64)  # its 13x13 pool
+    mod = mx.mod.Module(net, label_names=None)
+    mod.bind([("data", shape)], for_training=False)
+    mod.init_params(mx.init.Xavier())
+    arg, aux = mod.get_params()
+    aux = {
+        k: mx.nd.array(
+            RNG.uniform(0.5, 1.5, v.shape) if "var" in k else RNG.uniform(-0.1, 0.1, v.shape)
+        )
+        for k, v in aux.items()
+    }
+    path = str(tmp_path / f"{model}.onnx")
+    mx.onnx.export_model(net, {**arg, **aux}, [shape], np.float32, path)
+    x = RNG.rand(*shape).astype("f")
+    (got,) = check(path, {"data": x}, rtol=1e-4, atol=1e-5)
+    assert np.abs(got).max() > 0
