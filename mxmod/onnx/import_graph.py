@@ -53,6 +53,7 @@ class ImportContext:
         self.node_inputs: list = []  # the node being translated: its input names,
         self.node_values: list = []  # their values,
         self.node_outputs: list = []  # and its output names
+        self._shapes: dict = {}  # id(Symbol) -> (Symbol, shape_of's answer)
         for tensor in graph.initializer:
             if not tensor.name.strip():
                 raise MXNetError("ONNX import: an initializer has no name")
@@ -79,12 +80,16 @@ class ImportContext:
         the params), as MXNet's importer makes every initializer a variable."""
         if isinstance(value, sym_mod.Symbol):
             return value
+        arr = np.asarray(value)
+        if arr.dtype == np.float64:
+            arr = arr.astype(np.float32)
+        if arr.ndim == 0:  # MXNet shapes have no 0-d arrays: one element
+            arr = arr.reshape(1)
+        base, k = name, 0
+        while name in self.params and self.params[name].shape != arr.shape:
+            k += 1  # the same initializer read in another shape (PRelu's slope...)
+            name = f"{base}_{k}"
         if name not in self._variables:
-            arr = np.asarray(value)
-            if arr.dtype == np.float64:
-                arr = arr.astype(np.float32)
-            if arr.ndim == 0:  # MXNet shapes have no 0-d arrays: one element
-                arr = arr.reshape(1)
             self.params[name] = arr
             self._variables[name] = sym_mod.Variable(name, shape=arr.shape, dtype=arr.dtype)
         return self._variables[name]
@@ -95,6 +100,14 @@ class ImportContext:
         unknown."""
         if not isinstance(value, sym_mod.Symbol):
             return tuple(np.shape(value))
+        cached = self._shapes.get(id(value))
+        if cached is not None and cached[0] is value:
+            return cached[1]
+        shape = self._infer_shape(value)
+        self._shapes[id(value)] = (value, shape)  # the Symbol kept: its id stays its own
+        return shape
+
+    def _infer_shape(self, value: "sym_mod.Symbol") -> Optional[tuple]:
         given = {k: tuple(d or 0 for d in v) for k, v in self.input_shapes.items()}
         given.update({k: v.shape for k, v in self.params.items()})
         wanted = set(value.list_arguments())
