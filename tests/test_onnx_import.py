@@ -399,3 +399,22 @@ def test_model_zoo_families_round_trip(tmp_path, model):
     x = RNG.rand(*shape).astype("f")
     (got,) = check(path, {"data": x}, rtol=1e-4, atol=1e-5)
     assert np.abs(got).max() > 0
+
+
+def test_causal_mask_folds_and_where_broadcasts(tmp_path):
+    # a decoder's mask: Trilu of a constant folds at import; Where broadcasts it over batch
+    nodes = [
+        helper.make_node(
+            "ConstantOfShape",
+            ["mask_shape"],
+            ["ones"],
+            value=numpy_helper.from_array(np.ones(1, np.float32)),
+        ),
+        helper.make_node("Trilu", ["ones"], ["lower"], upper=0),
+        helper.make_node("Cast", ["lower"], ["keep"], to=TensorProto.BOOL),
+        helper.make_node("Where", ["keep", "scores", "neg"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["out"], axis=-1),
+    ]
+    inits = [init("mask_shape", np.array([4, 4], np.int64)), init("neg", np.float32(-1e4))]
+    path = node_model(tmp_path, nodes, [("scores", (2, 3, 4, 4))], ["out"], inits, opset=14)
+    check(path, {"scores": RNG.randn(2, 3, 4, 4).astype("f")})

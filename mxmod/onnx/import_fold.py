@@ -94,6 +94,11 @@ def _constant_of_shape(attrs, inputs, opset):
     return np.full(tuple(int(d) for d in np.asarray(inputs[0]).ravel()), value[0], value.dtype)
 
 
+def _trilu(attrs, inputs, opset):
+    k = int(np.asarray(inputs[1]).item()) if len(inputs) > 1 and inputs[1] is not None else 0
+    return (np.triu if attrs.get("upper", 1) else np.tril)(inputs[0], k)
+
+
 def _binary(fn):
     return lambda attrs, inputs, opset: fn(np.asarray(inputs[0]), np.asarray(inputs[1]))
 
@@ -131,6 +136,7 @@ _FOLDERS = {
         * np.ones(tuple(int(d) for d in np.asarray(inputs[1]).ravel()), np.asarray(inputs[0]).dtype)
     ),
     "Tile": lambda attrs, inputs, opset: np.tile(inputs[0], np.asarray(inputs[1]).ravel()),
+    "Trilu": _trilu,
     "Add": _binary(np.add),
     "Sub": _binary(np.subtract),
     "Mul": _binary(np.multiply),

@@ -259,8 +259,17 @@ def _expand(ctx, name, attrs, inputs):
 
 
 def _where(ctx, name, attrs, inputs):
-    cond, x, y = (ctx.arg_value(v, i) for i, v in enumerate(inputs))
-    return S.where(cond, x, y, name=name)
+    """MXNet's ``where`` takes equal shapes: the three are broadcast to ONNX's common shape."""
+    shapes = [ctx.shape_of(v) for v in inputs]
+    parts = [ctx.arg_value(v, i) for i, v in enumerate(inputs)]
+    if all(s is not None and None not in s for s in shapes) and len(set(shapes)) > 1:
+        common = np.broadcast_shapes(*shapes)
+        for i, shape in enumerate(shapes):
+            for _ in range(len(common) - max(1, len(shape))):
+                parts[i] = S.expand_dims(parts[i], axis=0)
+            if tuple(shape) != tuple(common):
+                parts[i] = S.broadcast_to(parts[i], shape=common)
+    return S.where(*parts, name=name)
 
 
 def _argmax(fn):
