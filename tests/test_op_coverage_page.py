@@ -72,7 +72,8 @@ def test_out_of_scope_answers_say_why(answers):
     assert answers["_while_loop"] == "yes"
     assert answers["_foreach"] == "yes"
     assert answers["Correlation"] == "yes"
-    assert "sparse" in answers["_contrib_edge_id"]
+    assert answers["_contrib_edge_id"] == "yes (`mx.nd` only)"
+    assert "sparse" in answers["_contrib_dgl_graph_compact"]
     assert answers["_contrib_getnnz"] == "yes (`mx.nd` only)"
     assert answers["_image_to_tensor"] == "yes"
     assert "Gluon" in answers["_CachedOp"]
