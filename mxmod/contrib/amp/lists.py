@@ -87,7 +87,7 @@ broadcast_hypot broadcast_power cosh ctc_loss erfinv exp expm1 gamma gammaln lin
 log log10 log1p log2 log_softmax make_loss mean nanprod nansum norm prod rcbrt reciprocal
 rsqrt sinh smooth_l1 softmax softmax_cross_entropy softmin square sum sum_axis tan topk
 """) | _names("""
-GroupNorm _square_sum khatri_rao moments
+GroupNorm _square_sum khatri_rao moments _contrib_hawkesll
 """)
 
 _FP16_WIDEST = _names("""
@@ -164,7 +164,8 @@ slice slice_axis slice_like smooth_l1 softmax softmax_cross_entropy softmin soft
 split squeeze stop_gradient sum sum_axis swapaxes take tan tile topk transpose trunc
 zeros_like
 """) | _names("""
-GroupNorm _arange _contrib_SparseEmbedding _contrib_gradientmultiplier _contrib_index_array
+GroupNorm _arange _contrib_SparseEmbedding _contrib_hawkesll _contrib_gradientmultiplier
+_contrib_index_array
 _eye _identity_with_attr_like_rhs _linspace _random_exponential _random_exponential_like
 _random_gamma _random_gamma_like _random_generalized_negative_binomial
 _random_generalized_negative_binomial_like _random_negative_binomial
