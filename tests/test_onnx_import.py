@@ -418,3 +418,15 @@ def test_causal_mask_folds_and_where_broadcasts(tmp_path):
     inits = [init("mask_shape", np.array([4, 4], np.int64)), init("neg", np.float32(-1e4))]
     path = node_model(tmp_path, nodes, [("scores", (2, 3, 4, 4))], ["out"], inits, opset=14)
     check(path, {"scores": RNG.randn(2, 3, 4, 4).astype("f")})
+
+
+def test_variadic_sum_keeps_each_constant_and_empty_axes_reductions(tmp_path):
+    nodes = [
+        helper.make_node("Sum", ["x", "c1", "c2"], ["s"]),
+        helper.make_node("Max", ["s", "c2", "c1"], ["m"]),
+        helper.make_node("ReduceSum", ["m"], ["same"], keepdims=1, noop_with_empty_axes=1),
+        helper.make_node("ReduceMean", ["same"], ["all"], keepdims=1),
+    ]
+    inits = [init("c1", RNG.rand(3).astype("f")), init("c2", RNG.rand(3).astype("f") + 1)]
+    path = node_model(tmp_path, nodes, [("x", (2, 3))], ["same", "all"], inits)
+    check(path, {"x": RNG.rand(2, 3).astype("f")})

@@ -28,9 +28,10 @@ def _scalar(value):
     return float(arr.reshape(())) if arr.size == 1 and arr.ndim <= 1 else None
 
 
-def _aligned(ctx, a, b):
+def _aligned(ctx, a, b, ia=0, ib=1):
+    """``a`` and ``b`` (inputs ``ia``, ``ib``) as Symbols of equal rank."""
     ra, rb = _rank(ctx, a), _rank(ctx, b)
-    a, b = ctx.arg_value(a, 0), ctx.arg_value(b, 1)
+    a, b = ctx.arg_value(a, ia), ctx.arg_value(b, ib)
     if ra is not None and rb is not None:
         for _ in range(rb - ra):
             a = S.expand_dims(a, axis=0)
@@ -73,7 +74,7 @@ def _variadic(op_name):
     def convert(ctx, name, attrs, inputs):
         out = ctx.arg_value(inputs[0], 0)
         for i, value in enumerate(inputs[1:], 1):
-            out, rhs = _aligned(ctx, out, value)
+            out, rhs = _aligned(ctx, out, value, 0, i)
             out = getattr(S, op_name)(out, rhs)
         return out
 
@@ -91,6 +92,8 @@ def _unary(fn_name, **fixed):
 def _reduce(fn_name, axes_input_since):
     def convert(ctx, name, attrs, inputs):
         axes = axes_of(attrs, inputs, 1, ctx.opset, axes_input_since)
+        if not axes and attrs.get("noop_with_empty_axes", 0):
+            return S.identity(ctx.arg(0), name=name)
         keep = bool(attrs.get("keepdims", 1))
         kwargs = {"keepdims": keep}
         if axes:
