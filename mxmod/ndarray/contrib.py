@@ -17,6 +17,7 @@ from ..registry import prefixed_module
 from .control_flow import cond, foreach, while_loop  # noqa: F401
 from .zipfian import rand_zipfian  # noqa: F401
 from .contrib_lamb import multi_lamb_update, multi_mp_lamb_update  # noqa: F401
+from .calibrate import calibrate_entropy  # noqa: F401
 from .dgl_graph import dgl_adjacency, dgl_subgraph, edge_id  # noqa: F401
 from .nnz import getnnz  # noqa: F401
 from .update_ops import group_adagrad_update  # noqa: F401
