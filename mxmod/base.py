@@ -204,3 +204,13 @@ DTYPE_FLAGS = {
     "bfloat16": 12,
 }
 FLAG_DTYPES = {v: k for k, v in DTYPE_FLAGS.items()}
+
+
+def require_cv2(what: str):
+    """OpenCV (MXNet decodes and resizes images with its bundled copy; an optional
+    dependency here), or an ImportError saying that ``what`` needs it and how to get it."""
+    try:
+        import cv2
+    except ImportError:
+        raise ImportError(f"{what} needs OpenCV: pip install opencv-python-headless") from None
+    return cv2

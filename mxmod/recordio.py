@@ -19,7 +19,7 @@ from multiprocessing import current_process
 
 import numpy as np
 
-from .base import MXNetError, MXNetFileError
+from .base import MXNetError, MXNetFileError, require_cv2
 
 __all__ = [
     "MXRecordIO",
@@ -428,11 +428,7 @@ def unpack(s):
 
 
 def _cv2():
-    try:
-        import cv2
-    except ImportError:
-        raise ImportError("image records need OpenCV: pip install opencv-python-headless") from None
-    return cv2
+    return require_cv2("mx.recordio.pack_img/unpack_img")
 
 
 def unpack_img(s, iscolor=-1):

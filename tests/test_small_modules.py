@@ -62,3 +62,15 @@ def test_library_load_says_what_works():
 def test_rtc_says_what_to_write_instead():
     with pytest.raises(NotImplementedError, match="mx.rtc.CudaModule: mxmod compiles through XLA"):
         mx.rtc.CudaModule("extern \"C\" __global__ void axpy() {}")
+
+
+def test_a_missing_opencv_is_named_with_its_install_command(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cv2", None)  # as if opencv were not installed
+    with pytest.raises(ImportError, match="mx.nd.image.resize needs OpenCV: pip install opencv"):
+        mx.nd.image.resize(mx.nd.ones((4, 4, 3)), size=2)
+    with pytest.raises(ImportError, match="mx.image needs OpenCV"):
+        mx.image.imresize(mx.nd.ones((4, 4, 3)), 2, 2)
+    with pytest.raises(ImportError, match="mx.recordio.pack_img/unpack_img needs OpenCV"):
+        mx.recordio.unpack_img(mx.recordio.pack(mx.recordio.IRHeader(0, 1.0, 0, 0), b"x"))

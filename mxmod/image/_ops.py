@@ -15,7 +15,7 @@ from numbers import Number
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, require_cv2
 from ..ndarray import NDArray
 from ..ndarray import array as _nd_array
 
@@ -36,11 +36,7 @@ __all__ = [
 
 def cv2():
     """The OpenCV module (MXNet's decoder family); a clear error when it is missing."""
-    try:
-        import cv2 as _cv2
-    except ImportError:
-        raise ImportError("mx.image needs OpenCV: pip install opencv-python-headless") from None
-    return _cv2
+    return require_cv2("mx.image")
 
 
 def as_numpy(src):

@@ -25,18 +25,9 @@ import numpy as np
 from .. import ndarray as nd
 from .. import symbol as sym_mod
 from ..base import MXNetError
+from .export import require_onnx
 from .import_fold import FOLDABLE, fold
 from .import_ops import CONVERTERS
-
-
-def _onnx():
-    try:
-        import onnx
-    except ImportError:
-        raise ImportError(
-            "importing ONNX models needs the onnx package: pip install 'mxmod[onnx]'"
-        ) from None
-    return onnx
 
 
 class ImportContext:
@@ -172,7 +163,7 @@ def _opset(onnx, model) -> int:
 
 def from_onnx(model) -> tuple:
     """``(symbol, arg_params, aux_params)`` of a loaded ``onnx.ModelProto``."""
-    onnx = _onnx()
+    onnx = require_onnx()
     graph = model.graph
     ctx = ImportContext(onnx, graph, _opset(onnx, model))
     for node in graph.node:
@@ -224,7 +215,7 @@ def _shape_value(ctx, value, attrs) -> np.ndarray:
 def import_model(model_file) -> tuple:
     """``(sym, arg_params, aux_params)`` of the ONNX model at ``model_file``, ready for
     ``Module.bind`` + ``set_params`` (data names: the model's non-initializer inputs)."""
-    onnx = _onnx()
+    onnx = require_onnx()
     return from_onnx(onnx.load(model_file))
 
 
@@ -232,7 +223,7 @@ def get_model_metadata(model_file) -> dict:
     """The model's data inputs (name, shape, ONNX element type) and outputs (name, shape),
     as MXNet's ``get_model_metadata``: ``{'input_tensor_data': [...],
     'output_tensor_data': [...]}``; a symbolic dimension reads 0."""
-    graph = _onnx().load(model_file).graph
+    graph = require_onnx().load(model_file).graph
     params = {t.name for t in graph.initializer}
     inputs = [
         (i.name, tuple(d.dim_value for d in _dims(i)), i.type.tensor_type.elem_type)

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import image_color as color
+from ..base import require_cv2
 from ._attrs import REQUIRED, Param, p_bool, p_float, p_float_tuple, p_int, p_shape
 from ._def import OpDef, fail, register
 
@@ -211,17 +212,6 @@ def _resize_shape(a, s):
 _RESIZE_DTYPES = ("uint8", "int32", "float32", "float64")
 
 
-def _cv2():
-    """OpenCV (MXNet resizes with its bundled copy; an optional dependency here)."""
-    try:
-        import cv2
-    except ImportError:
-        raise ImportError(
-            "mx.nd.image.resize needs OpenCV: pip install opencv-python-headless"
-        ) from None
-    return cv2
-
-
 def _resize(a, ins, aux, ctx):
     x = ins[0]
     if str(x.dtype) not in _RESIZE_DTYPES:
@@ -233,7 +223,7 @@ def _resize(a, ins, aux, ctx):
     out = jax.ShapeDtypeStruct((*x.shape[:-3], h, w, x.shape[-1]), x.dtype)
     interp = a.interp
 
-    cv2 = _cv2()
+    cv2 = require_cv2("mx.nd.image.resize")
 
     def host(img):
         img = np.asarray(img)
