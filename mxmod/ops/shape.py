@@ -455,7 +455,7 @@ register(
 
 
 # ----------------------------------------------------------- zero-input inits
-def _init_lower(fill):
+def _init_lower(fill, dtype_of=lambda a: np_dtype(a.dtype)):
     def lower(a, ins, aux, ctx):
         shape = tuple(a.shape)
         if not all(shape):
@@ -466,7 +466,7 @@ def _init_lower(fill):
                     f"inference did not resolve; give the full shape"
                 )
             shape = tuple(known[0])
-        return [jnp.full(shape, fill(a), np_dtype(a.dtype))]
+        return [jnp.full(shape, fill(a), dtype_of(a))]
 
     return lower
 
@@ -502,13 +502,6 @@ def _flag_dtype(a):
     return np_dtype(FLAG_DTYPES[a.dtype])
 
 
-def _zeros_flag_lower(a, ins, aux, ctx):
-    (out,) = _init_lower(lambda a: 0)(
-        type("A", (), {"shape": a.shape, "dtype": "float32"}), ins, aux, ctx
-    )
-    return [out.astype(_flag_dtype(a))]
-
-
 # Gluon's F.zeros(shape) without a dtype, in exported symbol files
 register(
     OpDef(
@@ -517,7 +510,7 @@ register(
         inputs=(),
         infer_shape=lambda a, s: (s, [tuple(a.shape) if all(a.shape) else None]),
         infer_type=lambda a, t: (t, [_flag_dtype(a)]),
-        lower=_zeros_flag_lower,
+        lower=_init_lower(lambda a: 0, _flag_dtype),
     )
 )
 
