@@ -71,9 +71,9 @@ def _squeeze(attrs, inputs, opset):
 
 
 def _unsqueeze(attrs, inputs, opset):
-    out = inputs[0]
-    rank = np.ndim(out) + len(axes_of(attrs, inputs, 1, opset, 13))
-    for a in sorted(a % rank for a in axes_of(attrs, inputs, 1, opset, 13)):
+    out, axes = inputs[0], axes_of(attrs, inputs, 1, opset, 13)
+    rank = np.ndim(out) + len(axes)
+    for a in sorted(a % rank for a in axes):
         out = np.expand_dims(out, a)
     return out
 
