@@ -20,7 +20,9 @@ user set in ``XLA_FLAGS``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
+import threading
 from typing import Optional
 
 import jax
@@ -35,19 +37,46 @@ CPU_OPTIONS = {
 }
 
 _accepted: Optional[dict] = None
+_probe: Optional[concurrent.futures.Future] = None
+_probe_lock = threading.Lock()
 
 
 def compiler_options() -> dict:
     """The options mxmod compiles with, those this XLA accepts."""
     global _accepted
     if _accepted is None:
+        _accepted = start_probe().result()
+    return dict(_accepted)
+
+
+def reset() -> None:
+    """Find the options again at the next compile (tests that change the environment)."""
+    global _accepted, _probe
+    with _probe_lock:
+        _accepted, _probe = None, None
+
+
+def start_probe() -> concurrent.futures.Future:
+    """Start finding the options this XLA accepts (a background thread: its probe compile
+    runs while a Module binds and initialises); ``compiler_options`` waits for it."""
+    global _probe
+    with _probe_lock:
+        if _probe is None:
+            _probe = concurrent.futures.Future()
+            threading.Thread(target=_run_probe, args=(_probe,), daemon=True).start()
+        return _probe
+
+
+def _run_probe(future: concurrent.futures.Future) -> None:
+    try:
         keep_defaults = os.environ.get("MXMOD_XLA_DEFAULTS", "") not in ("", "0")
         keep_defaults = keep_defaults or jax.default_backend() != "cpu"
         flags = os.environ.get("XLA_FLAGS", "")
         # an option the user set in XLA_FLAGS is theirs (compile options would override it)
         wanted = {k: v for k, v in CPU_OPTIONS.items() if f"--{k}=" not in flags}
-        _accepted = {} if keep_defaults else _accepted_by_xla(wanted)
-    return dict(_accepted)
+        future.set_result({} if keep_defaults else _accepted_by_xla(wanted))
+    except BaseException as err:  # the caller of compiler_options() sees it
+        future.set_exception(err)
 
 
 def _accepted_by_xla(options: dict) -> dict:
@@ -78,8 +107,17 @@ class Jit:
     it becomes part of that program (JAX takes options at the top level only)."""
 
     def __init__(self, fn, jit_kwargs: dict):
-        self._top = jax.jit(fn, compiler_options=compiler_options(), **jit_kwargs)
+        self._fn, self._kwargs = fn, jit_kwargs
+        self._jitted = None
         self._nested = jax.jit(fn, **jit_kwargs)
+        start_probe()  # the options are needed at the first compile, not now
+
+    @property
+    def _top(self):
+        if self._jitted is None:
+            options = compiler_options()
+            self._jitted = jax.jit(self._fn, compiler_options=options, **self._kwargs)
+        return self._jitted
 
     def __call__(self, *args, **kwargs):
         try:

@@ -34,9 +34,9 @@ def ynn_convolutions(compiled) -> int:
 
 @pytest.fixture
 def fresh_options(monkeypatch):
-    monkeypatch.setattr(xla_options, "_accepted", None)
+    xla_options.reset()
     yield
-    xla_options._accepted = None
+    xla_options.reset()
 
 
 def test_this_xla_takes_the_cpu_options(fresh_options):
@@ -87,7 +87,7 @@ def test_an_option_or_value_this_xla_lacks_is_left_out(fresh_options, monkeypatc
     }
     monkeypatch.setattr(xla_options, "CPU_OPTIONS", unknown)
     assert xla_options.compiler_options() == {}
-    xla_options._accepted = None
+    xla_options.reset()
     monkeypatch.setattr(xla_options, "CPU_OPTIONS", {"xla_cpu_no_such_option": True, **wanted})
     assert xla_options.compiler_options() == wanted
     # and programs still compile and run with what is left

@@ -22,6 +22,7 @@ import jax
 from ..base import MXNetError
 from ..ops._attrs import Attrs
 from ..ops.elemwise import _ELEMWISE, _SCALAR, _UNARY
+from .shared_lower import lower_op
 
 ENV_VAR = "MXMOD_CONV_LAYOUT"
 _TO_LAST = (0, 2, 3, 1)
@@ -105,14 +106,14 @@ def _conv(node, a, refs, vals, aux, ctx):
     # MXNet's weight (O, I, kh, kw) [Deconvolution: (C, F/g, kh, kw)] -> channel-last's
     w = vals.first(refs[1]).transpose(_TO_LAST)
     ins = [vals.last(refs[0]), w] + [vals.first(r) for r in refs[2:]]
-    return node.op.lower(_with(a, layout="NHWC"), ins, aux, ctx), [True]
+    return lower_op(node.op, _with(a, layout="NHWC"), ins, aux, ctx), [True]
 
 
 def _batchnorm(node, a, refs, vals, aux, ctx):
     if not vals.is_last(refs[0]) or vals.ndim(refs[0]) != 4 or a.axis % 4 != 1:
         return None
     ins = [vals.last(refs[0])] + [vals.first(r) for r in refs[1:]]
-    outs, new_aux = node.op.lower(_with(a, axis=3), ins, aux, ctx)
+    outs, new_aux = lower_op(node.op, _with(a, axis=3), ins, aux, ctx)
     return (outs, new_aux), [True] + [False] * (len(outs) - 1)
 
 
@@ -120,7 +121,7 @@ def _pooling(node, a, refs, vals, aux, ctx):
     two_d = len(a.kernel) == 2 or (a.global_pool and vals.ndim(refs[0]) == 4)
     if not vals.is_last(refs[0]) or not two_d or a.layout not in (None, "NCHW"):
         return None
-    outs = node.op.lower(_with(a, layout="NHWC"), [vals.last(refs[0])], aux, ctx)
+    outs = lower_op(node.op, _with(a, layout="NHWC"), [vals.last(refs[0])], aux, ctx)
     # channel-first max pooling has MXNet's hidden workspace output; channel-last has none
     outs = list(outs) + [jax.lax.stop_gradient(outs[0])] * (node.num_outputs() - len(outs))
     return outs, [True] * len(outs)
@@ -131,7 +132,7 @@ def _pointwise(node, a, refs, vals, aux, ctx):
         return None
     if node.op.name == "LeakyReLU" and a.act_type not in _LRELU_POINTWISE:
         return None
-    outs = node.op.lower(a, [vals.last(refs[0])], aux, ctx)
+    outs = lower_op(node.op, a, [vals.last(refs[0])], aux, ctx)
     return outs, [True] * len(outs)
 
 
@@ -141,7 +142,7 @@ def _nary(node, a, refs, vals, aux, ctx):
     shapes = {vals.shape(r) for r in refs}
     if len(shapes) != 1 or len(next(iter(shapes))) != 4:
         return None
-    return node.op.lower(a, [vals.last(r) for r in refs], aux, ctx), [True]
+    return lower_op(node.op, a, [vals.last(r) for r in refs], aux, ctx), [True]
 
 
 def _concat(node, a, refs, vals, aux, ctx):
@@ -149,7 +150,7 @@ def _concat(node, a, refs, vals, aux, ctx):
         return None
     if a.dim % 4 != 1:
         return None
-    return node.op.lower(_with(a, dim=3), [vals.last(r) for r in refs], aux, ctx), [True]
+    return lower_op(node.op, _with(a, dim=3), [vals.last(r) for r in refs], aux, ctx), [True]
 
 
 _RULES = {"Convolution": _conv, "Deconvolution": _conv, "BatchNorm": _batchnorm}

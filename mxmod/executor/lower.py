@@ -14,6 +14,7 @@ from ..symbol.graph import aux_var_ids, topo_order
 from ..symbol.infer import propagate_shapes
 from .layout import Values, channel_last_enabled, lower_channel_last
 from .reroll import Loop, schedule
+from .shared_lower import lower_op
 
 
 _SHAPE_OPS = ("_zeros", "_ones", "_full")
@@ -182,7 +183,7 @@ class GraphFn:
                 lower_channel_last(node, a, refs, env, aux_in, ctx) if self.channel_last else None
             )
             if done is None:
-                res, last = node.op.lower(a, ins, aux_in, ctx), ()
+                res, last = lower_op(node.op, a, ins, aux_in, ctx), ()
             else:
                 res, last = done
         if aux_vars:
