@@ -1,13 +1,17 @@
 """Each distinct operator call traced once per program.
 
-A graph's nodes repeat: ResNet-50's 53 BatchNorms have 8 distinct shapes. ``lower_op``
-runs a node's lowering as a nested ``jax.jit`` keyed by what the lowering reads besides
-its arrays (operator, attributes, mode, mesh axis, inferred output shapes), so JAX traces
-each (operator, attributes, input shapes) once, differentiates and transposes that once
-(its ``jvp``/partial-eval/transpose caches are keyed by the inner program), and lowers it
-to one MLIR function that every such node calls. XLA inlines the calls before optimising,
-so the compiled program, its speed and its numbers are those of the inlined lowering;
-only the tracing and lowering time shrinks (ResNet-50's training step: see README.md).
+A graph's nodes repeat: ResNet-50's 53 BatchNorms come in 9 shapes. ``lower_op`` runs a
+node's lowering as a nested ``jax.jit`` keyed by what the lowering reads besides its
+arrays (operator, attributes, mode, mesh axis, inferred output shapes), so JAX traces each
+(operator, attributes, input shapes) once, differentiates and transposes that once (its
+``jvp``/partial-eval/transpose caches are keyed by the inner program), and lowers it to
+one MLIR function that every such node calls. XLA inlines the calls; the call boundaries
+change its fusion a little (ResNet-50's step: 1499 kernels instead of 1259, a few
+recomputed instead of shared) without costing compile or run time, and the values agree
+to float rounding. Measured on ResNet-50's training step (batch 8, 2-core CPU, 3 fresh
+processes each): trace + lowering 0.84-0.98 s -> 0.64-0.75 s, XLA compile 3.1-3.4 s wall
+(5.3-5.7 CPU-s) against 3.5-4.8 s (5.6-7.0) for the same calls inlined by JAX, step
+1.32-1.40 s either way.
 
 Operators outside ``SHARED_OPS`` and calls outside a staged trace (eager autodiff of a
 graph run op by op), with a loop body or with inputs that are not plain arrays (sparse

@@ -40,5 +40,9 @@ def _draw(kind: str, shape: tuple, a: float, b: float) -> np.ndarray:
     shape = tuple(int(s) for s in shape)
     rng = _rng()
     if kind == "uniform":
-        return (a + (b - a) * rng.random(shape, dtype=np.float32)).astype(np.float32)
-    return (a + b * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
+        x, scale = rng.random(shape, dtype=np.float32), b - a
+    else:
+        x, scale = rng.standard_normal(shape, dtype=np.float32), b
+    x *= scale  # in place: float32 arithmetic as ``a + scale * x``, without temporaries
+    x += a
+    return x

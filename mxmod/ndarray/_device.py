@@ -107,6 +107,14 @@ def _fresh(out: jax.Array, *srcs: jax.Array) -> jax.Array:
 HOST_FILL_BYTES = 1 << 20  # filled on the host and copied up to this size (any device)
 
 
+def host_filled(shape: tuple, value: Any, dtype: Any) -> np.ndarray:
+    """``np.full``; zeros come from ``np.zeros``, whose pages the OS hands over already
+    zeroed (a bind's parameter and optimizer arrays: no pass over the memory)."""
+    if np.all(np.asarray(value) == 0):
+        return np.zeros(shape, dtype)
+    return np.full(shape, value, dtype)
+
+
 def zeros_like(x: Any, dtype: Any = None) -> jax.Array:
     """``jnp.zeros_like(x, dtype)`` with ``x``'s placement; made on the host and copied
     when on a CPU or small, so no program is compiled per shape (optimizer states)."""
@@ -121,7 +129,8 @@ def filled_like(x: Any, value: Any, dtype: Any = None) -> jax.Array:
     on_cpu = all(d.platform == "cpu" for d in x.sharding.device_set)
     if on_cpu or x.size * dt.itemsize <= HOST_FILL_BYTES:
         # as placed as ``x`` (an uncommitted ``x`` gets an uncommitted result, as jnp's)
-        return jax.device_put(np.full(x.shape, value, dt), x.sharding if x.committed else None)
+        host = host_filled(x.shape, value, dt)
+        return jax.device_put(host, x.sharding if x.committed else None)
     return jnp.full_like(x, value, dtype=dt)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..base import mx_real_t
 from ..context import Context, current_context
-from ._device import HOST_FILL_BYTES, requested_dtype, shape_tuple
+from ._device import HOST_FILL_BYTES, host_filled, requested_dtype, shape_tuple
 from .ndarray import NDArray, _fresh, _put
 from .sparse import BaseSparseNDArray
 from .sparse import array as _sparse_array
@@ -111,7 +111,7 @@ def _filled(shape: Any, val: Any, ctx: Any, dtype: Any) -> NDArray:
     shape = shape_tuple(shape)
     dev = ctx.jax_device
     if dev.platform == "cpu" or math.prod(shape) * fill.itemsize <= HOST_FILL_BYTES:
-        return NDArray(jax.device_put(np.full(shape, fill, dtype=dt), dev), ctx)
+        return NDArray(jax.device_put(host_filled(shape, fill, dt), dev), ctx)
     return NDArray(jnp.full(shape, fill, dtype=dt, device=dev), ctx)
 
 
