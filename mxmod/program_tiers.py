@@ -159,9 +159,49 @@ def _abandon_queued(pool) -> None:
 getattr(threading, "_register_atexit", lambda fn: None)(lambda: _abandon_queued(_POOL))
 
 
+# executables written to disk while their first call runs (never abandoned at exit: a
+# write takes a fraction of a second and makes the next process warm)
+_SAVES = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mxmod-save")
+# XLA:CPU serializes a sort's comparator only before the program's first run
+_SAVE_FIRST = frozenset({"sort", "top_k", "approx_top_k"})
+
+
 def drain() -> None:
-    """Wait until every background compile started so far has finished."""
+    """Wait until every background compile (and write) started so far has finished."""
     _POOL.submit(lambda: None).result()
+    _SAVES.submit(lambda: None).result()
+
+
+_saving: dict = {}  # digest -> the write in flight
+
+
+def _save_soon(digest: str, exe, jaxpr) -> None:
+    """Keep ``exe`` on disk: written in the background while its first call runs (a heavy
+    program's serialization is ~0.1-0.2 s), or now when it sorts."""
+    if _primitives(jaxpr) & _SAVE_FIRST:
+        save_program(digest, exe)
+        return
+    future = _saving[digest] = _SAVES.submit(save_program, digest, exe)
+    future.add_done_callback(lambda _, d=digest: _saving.pop(d, None))
+
+
+def _written(*digests) -> None:
+    """Wait for the writes of these programs in flight (another Module of this process is
+    about to look for them on disk)."""
+    for digest in digests:
+        future = _saving.get(digest)
+        if future is not None:
+            future.result()
+
+
+def _primitives(jaxpr) -> set:
+    """The names of the primitives in ``jaxpr`` and its inner jaxprs."""
+    names: set = set()
+    for eqn in jaxpr.eqns:
+        names.add(eqn.primitive.name)
+        for inner in _sub_jaxprs(eqn.params):
+            names |= _primitives(inner)
+    return names
 
 
 class _Build:
@@ -267,6 +307,7 @@ class Tiered:
 
     def _first_build(self, args: tuple) -> _Build:
         full, quick = self._digests(args)
+        _written(full, quick)
         if self._quick_only:
             exe = load_program(quick) if quick else None
             if exe is not None:
@@ -288,7 +329,7 @@ class Tiered:
         if not self._quick_only and (seconds is None or seconds > HEAVY_S):
             exe = self._compile(lowered)
             if full:
-                save_program(full, exe)
+                _save_soon(full, exe, traced.jaxpr.jaxpr)
             return _final(exe)
         exe = self._compile_quick(lowered)
         promote_after = self._promote_after(seconds, _count_eqns(traced.jaxpr.jaxpr))

@@ -484,3 +484,36 @@ def test_a_failed_optimised_compile_leaves_the_quick_build_running(monkeypatch):
     with pytest.warns(UserWarning, match="the optimised build failed .*XLA ran out of memory"):
         np.testing.assert_array_equal(np.asarray(prog(a)), [4.0, 4.0])
     np.testing.assert_array_equal(np.asarray(prog(a)), [4.0, 4.0])  # quick build, no retry
+
+
+def test_a_heavy_program_is_written_while_its_first_call_runs(kept_on_disk, monkeypatch):
+    import jax.numpy as jnp
+
+    from mxmod import program_store
+
+    monkeypatch.setenv("MXMOD_COMPILE", "sync")
+    written = []
+    submit = tiers._SAVES.submit
+    monkeypatch.setattr(tiers._SAVES, "submit", lambda *a: written.append(a) or submit(*a))
+    a = jnp.arange(4.0)
+    first = tiers.program_jit(lambda x: x * 3.0, key="test-save-soon")
+    np.testing.assert_array_equal(np.asarray(first(a)), [0, 3, 6, 9])
+    assert len(written) == 1  # in the background
+    loaded = program_store.COUNTS["loaded"]
+    again = tiers.program_jit(lambda x: x * 3.0, key="test-save-soon")  # waits for the write
+    np.testing.assert_array_equal(np.asarray(again(a)), [0, 3, 6, 9])
+    assert program_store.COUNTS["loaded"] == loaded + 1
+
+
+def test_a_sorting_program_is_written_before_its_first_call(kept_on_disk, monkeypatch):
+    # XLA:CPU cannot serialize a sort's comparator once the program has run
+    import jax.numpy as jnp
+
+    from mxmod import program_store
+
+    monkeypatch.setenv("MXMOD_COMPILE", "sync")
+    monkeypatch.setattr(tiers._SAVES, "submit", lambda *a: pytest.fail("written in background"))
+    saved = program_store.COUNTS["saved"]
+    prog = tiers.program_jit(lambda x: jnp.sort(x) * 2.0, key="test-save-sort")
+    np.testing.assert_array_equal(np.asarray(prog(jnp.array([3.0, 1.0, 2.0]))), [2, 4, 6])
+    assert program_store.COUNTS["saved"] == saved + 1
