@@ -82,7 +82,7 @@ def test_identical_calls_are_traced_once(fresh, monkeypatch):
 
 
 def test_shared_and_inline_lowering_agree(fresh, monkeypatch):
-    net = blocks(3)
+    net = blocks(4)
     args, aux = values(net)
     key = jax.random.PRNGKey(1)
     shared = train_step(net)(args, aux, key)
@@ -94,17 +94,18 @@ def test_shared_and_inline_lowering_agree(fresh, monkeypatch):
 
 def test_each_random_node_keeps_its_own_key(fresh):
     x = sym.Variable("data")
-    net = sym.Group([sym.Dropout(x, p=0.5), sym.Dropout(x, p=0.5)])
+    net = sym.Group([sym.Dropout(x, p=0.5) for _ in range(4)])
     fn = GraphFn(net)
     ones = {"data": jnp.ones((64, 64))}
     run = jax.jit(lambda a, k: fn(a, {}, k, True)[0])
-    first, second = (np.asarray(o) for o in run(ones, jax.random.PRNGKey(0)))
-    assert set(np.unique(first)) == {0.0, 2.0}
-    assert not np.array_equal(first, second)  # one traced Dropout, two masks
+    masks = [np.asarray(o) for o in run(ones, jax.random.PRNGKey(0))]
+    assert len(shared_lower._shared) == 1  # one traced Dropout
+    assert set(np.unique(masks[0])) == {0.0, 2.0}
+    assert not np.array_equal(masks[0], masks[1])  # four masks
 
 
 def test_outside_a_trace_nodes_run_inline(fresh):
-    net = blocks(1)
+    net = blocks(4)
     args, aux = values(net)
     fn = GraphFn(net)
     fn(args, aux, jax.random.PRNGKey(0), False)  # eager: nothing jitted per node
@@ -112,7 +113,18 @@ def test_outside_a_trace_nodes_run_inline(fresh):
     assert not shared_lower._shared
 
 
+def test_a_graph_that_repeats_an_operator_little_lowers_it_inline(fresh):
+    x = sym.Variable("data")
+    for i in range(2):  # an MLP: its two ReLUs stay inline (a call costs small programs)
+        x = sym.Activation(sym.FullyConnected(x, num_hidden=8, name=f"fc{i}"), act_type="relu")
+    shapes = dict(zip(x.list_arguments(), x.infer_shape(data=(2, 3))[0]))
+    args = {n: jnp.ones(s) for n, s in shapes.items()}
+    jax.jit(lambda a: GraphFn(x)(a, {}, None, True)[0])(args)
+    assert not shared_lower._shared
+
+
 def test_the_cache_is_bounded(fresh, monkeypatch):
+    monkeypatch.setattr(shared_lower, "SHARE_MIN_REPEATS", 1)
     monkeypatch.setattr(shared_lower, "MAX_SHARED", 2)
     x = sym.Variable("data")
     net = sym.Group([sym.Activation(x, act_type=t) for t in ("relu", "tanh", "sigmoid")])

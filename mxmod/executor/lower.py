@@ -14,7 +14,7 @@ from ..symbol.graph import aux_var_ids, topo_order
 from ..symbol.infer import propagate_shapes
 from .layout import Values, channel_last_enabled, lower_channel_last
 from .reroll import Loop, schedule
-from .shared_lower import lower_op
+from .shared_lower import lower_op, shared_nodes
 
 
 _SHAPE_OPS = ("_zeros", "_ones", "_full")
@@ -68,6 +68,7 @@ class GraphFn:
         self._order = order
         self._pos = pos
         self._plan = self._reroll_plan(order, sym._outputs)
+        self._shared = shared_nodes(order)  # lowerings traced once for all like them
         self._aux_reached: dict = {}
         self.head_grads_needed: dict = {}  # head_grads.py's cache
         # 2-D convolution regions lowered channel-last (layout.py; MXMOD_CONV_LAYOUT)
@@ -173,6 +174,7 @@ class GraphFn:
             axis_name=axis_name,
             out_shapes=out_shapes.get(id(node)),
             lower_subgraph=self.subgraph_fn if node.subgraphs else None,
+            shared=id(node) in self._shared,
         )
         a = node.parsed()
         ins = [env.first(r) for r in refs]

@@ -57,6 +57,9 @@ class LowerCtx:
     # ``lower_subgraph(symbol)``: a control-flow operator's loop body as a function
     # ``(args, aux, key, is_train) -> (outputs, new_aux)`` (given by the executor)
     lower_subgraph: Any = None
+    # the executor traces this node's lowering once for every node like it in the graph
+    # (``executor/shared_lower.py``); lowerings themselves never read it
+    shared: bool = False
 
     def key(self):
         if self.rng is None:
