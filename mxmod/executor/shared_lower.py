@@ -20,6 +20,7 @@ parts, Python values) are lowered inline as before.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -52,6 +53,7 @@ SHARED_OPS = frozenset(
 SHARE_MIN_REPEATS = 4  # nodes of one operator and attributes from which a graph shares them
 MAX_SHARED = 4096  # jitted lowerings kept (least recently used dropped)
 _shared: OrderedDict = OrderedDict()
+_lock = threading.Lock()
 
 
 def lower_op(op, a, ins: list, aux: list, ctx: LowerCtx):
@@ -59,13 +61,14 @@ def lower_op(op, a, ins: list, aux: list, ctx: LowerCtx):
     key = _key(op, a, ins, aux, ctx)
     if key is None:
         return op.lower(a, ins, aux, ctx)
-    fn = _shared.get(key)
-    if fn is None:
-        fn = _shared[key] = jax.jit(_lowering(op, a, ctx))
-        if len(_shared) > MAX_SHARED:
-            _shared.popitem(last=False)
-    else:
-        _shared.move_to_end(key)
+    with _lock:  # a background compile may lower (and trace) in another thread
+        fn = _shared.get(key)
+        if fn is None:
+            fn = _shared[key] = jax.jit(_lowering(op, a, ctx))
+            if len(_shared) > MAX_SHARED:
+                _shared.popitem(last=False)
+        else:
+            _shared.move_to_end(key)
     return fn(ins, aux, ctx.rng)
 
 
