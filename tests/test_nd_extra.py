@@ -175,3 +175,9 @@ def test_dlpack_round_trips():
         b = mx.nd.from_dlpack(capsule)
         assert isinstance(b, mx.nd.NDArray) and (b.asnumpy() == a.asnumpy()).all()
     assert mx.nd.from_dlpack(np.ones(2)).asnumpy().tolist() == [1, 1]
+
+
+def test_a_negative_zero_fill_keeps_its_sign():
+    # zero fills take the OS's zeroed pages; -0.0 must not become +0.0 on the way
+    assert np.signbit(mx.nd.full((3,), -0.0).asnumpy()).all()
+    assert not np.signbit(mx.nd.zeros((3,)).asnumpy()).any()

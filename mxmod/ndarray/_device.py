@@ -110,7 +110,8 @@ HOST_FILL_BYTES = 1 << 20  # filled on the host and copied up to this size (any 
 def host_filled(shape: tuple, value: Any, dtype: Any) -> np.ndarray:
     """``np.full``; zeros come from ``np.zeros``, whose pages the OS hands over already
     zeroed (a bind's parameter and optimizer arrays: no pass over the memory)."""
-    if np.all(np.asarray(value) == 0):
+    v = np.asarray(value)
+    if np.all(v == 0) and not np.any(np.signbit(v.real)):  # -0.0 keeps its sign
         return np.zeros(shape, dtype)
     return np.full(shape, value, dtype)
 
