@@ -10,20 +10,23 @@ import pytest
 
 import mxmod as mx
 from mxmod.executor import shared_lower
+from mxmod.executor.executor import forget_compiled
 from mxmod.executor.lower import GraphFn
 from mxmod.ops import get_op
 
 sym = mx.sym
 
 
-def blocks(n=4):
-    """``n`` identical conv-BN-relu-dropout blocks: one BatchNorm shape, one Dropout shape."""
+def blocks(n=4, dropout=True):
+    """``n`` identical conv-BN-relu(-dropout) blocks, their features (N, 4, H, W)."""
     x = sym.Variable("data")
     for i in range(n):
         x = sym.Convolution(x, name=f"c{i}", num_filter=4, kernel=(3, 3), pad=(1, 1))
         x = sym.BatchNorm(x, name=f"bn{i}", fix_gamma=False)
-        x = sym.Dropout(sym.Activation(x, act_type="relu"), p=0.5)
-    return sym.sum(x)
+        x = sym.Activation(x, act_type="relu")
+        if dropout:
+            x = sym.Dropout(x, p=0.5)
+    return x
 
 
 def values(net):
@@ -47,7 +50,7 @@ def train_step(net):
     def step(args, aux, key):
         def loss(a):
             outs, new_aux = fn(a, aux, key, True)
-            return outs[0].sum(), new_aux
+            return (outs[0] ** 2).sum(), new_aux
 
         (out, new_aux), grads = jax.value_and_grad(loss, has_aux=True)(args)
         return out, grads, new_aux
@@ -130,3 +133,34 @@ def test_the_cache_is_bounded(fresh, monkeypatch):
     net = sym.Group([sym.Activation(x, act_type=t) for t in ("relu", "tanh", "sigmoid")])
     jax.jit(lambda a: GraphFn(net)(a, {}, None, False)[0])({"data": jnp.ones((3,))})
     assert len(shared_lower._shared) == 2
+
+
+def test_a_data_parallel_step_shares_and_matches_the_inline_one(monkeypatch):
+    # inside the mesh program (shard_map over two contexts) the shared calls see the device
+    # axis; the step equals the one with every node inline
+    features = sym.flatten(blocks(4, dropout=False))
+    net = sym.SoftmaxOutput(sym.FullyConnected(features, num_hidden=3), name="sm")
+    rng = np.random.RandomState(0)
+    batch = mx.io.DataBatch(
+        [mx.nd.array(rng.rand(4, 4, 6, 6))], [mx.nd.array(np.array([0, 1, 2, 1]))]
+    )
+    params, results = None, []
+    for min_repeats in (shared_lower.SHARE_MIN_REPEATS, 10**9):  # shared, then inline
+        monkeypatch.setattr(shared_lower, "SHARE_MIN_REPEATS", min_repeats)
+        forget_compiled()  # a new lowering of the same graph
+        shared_lower._shared.clear()
+        mod = mx.mod.Module(net, context=[mx.cpu(0), mx.cpu(1)], label_names=["sm_label"])
+        mod.bind([("data", (4, 4, 6, 6))], [("sm_label", (4,))])
+        mod.init_params(mx.init.Xavier(), arg_params=params)
+        # copies: get_params hands back the module's own arrays, which the update refreshes
+        params = params or {n: v.copy() for n, v in mod.get_params()[0].items()}
+        mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
+        mod.forward_backward(batch)
+        mod.update()
+        results.append((mod.get_params()[0], len(shared_lower._shared)))
+    (shared, n_shared), (inline, n_inline) = results
+    assert n_shared > 0 and n_inline == 0
+    for name in shared:
+        np.testing.assert_allclose(
+            shared[name].asnumpy(), inline[name].asnumpy(), rtol=1e-5, atol=1e-6
+        )
