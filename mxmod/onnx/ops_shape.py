@@ -15,12 +15,12 @@ def flatten(b: GraphBuilder, n: NodeCtx) -> None:
 
 @register("Reshape")
 def reshape(b: GraphBuilder, n: NodeCtx) -> None:
-    spec = list(n.a.shape or n.a.target_shape)
-    if not n.a.reverse and all(d >= -1 for d in spec) and spec.count(-1) <= 1:
+    spec = list(n.a.shape)  # (the deprecated target_shape's 0 means "inferred": resolved)
+    if spec and not n.a.reverse and all(d >= -1 for d in spec) and spec.count(-1) <= 1:
         # 0 (copy the same-position dim) and -1 (inferred) mean the same in ONNX
         b.reshape(n.x, spec, n.out)
         return
-    # MXNet's -2/-3/-4 codes and reverse: the shape inference resolved at export shapes
+    # MXNet's -2/-3/-4 codes, reverse and target_shape: resolved at the export shapes
     out = list(n.out_shapes[0])
     if n.dynamic_batch and out and n.in_shapes[0] and out[0] == n.in_shapes[0][0]:
         out[0] = 0  # keep the dynamic batch

@@ -141,36 +141,49 @@ def reshape_shape(shape, dshape, reverse=False):
     return tuple(out)
 
 
-def _p_legacy(name):
-    """Parser for Reshape's deprecated attributes: the unset value passes, others raise."""
+def _p_target_shape(v):
+    if v is None or (isinstance(v, str) and v.strip() in ("", "None")):
+        return ()
+    return p_shape(v)
 
-    def parse(v):
-        if name == "keep_highest":
-            value = p_bool(v)
-        else:
-            value = (
-                ()
-                if v is None or (isinstance(v, str) and v.strip() in ("", "None"))
-                else p_shape(v)
-            )
-        if value:
-            raise NotImplementedError(
-                f"Reshape: the deprecated attribute {name}={v!r} is not "
-                f"supported by mxmod; use shape= with MXNet's codes "
-                f"(0, -1, -2, -3, -4)"
-            )
-        return value
 
-    return parse
+def legacy_reshape_shape(dshape, target, keep_highest: bool) -> tuple:
+    """MXNet's deprecated ``Reshape(target_shape=..., keep_highest=...)``: ``target`` as
+    given, its first dim taken from the input with ``keep_highest``, and a single 0 (after
+    that first dim) standing for what the other dims leave. MXNet outputs a wrong-sized
+    shape when the sizes differ (two 0s, or dims that do not divide); mxmod raises."""
+    out = list(target)
+    start = 1 if keep_highest else 0
+    if keep_highest:
+        out[0] = dshape[0]
+    zeros = [i for i in range(start, len(out)) if out[i] == 0]
+    if len(zeros) == 1:
+        out[zeros[0]] = 1
+        rest = math.prod(out)
+        out[zeros[0]] = math.prod(dshape) // rest if rest else 0
+    if all(dshape) and math.prod(out) != math.prod(dshape):
+        fail(
+            f"Reshape: target_shape={tuple(target)}"
+            + (" with keep_highest" if keep_highest else "")
+            + f" gives {tuple(out)} ({math.prod(out)} elements) for input {tuple(dshape)} "
+            f"({math.prod(dshape)} elements); use shape= with MXNet's codes (0, -1, -2, -3, -4)"
+        )
+    return tuple(out)
+
+
+def _reshape_out(a, dshape) -> tuple:
+    if a.shape:
+        return reshape_shape(a.shape, dshape, a.reverse)
+    return legacy_reshape_shape(dshape, a.target_shape, a.keep_highest)
 
 
 def _reshape_infer(a, s):
-    if not a.shape:
-        raise NotImplementedError("Reshape needs shape=...; the empty/legacy form is not supported")
+    if not a.shape and not a.target_shape:
+        fail("Reshape needs shape=... (or the deprecated target_shape=...)")
     if s[0] is None:
         fixed = all(d > 0 for d in a.shape)
-        return s, [tuple(a.shape) if fixed else None]
-    return s, [reshape_shape(a.shape, s[0], a.reverse)]
+        return s, [tuple(a.shape) if a.shape and fixed else None]
+    return s, [_reshape_out(a, s[0])]
 
 
 register(
@@ -180,11 +193,11 @@ register(
         params={
             "shape": Param(p_shape, ()),
             "reverse": Param(p_bool, False),
-            "target_shape": Param(_p_legacy("target_shape"), ()),
-            "keep_highest": Param(_p_legacy("keep_highest"), False),
+            "target_shape": Param(_p_target_shape, ()),
+            "keep_highest": Param(p_bool, False),
         },
         infer_shape=_reshape_infer,
-        lower=_lower1(lambda a, x: x.reshape(reshape_shape(a.shape, x.shape, a.reverse))),
+        lower=_lower1(lambda a, x: x.reshape(_reshape_out(a, x.shape))),
     )
 )
 

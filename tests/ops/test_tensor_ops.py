@@ -248,6 +248,25 @@ def test_reshape_codes_match_mxnet(shape, reverse, dshape, want):
     np.testing.assert_array_equal(got.ravel(), x.ravel())
 
 
+# MXNet 1.9.1's deprecated form (old symbol files): shapes printed by MXNet itself
+@pytest.mark.parametrize(
+    "attrs,want",
+    [
+        ({"target_shape": "(0, 6)"}, (4, 6)),
+        ({"target_shape": "(2, 0)"}, (2, 12)),
+        ({"target_shape": "(4, 6)"}, (4, 6)),
+        ({"target_shape": "(3, 0)", "keep_highest": "True"}, (4, 6)),
+        ({"target_shape": "(5, 0, 2)", "keep_highest": "True"}, (4, 3, 2)),
+        ({"shape": "(-1,)", "target_shape": "(2, 0)"}, (24,)),  # shape= wins
+    ],
+)
+def test_reshape_deprecated_target_shape_matches_mxnet(attrs, want):
+    x = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    got = one("Reshape", attrs, x)
+    assert got.shape == want
+    np.testing.assert_array_equal(got.ravel(), x.ravel())
+
+
 def test_reshape_errors():
     with pytest.raises(ShapeError, match="only one dim can be inferred"):
         out_shape("Reshape", {"shape": "(-1, -1)"}, (2, 3, 4))
@@ -260,10 +279,11 @@ def test_reshape_errors():
         out_shape("Reshape", {"shape": "(-3, -3)"}, (2, 3, 4))
     with pytest.raises(ShapeError, match="no input dim to copy"):
         out_shape("Reshape", {"shape": "(0, 0, 0, 0)"}, (2, 3, 4))
-    with pytest.raises(NotImplementedError, match="target_shape"):
-        get_op("Reshape").parse({"target_shape": "(2, 3)"})
-    with pytest.raises(NotImplementedError, match="keep_highest"):
-        get_op("Reshape").parse({"shape": "(2, -1)", "keep_highest": "True"})
+    # MXNet outputs a 0-element array here (its size check is compiled out)
+    with pytest.raises(ShapeError, match=r"target_shape=\(0, 0\) gives \(0, 0\)"):
+        out_shape("Reshape", {"target_shape": "(0, 0)"}, (4, 3, 2))
+    with pytest.raises(ShapeError, match="Reshape needs shape="):
+        out_shape("Reshape", {}, (4, 3, 2))
     assert get_op("Reshape").parse({"shape": "(2, -1)", "target_shape": "()"}).shape == (2, -1)
     assert out_shape("Reshape", {"shape": "(4, 6)"}, None) == [(4, 6)]
 
