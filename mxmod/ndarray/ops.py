@@ -20,6 +20,7 @@ import numpy as np
 from ..base import MXNetError, named
 from . import _device
 from ._programs import program as _program
+from .op_table import nd_function
 from .ndarray import NDArray, _fresh, _put, jax_dtype
 
 __all__ = [
@@ -213,10 +214,8 @@ def _one_hot(indices, on, off, *, depth):
     return jnp.where(hot, on, off)
 
 
-def _softmax_args(data: NDArray, op: str, temperature: Any, use_length: bool, length: Any):
+def _softmax_args(data: NDArray, op: str, temperature: Any):
     _check(data, op)
-    if use_length or length is not None:
-        raise NotImplementedError(f"{op}: use_length/length is not supported by mxmod")
     if not jnp.issubdtype(data._data.dtype, jnp.floating):
         raise MXNetError(
             f"{op}: This operation only support floating point types, not "
@@ -233,18 +232,56 @@ def _softmax_op(fn, name: str, doc: str):
         temperature: float | None = None,
         dtype: Any = None,
         use_length: bool = False,
-        length: Any = None,
     ) -> NDArray:
-        x = _softmax_args(data, name, temperature, use_length, length)
+        if use_length:
+            raise MXNetError(
+                f"{name}: use_length=True needs a length input, which only softmax takes (as "
+                "in MXNet); mask the data before the operator instead"
+            )
+        x = _softmax_args(data, name, temperature)
         out = NDArray(_program(fn, (("axis", axis),))(x), data._ctx)
         return out.astype(dtype) if dtype is not None else out
 
     return named(op, name, doc)
 
 
-softmax = _softmax_op(
-    jax.nn.softmax, "softmax", "Softmax along ``axis`` with optional ``temperature``."
-)
+_softmax_by_length = nd_function("softmax")  # the operator's own lowering
+
+
+def softmax(
+    data: NDArray,
+    length: Any = None,
+    axis: int = -1,
+    temperature: float | None = None,
+    dtype: Any = None,
+    use_length: bool = False,
+) -> NDArray:
+    """Softmax along ``axis`` with optional ``temperature``; with ``use_length=True`` each
+    row counts only its first ``length`` entries (an integer array with one value per row;
+    the rest of the row is 0). MXNet's argument order: ``length`` comes second."""
+    if isinstance(length, int) and not isinstance(length, bool) and axis == -1:
+        length, axis = None, length  # softmax(x, 1): the axis, as mxmod always took it
+    if not use_length:
+        if length is not None:
+            raise MXNetError("softmax: a length input needs use_length=True")
+        return _plain_softmax(data, axis, temperature, dtype)
+    _check(data, "softmax")
+    if not isinstance(length, NDArray):
+        raise MXNetError(
+            f"softmax: use_length=True needs the length input as an NDArray, got "
+            f"{type(length).__name__}"
+        )
+    if not np.issubdtype(np.dtype(length.dtype), np.integer):
+        raise MXNetError(
+            f"softmax: the length input must have an integer dtype (MXNet's rule), got "
+            f"{np.dtype(length.dtype).name}; cast it, e.g. length.astype('int32')"
+        )
+    given = {"temperature": temperature, "dtype": dtype}
+    attrs = {k: v for k, v in given.items() if v is not None}
+    return _softmax_by_length(data, length, axis=axis, use_length=True, **attrs)
+
+
+_plain_softmax = _softmax_op(jax.nn.softmax, "softmax", softmax.__doc__)
 log_softmax = _softmax_op(jax.nn.log_softmax, "log_softmax", "Log-softmax along ``axis``.")
 
 

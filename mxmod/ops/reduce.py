@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -191,16 +193,28 @@ register(
 def _p_use_length(v):
     if v is None or (isinstance(v, str) and v.strip() == "None"):
         return False
-    if p_bool(v):
-        raise NotImplementedError(
-            "softmax: use_length=True (masking by a length input) is not "
-            "supported by mxmod; mask the data before the softmax instead"
+    return p_bool(v)
+
+
+def _length_mask(a, x, length):
+    """True where a position along ``a.axis`` is within its row's length. MXNet reads past
+    the row for a length above the axis size; mxmod takes the whole row."""
+    axis = norm_axis(a.axis, x.ndim)
+    pos = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis)
+    return pos < jnp.expand_dims(length.astype(jnp.int32), axis)
+
+
+def _length_only_for_softmax(name: str, a) -> None:
+    if a.use_length and name != "softmax":
+        fail(
+            f"{name}: use_length=True needs a length input, which only softmax takes "
+            "(as in MXNet); mask the data before the operator instead"
         )
-    return False
 
 
 def _softmax(kind):
     def lower(a, ins, aux, ctx):
+        _length_only_for_softmax(kind, a)
         x = ins[0]
         if a.dtype is not None:
             x = x.astype(np_dtype(a.dtype))
@@ -209,22 +223,62 @@ def _softmax(kind):
         if kind == "softmin":
             return [jax.nn.softmax(-x, axis=a.axis)]
         fn = jax.nn.log_softmax if kind == "log_softmax" else jax.nn.softmax
-        return [fn(x, axis=a.axis)]
+        if not a.use_length:
+            return [fn(x, axis=a.axis)]
+        # a row of length 0 gives zeros (jax.nn.softmax's where= would give NaN there)
+        inside = _length_mask(a, x, ins[1])
+        x = jnp.where(inside, x, jnp.asarray(-jnp.inf, x.dtype))
+        top = jnp.max(x, axis=a.axis, keepdims=True)
+        e = jnp.where(inside, jnp.exp(x - jnp.where(jnp.isfinite(top), top, 0)), 0)
+        total = jnp.sum(e, axis=a.axis, keepdims=True)
+        return [jnp.where(inside, e / jnp.where(total > 0, total, 1), 0)]
 
     return lower
 
 
-def _softmax_shape(a, s):
-    if s[0] is not None:
-        norm_axis(a.axis, len(s[0]))
-    return s, [s[0]]
+def _softmax_inputs(a):
+    return ("data", "length") if a.use_length else ("data",)
+
+
+def _softmax_shape(name):
+    def infer(a, s):
+        _length_only_for_softmax(name, a)
+        data = s[0]
+        if data is None:
+            return s, [None]
+        axis = norm_axis(a.axis, len(data))
+        if not a.use_length:
+            return s, [data]
+        want = tuple(data[:axis]) + tuple(data[axis + 1 :])
+        if s[1] is not None and tuple(s[1]) != want:
+            fail(
+                f"softmax: length has shape {tuple(s[1])}, but data {tuple(data)} with "
+                f"axis={a.axis} needs one length per row: {want}"
+            )
+        return [data, want], [data]
+
+    return infer
+
+
+def _softmax_type(a, t):
+    out = t[0] if a.dtype is None else np_dtype(a.dtype)
+    if not a.use_length:
+        return t, [out]
+    length = t[1]
+    if length is not None and not np.issubdtype(np.dtype(length), np.integer):
+        fail(
+            f"softmax: the length input must have an integer dtype (MXNet's rule), got "
+            f"{np.dtype(length).name}; cast it, e.g. length.astype('int32')"
+        )
+    return [t[0], np.dtype(np.int32) if length is None else length], [out]
 
 
 for _name in ("softmax", "log_softmax", "softmin"):
     register(
         OpDef(
             name=_name,
-            infer_shape=_softmax_shape,
+            inputs=_softmax_inputs,
+            infer_shape=_softmax_shape(_name),
             lower=_softmax(_name),
             params={
                 "axis": Param(p_int, -1),
@@ -232,7 +286,7 @@ for _name in ("softmax", "log_softmax", "softmin"):
                 "dtype": Param(optional(choice("float16", "float32", "float64")), None),
                 "use_length": Param(_p_use_length, False),
             },
-            infer_type=lambda a, t: (t, [t[0] if a.dtype is None else np_dtype(a.dtype)]),
+            infer_type=_softmax_type,
         )
     )
 

@@ -150,8 +150,8 @@ def test_softmax_family_match_mxnet():
         one("softmin", {}, v), [0.66524094, 0.24472848, 0.09003057], rtol=1e-5
     )
     assert one("softmax", {"dtype": "float16"}, v).dtype == np.float16
-    with pytest.raises(NotImplementedError, match="use_length"):
-        get_op("softmax").parse({"use_length": "True"})
+    with_length = get_op("softmax").parse({"use_length": "True"})
+    assert get_op("softmax").input_names(with_length) == ["data", "length"]
     assert get_op("softmax").input_names(get_op("softmax").parse({"use_length": "False"})) == [
         "data"
     ]
