@@ -28,7 +28,9 @@ from . import _random_dists as _dists
 from ._random import randint
 from ._random_dists import normal, uniform
 from ._random_multinomial import multinomial
+from ..ops.shape import split_v2_attrs
 from .ndarray import NDArray
+from .op_table import nd_function
 
 __all__ = [
     "moveaxis",
@@ -134,23 +136,20 @@ def eye(N: int, M: int = 0, k: int = 0, ctx: Any = None, dtype: Any = "float32",
     return _nd("array")(host, ctx=ctx, dtype=dtype)
 
 
+_split_v2_op = nd_function("_split_v2")
+
+
 def split_v2(ary: NDArray, indices_or_sections: Any, axis: int = 0, squeeze_axis: bool = False):
-    """Split into equal sections (an int) or at the given indices (a tuple), as MXNet's."""
+    """Split into equal sections (an int) or at the given cut points (a tuple), as MXNet's
+    (the ``_split_v2`` operator)."""
+    attrs = split_v2_attrs(indices_or_sections)
     size = ary.shape[axis]
-    if isinstance(indices_or_sections, int):
-        if size % indices_or_sections:
-            raise ValueError(
-                f"split_v2: axis {axis} of size {size} does not split into "
-                f"{indices_or_sections} equal sections"
-            )
-        cuts = list(range(0, size, size // indices_or_sections))[1:]
-    else:
-        cuts = [int(i) for i in indices_or_sections if int(i) != 0]
-    parts = jnp.split(ary._data, cuts, axis=axis)
-    if squeeze_axis:
-        parts = [jnp.squeeze(p, axis=axis) for p in parts]
-    outs = [NDArray(p, ary.context) for p in parts]
-    return outs[0] if len(outs) == 1 else outs
+    if attrs["sections"] and size % attrs["sections"]:
+        raise ValueError(
+            f"split_v2: axis {axis} of size {size} does not split into "
+            f"{indices_or_sections} equal sections"
+        )
+    return _split_v2_op(ary, axis=axis, squeeze_axis=squeeze_axis, **attrs)
 
 
 def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:

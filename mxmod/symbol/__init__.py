@@ -15,7 +15,18 @@ for _name, _op in list(OPS.items()):
 
 from .custom import Custom  # noqa: E402,F401  (names/is_loss from the user's Prop)
 from . import fluent as _fluent  # noqa: E402
-from .pyfuncs import arange, eye, histogram, hypot, linspace, maximum, minimum, pow, power  # noqa: E402,F401
+from .pyfuncs import (  # noqa: E402,F401
+    arange,
+    eye,
+    histogram,
+    hypot,
+    linspace,
+    maximum,
+    minimum,
+    pow,
+    power,
+    split_v2,
+)
 
 _fluent.install()
 _arith.install()

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..base import named
 from ..context import current_context
+from ..ops.shape import split_v2_attrs
 from .creation import op_function
 from .symbol import Symbol
 
@@ -52,15 +53,11 @@ def eval_(self, ctx: Any = None, **kwargs: Any) -> list:
     return exe.forward()
 
 
-def split_v2(self, indices_or_sections: Any, axis: int = 0, squeeze_axis: bool = False):
-    """Split into equal sections (an int) or at the given indices, as MXNet's."""
-    if isinstance(indices_or_sections, int):
-        return op_function("split")(
-            self, num_outputs=indices_or_sections, axis=axis, squeeze_axis=squeeze_axis
-        )
-    raise NotImplementedError(
-        "Symbol.split_v2 with explicit indices is not supported; use slice_axis per part"
-    )
+def split_v2(self, indices_or_sections: Any, axis: int = 0, squeeze_axis: bool = False, **kw):
+    """Split into equal sections (an int) or at the given cut points (a tuple), as MXNet's
+    ``split_v2`` (the ``_split_v2`` operator)."""
+    attrs = split_v2_attrs(indices_or_sections)
+    return op_function("_split_v2")(self, axis=axis, squeeze_axis=squeeze_axis, **attrs, **kw)
 
 
 def gen_atomic_symbol(self) -> Symbol:

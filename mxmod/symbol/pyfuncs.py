@@ -13,7 +13,18 @@ from ..base import named
 from .creation import creator, op_function
 from .symbol import Symbol
 
-__all__ = ["maximum", "minimum", "power", "pow", "hypot", "arange", "linspace", "eye", "histogram"]
+__all__ = [
+    "maximum",
+    "minimum",
+    "power",
+    "pow",
+    "hypot",
+    "arange",
+    "linspace",
+    "eye",
+    "histogram",
+    "split_v2",
+]
 
 
 def _dispatch(name: str, both: str, scalar: str, rscalar: str, py):
@@ -83,3 +94,10 @@ def histogram(a, bins=10, range=None, **kwargs):  # noqa: A002
             "mx.sym.histogram: give range=(low, high) (a symbol has no data to pick it from)"
         )
     return creator("_histogram")(a, bin_cnt=int(bins), range=tuple(range), **kwargs)
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, name=None):
+    """``mx.sym.split_v2``: equal sections (an int) or parts between the given cut points
+    (a tuple), along ``axis``; ``squeeze_axis`` drops the axis from parts of size 1."""
+    kw = {} if name is None else {"name": name}
+    return ary.split_v2(indices_or_sections, axis=axis, squeeze_axis=squeeze_axis, **kw)

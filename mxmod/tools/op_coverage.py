@@ -38,7 +38,6 @@ WRAPPERS = {
     "_cvimresize": (image, "imresize", "mx.image.imresize"),
     "_cvcopyMakeBorder": (image, "copyMakeBorder", "mx.image.copyMakeBorder"),
     "_onehot_encode": (nd, "onehot_encode", "mx.nd.onehot_encode"),
-    "_split_v2": (nd, "split_v2", "mx.nd.split_v2"),
     "_shuffle": (nd.random, "shuffle", "mx.nd.random.shuffle"),
     "_adamw_update": (nd.contrib, "adamw_update", "mx.nd.contrib.adamw_update"),
     "_mp_adamw_update": (nd.contrib, "mp_adamw_update", "mx.nd.contrib.mp_adamw_update"),
