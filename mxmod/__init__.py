@@ -102,6 +102,7 @@ _SUBMODULES = {
     "log": "log",
     "library": "library",
     "rtc": "rtc",
+    "executor_manager": "executor_manager",
 }
 
 

@@ -64,6 +64,15 @@ def test_simple_bind_forward_backward_matches_reference():
     assert exe.grad_dict.keys() == set(exe.arg_dict)
 
 
+def test_copy_params_from_lands_on_the_executors_device():
+    net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
+    ex = net.simple_bind(mx.cpu(1), data=(3, 4))
+    ex.copy_params_from({"fc_weight": mx.nd.ones((2, 4), ctx=mx.cpu(0))})
+    assert ex.arg_dict["fc_weight"]._data.devices() == {mx.cpu(1).jax_device}
+    ex.arg_dict["data"][:] = np.ones((3, 4))
+    np.testing.assert_array_equal(ex.forward()[0].asnumpy(), np.full((3, 2), 4.0))
+
+
 def test_grad_req_add_null_and_out_grads():
     x = mx.sym.Variable("x")
     w = mx.sym.Variable("w")

@@ -173,7 +173,11 @@ def to_jax(value: Any, like: Any, what: str):
             f"{what}: got shape {tuple(arr.shape)} but the executor is bound with "
             f"{tuple(like.shape)}; use reshape() to bind new shapes"
         )
-    return arr.astype(like.dtype) if arr.dtype != like.dtype else arr
+    arr = arr.astype(like.dtype) if arr.dtype != like.dtype else arr
+    sharding = getattr(like, "sharding", None)
+    if sharding is not None and getattr(arr, "sharding", None) != sharding:
+        arr = jax.device_put(arr, sharding)  # the value lands where the executor runs
+    return arr
 
 
 def set_argument(target: NDArray, value: Any, what: str) -> None:
