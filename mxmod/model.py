@@ -7,6 +7,7 @@ use them); they read and write the same ``<prefix>-symbol.json`` and
 """
 
 from ._feedforward import FeedForward  # noqa: F401  (legacy estimator API)
+from .executor_manager import DataParallelExecutorManager  # noqa: F401  (as MXNet's model)
 from .kvstore.kvstore import (  # noqa: F401  (MXNet keeps the Module's kvstore helpers here)
     _create_kvstore,
     _initialize_kvstore,

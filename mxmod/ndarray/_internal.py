@@ -20,13 +20,8 @@ from ._internal_scatter import (  # noqa: F401
     _scatter_set_nd,
     _set_value,
 )
-from .ndarray import NDArray
+from .ndarray import NDArray, slice_box as _box
 from .zipfian import sample_unique_zipfian
-
-
-def _box(begin: Any, end: Any, step: Any = ()) -> tuple:
-    step = tuple(step) or (None,) * len(begin)
-    return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
 
 
 def _slice_assign(

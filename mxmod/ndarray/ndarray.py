@@ -40,6 +40,12 @@ __all__ = ["NDArray", "from_jax", "jax_dtype"]
 py_slice = slice  # MXNet's name for the builtin (its tests import it from here)
 
 
+def slice_box(begin: Any, end: Any, step: Any = ()) -> tuple:
+    """The index of MXNet's ``begin``/``end``/``step`` box (``None``: the whole axis)."""
+    step = tuple(step) or (None,) * len(begin)
+    return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
+
+
 class NDArray:
     """A mutable n-d array on a device: the ``mx.nd.NDArray`` namesake.
 
@@ -222,6 +228,19 @@ class NDArray:
         NDArray.__init__(self, state["data"], ctx)
 
     # --------------------------------------------------------------- copies
+    #: MXNet's flag for arrays that may be written (all of mxmod's)
+    writable = True
+
+    def slice_assign(self, rhs: Any, begin: Any, end: Any, step: Any) -> "NDArray":
+        """Write ``rhs`` into the ``begin``/``end``/``step`` box of this array, in place."""
+        self[slice_box(begin, end, step)] = rhs
+        return self
+
+    def slice_assign_scalar(self, value: float, begin: Any, end: Any, step: Any) -> "NDArray":
+        """Fill the ``begin``/``end``/``step`` box of this array with ``value``, in place."""
+        self[slice_box(begin, end, step)] = value
+        return self
+
     def copyto(self, other: "NDArray | Context") -> "NDArray":
         """Copy into ``other``: an NDArray (written in place, cast to its dtype) or a Context.
 

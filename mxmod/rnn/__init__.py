@@ -10,6 +10,9 @@ from .io import BucketSentenceIter, encode_sentences
 from .rnn import do_rnn_checkpoint, load_rnn_checkpoint, rnn_unroll, save_rnn_checkpoint
 from .rnn_cell import *  # noqa: F403 -- the cells, as rnn_cell.__all__
 
+# MXNet's mx.rnn also carries the model checkpoint functions (its rnn.py imports them)
+from ..module.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402,F401
+
 __all__ = rnn_cell.__all__ + [
     "encode_sentences",
     "BucketSentenceIter",

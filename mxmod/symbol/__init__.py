@@ -14,6 +14,7 @@ for _name, _op in list(OPS.items()):
         globals()[_name] = creator(_name)
 
 from .custom import Custom  # noqa: E402,F401  (names/is_loss from the user's Prop)
+from . import backends as _backends  # noqa: E402
 from . import fluent as _fluent  # noqa: E402
 from .pyfuncs import (  # noqa: E402,F401
     arange,
@@ -29,6 +30,7 @@ from .pyfuncs import (  # noqa: E402,F401
 )
 
 _fluent.install()
+_backends.install()
 _arith.install()
 
 

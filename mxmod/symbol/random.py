@@ -36,6 +36,14 @@ def normal(loc=0, scale=1, shape=(), dtype=None, **kwargs):
     return _node("_random_normal", "normal", dict(loc=loc, scale=scale), shape, dtype, kwargs)
 
 
+def randn(*shape, **kwargs):
+    """``normal(loc, scale)`` with the shape as arguments: ``randn(2, 3, loc=1.0)``."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    loc, scale = kwargs.pop("loc", 0), kwargs.pop("scale", 1)
+    return normal(loc, scale, shape, kwargs.pop("dtype", None), **kwargs)
+
+
 def exponential(scale=1, shape=(), dtype=None, **kwargs):
     """Exponential samples of ``scale`` (a ``_random_exponential`` node of rate 1/scale)."""
     if isinstance(scale, Symbol):
@@ -98,6 +106,7 @@ generalized_negative_binomial_like = creator("_random_generalized_negative_binom
 __all__ = [
     "uniform",
     "normal",
+    "randn",
     "exponential",
     "gamma",
     "poisson",
