@@ -28,7 +28,7 @@ from . import _random_dists as _dists
 from ._random import randint
 from ._random_dists import normal, uniform
 from ._random_multinomial import multinomial
-from ..ops.shape import split_v2_attrs
+from ..ops.split import split_v2_attrs
 from .ndarray import NDArray
 from .op_table import nd_function
 

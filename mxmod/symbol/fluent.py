@@ -10,7 +10,7 @@ from typing import Any
 
 from ..base import named
 from ..context import current_context
-from ..ops.shape import split_v2_attrs
+from ..ops.split import split_v2_attrs
 from .creation import op_function
 from .symbol import Symbol
 
