@@ -95,7 +95,9 @@ def _need_grad_set(need_grad: Any, arg_names: list, input_names) -> set:
 
 
 def _input_array(name, shape, dtype, ctx, shared: Optional[dict], logger):
-    """A data/label input: a view of the shared buffer when it is large enough."""
+    """A data/label input: the shared buffer when it has the same size, a fresh array when
+    it is larger (MXNet's reshape to fewer elements raises there), and a fresh array that
+    replaces it when it is smaller."""
     if shared is not None and name in shared:
         buf = shared[name]
         if math.prod(buf.shape) >= math.prod(shape):
@@ -104,7 +106,9 @@ def _input_array(name, shape, dtype, ctx, shared: Optional[dict], logger):
                     f"_bind_exec: shared input {name!r} is {np.dtype(buf.dtype).name}, the "
                     f"graph needs {np.dtype(dtype).name}"
                 )
-            return buf.reshape(shape)
+            if math.prod(buf.shape) == math.prod(shape):
+                return buf.reshape(shape)
+            return nd.zeros(shape, ctx, dtype=dtype)
         logger.warning(
             'bucketing: data "%s" has a shape %s, which is larger than already allocated '
             "shape %s. Need to re-allocate. Consider putting default_bucket_key to be the "

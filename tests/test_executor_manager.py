@@ -109,6 +109,10 @@ def test_bind_exec_shares_a_base_executors_parameters(caplog):
     assert ex.arg_dict["fc_weight"] is base.arg_dict["fc_weight"]
     assert ex.grad_dict["fc_weight"] is base.grad_dict["fc_weight"]
     assert ex.grad_dict.get("data") is None
+    # a smaller bucket next to a larger shared buffer gets its own array
+    half = {"data": (2, 6), "softmax_label": (2,)}
+    small = _bind_exec(net, mx.cpu(), half, params, base_exec=base, shared_data_arrays=shared)
+    assert small.arg_dict["data"].shape == (2, 6) and shared["data"].shape == (4, 6)
     with pytest.raises(AssertionError, match="need_grad must be boolean or set"):
         _bind_exec(net, mx.cpu(), {"data": (4, 6)}, ["fc_weight"], need_grad="yes")
 
