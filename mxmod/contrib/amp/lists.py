@@ -44,6 +44,7 @@ softsign sort split sqrt squeeze stop_gradient swapaxes take tanh tile transpose
 zeros_like
 """) | _names("""
 _arange _contrib_SparseEmbedding _contrib_gradientmultiplier _contrib_index_array _eye
+_contrib_dequantize _contrib_quantize _contrib_quantize_v2 _contrib_requantize
 _identity_with_attr_like_rhs _linspace _random_exponential _random_exponential_like
 _random_gamma _random_gamma_like _random_generalized_negative_binomial
 _random_generalized_negative_binomial_like _random_negative_binomial
@@ -165,6 +166,7 @@ split squeeze stop_gradient sum sum_axis swapaxes take tan tile topk transpose t
 zeros_like
 """) | _names("""
 GroupNorm _arange _contrib_SparseEmbedding _contrib_hawkesll _contrib_gradientmultiplier
+_contrib_dequantize _contrib_quantize _contrib_quantize_v2 _contrib_requantize
 _contrib_index_array
 _eye _identity_with_attr_like_rhs _linspace _random_exponential _random_exponential_like
 _random_gamma _random_gamma_like _random_generalized_negative_binomial
