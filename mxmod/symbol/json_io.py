@@ -8,7 +8,7 @@ from typing import Any
 from ..base import MXNetError, MXNetFileError
 from ..fileio import atomic_write
 from ..ops import get_op
-from . import json_schema, legacy_json
+from . import json_schema, legacy_json, onednn_json
 from .graph import Node, topo_order
 
 MXNET_VERSION = 10901
@@ -176,6 +176,7 @@ def heads_from_json(text: str, source: str = "JSON string", make_symbol=None) ->
         raise TypeError(f"load_json needs the JSON text as a str, got {type(text).__name__}")
     data = json_schema.parse(text, source)
     json_schema.check_graph(data, source)
+    data = onednn_json.inline_fused(data, source)  # a graph saved after oneDNN partitioning
     return _heads(data, _version(data), source, make_symbol)
 
 
