@@ -68,3 +68,12 @@ def test_a_subgraph_out_of_data_flow_order_is_refused():
     fused["subgraphs"][0]["nodes"][3]["inputs"][0] = [3, 0, 0]  # reads itself
     with pytest.raises(mx.base.MXNetFileError, match="reads node 3 before it is computed"):
         mx.sym.load_json(json.dumps(g))
+
+
+def test_a_fused_operator_without_a_subgraph_is_named():
+    g = _graph()
+    fused = next(n for n in g["nodes"] if n["op"] == "_sg_mkldnn_fully_connected")
+    fused["op"] = "_sg_mkldnn_selfatt_qk"
+    del fused["subgraphs"]
+    with pytest.raises(NotImplementedError, match="_sg_mkldnn_selfatt_qk .* without a subgraph"):
+        mx.sym.load_json(json.dumps(g))

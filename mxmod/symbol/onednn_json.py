@@ -62,6 +62,11 @@ def _splice(i: int, raw: dict, out: list, replaced: dict, source: str) -> None:
             "load the model saved before quantization"
         )
     subs = raw.get("subgraphs") or []
+    if not subs:  # e.g. the attention kernels (_sg_mkldnn_selfatt_*): operators of their own
+        raise NotImplementedError(
+            f"{source}: {where} is a oneDNN fused operator without a subgraph; mxmod does "
+            "not implement it: save the model before partitioning it"
+        )
     if len(subs) != 1:
         raise MXNetFileError(
             f"{source}: {where} has {len(subs)} subgraphs; a oneDNN fused node holds one",
