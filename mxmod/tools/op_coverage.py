@@ -75,6 +75,11 @@ def out_of_scope(op: str, namespace: str) -> str | None:
         return GLUON + " (HybridBlock.hybridize, autograd.Function)"
     if op.startswith("_sg_mkldnn_"):
         return "out of scope: oneDNN fusions of MXNet's CPU backend (XLA fuses instead)"
+    if op == "_imdecode":
+        return (
+            "out of scope: MXNet 1.9.1's own `mx.nd.imdecode` fails (its output shape is "
+            "unknown); images decode with `mx.image.imdecode`"
+        )
     if op in ("_NDArray", "_Native"):
         return "out of scope: pre-CustomOp Python operators (mxmod has mx.operator.CustomOp)"
     if op in INTERNAL_OPS or op.startswith("_contrib_backward_") or op.endswith("_backward"):
@@ -98,8 +103,14 @@ def resolves(root, python_name: str) -> bool:
         return False
 
 
+# oneDNN fused nodes that hold their operators as a subgraph (``symbol/onednn_json.py``)
+INLINED = ("_sg_mkldnn_conv", "_sg_mkldnn_fully_connected")
+
+
 def status(op: str, python_name: str) -> str:
     """mxmod's answer for MXNet operator ``op`` (``python_name`` under mx.sym/mx.nd)."""
+    if op in INLINED:
+        return "yes: in a symbol file, it loads as the operators its subgraph holds"
     if OPS.find(op) is not None:
         if resolves(sym, python_name) and resolves(nd, python_name):
             return "yes"
