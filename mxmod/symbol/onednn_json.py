@@ -1,5 +1,5 @@
-"""Symbol files saved after MXNet's oneDNN partitioning (``get_backend_symbol('MKLDNN')``,
-``optimize_for``, a Gluon model hybridized with ``backend='MKLDNN'`` and exported).
+"""Symbol files saved after MXNet's oneDNN partitioning (e.g. a graph from
+``get_backend_symbol('MKLDNN')`` saved with ``save_checkpoint``).
 
 Such a file holds fused nodes (``_sg_mkldnn_conv``, ``_sg_mkldnn_fully_connected``...),
 each carrying, as a subgraph, the operators it replaced (convolution, batch norm,
