@@ -156,6 +156,11 @@ def _dequantize_lower(a, ins, aux, ctx):
     return [q.astype(jnp.float32) * (real / jnp.float32(levels))]
 
 
+def _dequantize_shape(a, s):
+    ins, outs = _ranged_shape(a, s)
+    return ins, outs[:1]
+
+
 def _dequantize_type(a, t):
     _check_type("dequantize", t[0], ("int8", "uint8"))
     f32 = np.dtype(np.float32)
@@ -167,7 +172,7 @@ register(
         name="_contrib_dequantize",
         inputs=("data", "min_range", "max_range"),
         params={"out_type": Param(choice("float32"), "float32")},
-        infer_shape=lambda a, s: (_ranged_shape(a, s)[0], [_ranged_shape(a, s)[1][0]]),
+        infer_shape=_dequantize_shape,
         infer_type=_dequantize_type,
         lower=_dequantize_lower,
     )

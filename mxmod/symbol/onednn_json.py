@@ -34,8 +34,8 @@ def inline_fused(data: dict, source: str) -> dict:
             _splice(i, raw, out, replaced, source)
     for raw in out:
         if raw.get("op") != "null":
-            raw["inputs"] = [_resolve(e, replaced) for e in raw.get("inputs", [])]
-    heads = [_resolve(e, replaced) for e in data["heads"]]
+            raw["inputs"] = [_resolve(e, replaced, source) for e in raw.get("inputs", [])]
+    heads = [_resolve(e, replaced, source) for e in data["heads"]]
     keep = [k for k, raw in enumerate(out) if not _fused(raw)]
     index = {old: new for new, old in enumerate(keep)}
     final = []
@@ -95,20 +95,20 @@ def _splice(i: int, raw: dict, out: list, replaced: dict, source: str) -> None:
                 )
             continue
         copy = dict(node)
-        copy["inputs"] = [_inner(e, local) for e in node.get("inputs", [])]
+        copy["inputs"] = [_inner(e, local, source) for e in node.get("inputs", [])]
         local[j] = [len(out), None]
         out.append(copy)
     for o, head in enumerate(sub["heads"]):
-        replaced[(i, o)] = _inner(head, local)
+        replaced[(i, o)] = _inner(head, local, source)
 
 
-def _inner(entry: list, local: dict) -> list:
+def _inner(entry: list, local: dict, source: str) -> list:
     """A subgraph entry as an entry of the outer graph."""
     target = local.get(entry[0])
     if target is None:  # MXNet writes a subgraph's nodes in data-flow order
         raise MXNetFileError(
-            f"a oneDNN fused node's subgraph reads node {entry[0]} before it is computed",
-            "graph",
+            f"{source}: a oneDNN fused node's subgraph reads node {entry[0]} before it is computed",
+            source,
             "subgraphs[0].nodes",
             "nodes in data-flow order",
         )
@@ -117,7 +117,7 @@ def _inner(entry: list, local: dict) -> list:
     return list(target)  # a subgraph input: the outer entry that feeds it
 
 
-def _resolve(entry: list, replaced: dict) -> list:
+def _resolve(entry: list, replaced: dict, source: str) -> list:
     """``entry``, following fused-node outputs to what computes them now."""
     seen = 0
     while (entry[0], entry[1]) in replaced:
@@ -125,6 +125,9 @@ def _resolve(entry: list, replaced: dict) -> list:
         seen += 1
         if seen > len(replaced):
             raise MXNetFileError(
-                "oneDNN fused nodes feed each other in a cycle", "graph", "nodes", "no cycle"
+                f"{source}: oneDNN fused nodes feed each other in a cycle",
+                source,
+                "nodes",
+                "no cycle",
             )
     return list(entry)
