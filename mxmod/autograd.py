@@ -1,17 +1,22 @@
-"""``mx.autograd`` stand-in: imperative gradient recording is outside mxmod.
+"""``mx.autograd``: MXNet's imperative gradients for NDArrays (the tape: ``ndarray/tape.py``).
 
-MXNet test files and scripts often ``import mxnet.autograd`` at the top, or wrap
-inference in ``autograd.predict_mode()``/``autograd.pause()``. Those load and run:
-mxmod never records, so the queries answer "not recording"/"not training" and the
-scopes that keep that state are no-ops. Anything that would record a tape or train
-imperatively (``record``, ``train_mode``, ``backward``, ``grad``, ``mark_variables``)
-raises NotImplementedError naming the Module-API replacement.
+``attach_grad()`` marks variables; operators run inside ``record()`` are recorded;
+``y.backward()`` (or ``backward([heads])``) writes the gradients into each variable's
+``.grad``; ``grad()`` returns them instead. ``record()``/``train_mode()`` also switch
+imperative operators to training mode (Dropout, BatchNorm), ``pause()``/``predict_mode()``
+back. ``Function`` defines an operator with a hand-written backward. Custom operators
+written for MXNet use this inside their ``forward``/``backward``; whole networks train
+compiled through ``mx.mod.Module``.
 """
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
+
+import jax
+
+from .base import MXNetError
+from .ndarray import NDArray, tape
 
 __all__ = [
     "is_recording",
@@ -29,82 +34,112 @@ __all__ = [
     "Function",
 ]
 
-_ADVICE = (
-    "mxmod has no imperative autograd; compute gradients with mx.mod.Module "
-    "(forward_backward) or an executor from Symbol.simple_bind (forward(is_train=True), backward)"
-)
+is_recording = tape.is_recording
+is_training = tape.is_training
+set_recording = tape.set_recording
+set_training = tape.set_training
 
 
-def unsupported_error(what: str, prefix: str = "mx.autograd.") -> NotImplementedError:
-    return NotImplementedError(f"{prefix}{what} is not available in mxmod: {_ADVICE}")
+def record(train_mode: bool = True):  # noqa: A002 (MXNet's parameter name)
+    """Scope that records operators for ``backward`` (in training mode by default)."""
+    return tape.scope(True, train_mode)
 
 
-def is_recording() -> bool:
-    """Always False: mxmod never records an imperative tape."""
-    return False
-
-
-def is_training() -> bool:
-    """Always False: imperative NDArray operators run in inference mode."""
-    return False
-
-
-def set_recording(is_recording: bool) -> bool:  # noqa: A002 (MXNet's parameter name)
-    """Returns the previous state (False); turning recording on raises NotImplementedError."""
-    if is_recording:
-        raise unsupported_error("set_recording(True)")
-    return False
-
-
-def set_training(train_mode: bool) -> bool:
-    """Returns the previous state (False); turning training mode on raises NotImplementedError."""
-    if train_mode:
-        raise unsupported_error("set_training(True)")
-    return False
-
-
-def record(train_mode: bool = True):
-    """Raises NotImplementedError: there is no tape to record."""
-    raise unsupported_error("record()")
-
-
-@contextlib.contextmanager
-def pause(train_mode: bool = False):
-    """No-op scope (nothing is recorded); ``train_mode=True`` raises NotImplementedError."""
-    if train_mode:
-        raise unsupported_error("pause(train_mode=True)")
-    yield
-
-
-@contextlib.contextmanager
-def predict_mode():
-    """No-op scope: imperative operators already run in inference mode."""
-    yield
+def pause(train_mode: bool = False):  # noqa: A002
+    """Scope that records nothing (in inference mode by default)."""
+    return tape.scope(False, train_mode)
 
 
 def train_mode():
-    """Raises NotImplementedError: imperative operators cannot run in training mode."""
-    raise unsupported_error("train_mode()")
+    """Scope running operators in training mode (recording unchanged)."""
+    return tape.scope(None, True)
 
 
-def mark_variables(*args: Any, **kwargs: Any) -> None:
-    raise unsupported_error("mark_variables()")
+def predict_mode():
+    """Scope running operators in inference mode (recording unchanged)."""
+    return tape.scope(None, False)
 
 
-def backward(*args: Any, **kwargs: Any) -> None:
-    raise unsupported_error("backward()")
+def mark_variables(variables: Any, gradients: Any, grad_reqs: Any = "write") -> None:
+    """Mark ``variables`` so that ``backward`` writes their gradients into ``gradients``."""
+    if isinstance(variables, NDArray):
+        variables, gradients = [variables], [gradients]
+    variables, gradients = list(variables), list(gradients)
+    if len(variables) != len(gradients):
+        raise MXNetError(
+            f"mark_variables got {len(variables)} variables but {len(gradients)} gradients"
+        )
+    reqs = [grad_reqs] * len(variables) if isinstance(grad_reqs, str) else list(grad_reqs)
+    if len(reqs) != len(variables):
+        raise MXNetError(f"mark_variables got {len(reqs)} grad_reqs for {len(variables)} variables")
+    for v, g, r in zip(variables, gradients, reqs):
+        tape.mark(v, g, r)
 
 
-def grad(*args: Any, **kwargs: Any) -> Any:
-    raise unsupported_error("grad()")
+def backward(
+    heads: Any, head_grads: Any = None, retain_graph: bool = False, train_mode: bool = True
+):  # noqa: A002
+    """Gradients of ``heads`` into their variables' ``.grad`` (write or add, per grad_req)."""
+    with tape.scope(None, train_mode):
+        tape.backward(heads, head_grads, retain_graph)
 
 
-def get_symbol(*args: Any, **kwargs: Any) -> Any:
-    raise unsupported_error("get_symbol()")
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False, train_mode=True):  # noqa: A002
+    """Gradients of ``heads`` w.r.t. ``variables``, returned (their ``.grad`` untouched)."""
+    with tape.scope(None, train_mode):
+        return tape.grad(heads, variables, head_grads, retain_graph, create_graph)
+
+
+def get_symbol(x: Any) -> Any:
+    raise NotImplementedError(
+        "mx.autograd.get_symbol is not available in mxmod: the tape holds JAX pullbacks, not "
+        "a symbol; build the graph with mx.sym instead"
+    )
 
 
 class Function:
-    """Custom imperative differentiable function: creating one raises NotImplementedError."""
+    """An operator with a hand-written gradient (MXNet's ``autograd.Function``).
+
+    Subclasses define ``forward(self, *inputs)`` and ``backward(self, *output_grads)`` on
+    NDArrays (``save_for_backward`` keeps what backward needs); calling an instance runs
+    forward and, inside ``record()``, puts backward on the tape.
+    """
 
     def __init__(self) -> None:
-        raise unsupported_error("Function")
+        self.saved_tensors: tuple = ()
+
+    def save_for_backward(self, *args: Any) -> None:
+        self.saved_tensors = args
+
+    def forward(self, *inputs: NDArray) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def backward(self, *output_grads: NDArray) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define backward()")
+
+    def __call__(self, *inputs: NDArray) -> Any:
+        with tape.scope(False, None):
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        outs = [outputs] if single else list(outputs)
+        if not tape.is_recording() or not any(x._tape is not None for x in inputs):
+            return outputs
+
+        def pullback(cts):
+            with tape.scope(False, None):
+                grads = self.backward(*[NDArray(c, o._ctx) for c, o in zip(cts, outs)])
+            grads = [grads] if isinstance(grads, NDArray) else list(grads)
+            if len(grads) != len(inputs):
+                raise MXNetError(
+                    f"{type(self).__name__}.backward returned {len(grads)} gradients for "
+                    f"{len(inputs)} inputs"
+                )
+            return [g._data if isinstance(g, NDArray) else jax.numpy.asarray(g) for g in grads]
+
+        node = tape.Node(pullback, [x._tape for x in inputs], [(o.shape, o.dtype) for o in outs])
+        fresh = []
+        for i, o in enumerate(outs):
+            r = NDArray(o._data, o._ctx)
+            r._tape = (node, i)
+            fresh.append(r)
+        return fresh[0] if single else fresh

@@ -432,3 +432,36 @@ def test_pca_noise_shifts_each_channel_by_a_constant():
     gray = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(1, 8, 8), batch_size=2, contrast=0.2)
     with pytest.raises(MXNetError, match="need 3-channel images"):
         gray.next()
+
+
+def test_shuffle_chunk_size_reads_chunks_of_the_file_in_a_new_order(tmp_path):
+    """A .rec without .idx and shuffle_chunk_size (MB): MXNet cuts the file into
+    ceil(1.1 * size / chunk) chunks and reads them in a new order each epoch (records in
+    file order inside a chunk, shuffled within it with shuffle=True)."""
+    rec, idx = str(tmp_path / "big.rec"), str(tmp_path / "big.idx")
+    rng = np.random.RandomState(0)
+    w = mx.recordio.MXIndexedRecordIO(idx, rec, "w")
+    for i in range(48):  # noise PNGs of ~49 KB: a 2.4 MB file, three 1 MB chunks
+        img = rng.randint(0, 256, (128, 128, 3)).astype(np.uint8)
+        header = mx.recordio.IRHeader(0, float(i), i, 0)
+        w.write_idx(i, mx.recordio.pack_img(header, img, quality=1, img_fmt=".png"))
+    w.close()
+    kw = dict(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=8, shuffle_chunk_size=1)
+    it = mx.io.ImageRecordIter(**kw, shuffle_chunk_seed=3)
+    epochs = []
+    for _ in range(4):
+        it.reset()
+        epochs.append(np.concatenate([b.label[0].asnumpy() for b in it]).astype(int))
+    for order in epochs:  # three whole chunks of 16 records, each in file order
+        for chunk in order.reshape(3, 16):
+            assert chunk[0] % 16 == 0 and list(chunk) == list(range(chunk[0], chunk[0] + 16))
+    assert len({tuple(o) for o in epochs}) > 1  # a new order of chunks across epochs
+    shuffled = mx.io.ImageRecordIter(**kw, shuffle=True, seed=1)
+    order = np.concatenate([b.label[0].asnumpy() for b in shuffled])
+    assert sorted(order) == list(range(48)) and len(np.nonzero(np.diff(order) != 1)[0]) > 3
+    # an index file lets records shuffle one by one: the chunk size is not used (as MXNet)
+    plain = mx.io.ImageRecordIter(**kw, path_imgidx=idx)
+    order = np.concatenate([b.label[0].asnumpy() for b in plain])
+    np.testing.assert_array_equal(order, np.arange(48))
+    with pytest.raises(MXNetError, match="shuffle_chunk_size -1 must be >= 0"):
+        mx.io.ImageRecordIter(**dict(kw, shuffle_chunk_size=-1))

@@ -4,12 +4,12 @@
 
 from ..ndarray import contrib as ndarray
 from ..symbol import contrib as symbol
-from . import amp, tensorboard, text
+from . import amp, autograd, tensorboard, text
 
 sym = symbol
 nd = ndarray
 
-__all__ = ["symbol", "sym", "ndarray", "nd", "amp", "tensorboard", "text"]
+__all__ = ["symbol", "sym", "ndarray", "nd", "amp", "autograd", "tensorboard", "text"]
 
 # Parts of MXNet's contrib that have not arrived yet: importing them works (so
 # `from mxnet.contrib import amp` at the top of a script loads); using them raises
@@ -23,12 +23,10 @@ _MISSING = (
     "io",
     "quantization",
     "quant",
-    "autograd",
     "tensorrt",
 )
 _ADVICE = {
     "svrg_optimization": "use mx.mod.Module with an mx.optimizer optimizer",
-    "autograd": "use mx.mod.Module / Executor backward for gradients",
     "*": "this contrib part is not implemented by mxmod",
 }
 __getattr__ = _package_getattr(__name__, "mx.contrib", _ADVICE, known=_MISSING)

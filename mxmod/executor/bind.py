@@ -40,13 +40,11 @@ def simple_bind(
     and unused; arguments of ``shared_exec`` with the same name and shape are shared."""
     ctx, device = device_of(ctx)
     group_device = group_devices(sym, group2ctx)
+    # as MXNet, shapes of names the symbol lacks are not used (old predict scripts pass
+    # softmax_label= to a symbol without the loss head); a missing input's shape is named
+    # by shape inference
     inputs = set(sym.list_inputs())
-    for name in shapes:
-        if name not in inputs:
-            raise MXNetError(
-                f"simple_bind got a shape for {name!r}, which is not an input of the "
-                f"symbol; its arguments are {sym.list_arguments()}"
-            )
+    shapes = {n: s for n, s in shapes.items() if n in inputs}
     dynamic = compiled_for(sym).graph.dynamic_nodes
     if dynamic:
         raise MXNetError(

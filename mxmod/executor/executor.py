@@ -28,7 +28,11 @@ from ..ndarray.sparse.parts import RowParts
 from .arrays import reshaped_arrays, set_argument, to_jax
 from .rows import only_dot_lhs
 from .sparse_io import program_value, store_sparse_grad
-from .head_grads import missing_head_grads_error, outputs_needing_head_grads
+from .head_grads import (
+    check_trailing_head_grads,
+    missing_head_grads_error,
+    outputs_needing_head_grads,
+)
 from .lower import GraphFn
 from .memory import allocated_bytes, allocated_line
 from .monitor_taps import backward_taps
@@ -149,7 +153,8 @@ class Executor:
 
     @property
     def grad_dict(self) -> dict:
-        return {n: g for n, g in zip(self._arg_names, self.grad_arrays) if g is not None}
+        # as MXNet: every argument, None for those without a gradient (grad_req 'null')
+        return dict(zip(self._arg_names, self.grad_arrays))
 
     @property
     def aux_dict(self) -> dict:
@@ -295,8 +300,15 @@ class Executor:
             return [jnp.ones(s, d) for s, d in zip(shapes, dtypes)]
         if isinstance(out_grads, (NDArray, np.ndarray)) or hasattr(out_grads, "shape"):
             out_grads = [out_grads]
-        if len(out_grads) != len(shapes):
-            raise MXNetError(f"backward got {len(out_grads)} out_grads for {len(shapes)} outputs")
+        out_grads = list(out_grads)[: len(shapes)]  # as MXNet: those past the outputs unread
+        if len(out_grads) < len(shapes):
+            # as MXNet: the trailing outputs may go without when no gradient reads theirs
+            needed = outputs_needing_head_grads(
+                self._compiled.graph, args, self._aux(), key, diff, is_train
+            )
+            check_trailing_head_grads(self._compiled.graph.output_names, len(out_grads), needed)
+            rest = zip(shapes[len(out_grads) :], dtypes[len(out_grads) :])
+            out_grads = list(out_grads) + [np.ones(s, d) for s, d in rest]
         return [
             _on(to_jax(g, jax.ShapeDtypeStruct(s, d), f"out_grads[{i}]"), self._ctx.jax_device)
             for i, (g, s, d) in enumerate(zip(out_grads, shapes, dtypes))
@@ -379,7 +391,10 @@ class Executor:
         self._monitor = callback
 
     def debug_str(self) -> str:
-        """The graph, then MXNet's ``Total <N> MB allocated`` line (``memory.py``)."""
+        """The graph, then MXNet's two summary lines: ``Total <N> MB allocated``
+        (``memory.py``) and ``Total 0 TempSpace resource requested`` (MXNet counts the
+        scratch buffers its operators ask for; XLA plans those inside the program, so
+        mxmod asks for none). Tools such as memonger parse the first by its position."""
         diff = [
             n
             for n, g in zip(self._arg_names, self.grad_arrays)
@@ -387,7 +402,8 @@ class Executor:
         ]
         args, aux = self._args(), self._aux()
         nbytes = allocated_bytes(self._compiled.graph, args, aux, zero_key(), diff, self.outputs)
-        return f"{self._symbol.debug_str()}\n{allocated_line(nbytes)}\n"
+        temp = "Total 0 TempSpace resource requested"
+        return f"{self._symbol.debug_str()}\n{allocated_line(nbytes)}\n{temp}\n"
 
 
 def _write_prefixes(holders: list, outs: list) -> None:

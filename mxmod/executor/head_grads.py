@@ -106,3 +106,16 @@ def missing_head_grads_error(names: list) -> MXNetError:
         "(backward(out_grads=[...]), one array per output); to minimise an output as an "
         "objective, pass it through MakeLoss"
     )
+
+
+def check_trailing_head_grads(output_names: list, given: int, needed: list) -> None:
+    """``backward(out_grads)`` with fewer arrays than outputs: MXNet reads them by position,
+    so the outputs past ``given`` must be ones whose head gradient no gradient reads
+    (``needed``: ``outputs_needing_head_grads``); they get ones, which change nothing."""
+    lacking = [n for n in output_names[given:] if n in needed]
+    if lacking:
+        raise MXNetError(
+            f"backward got {given} out_grads for {len(output_names)} outputs {output_names}: "
+            f"the gradients read the head gradient of {lacking}, so give one array per "
+            "output up to the last of them (in the order of list_outputs())"
+        )

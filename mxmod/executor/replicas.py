@@ -13,12 +13,33 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 
+from ..base import MXNetError
 from ..ndarray.sparse.parts import RowParts
 from ..program_store import load_ahead
 from . import rows
 from .placement import OneDevice
 from .programs import Programs, metric_key
 from .step import SUM, compose_step, dense_grads
+
+
+def device_block(slices: list, batch_size: int, k: int, length: int, what: str) -> slice:
+    """Device ``k``'s part of a result merged from the devices' own results along an axis of
+    ``length`` elements (MXNet concatenates each executor's whole output): its batch slice
+    when the axis holds the batch, else its share of ``length`` (e.g. a ``(T*N, C)``
+    output holds ``T`` rows per sample; a per-device loss of shape ``(1,)``, one row)."""
+    if length == batch_size:
+        return slices[k]
+    bounds = [length * s.start / batch_size for s in slices] + [float(length)]
+    if all(b.is_integer() for b in bounds):
+        return slice(int(bounds[k]), int(bounds[k + 1]))
+    n = len(slices)
+    if length % n == 0:  # the same part per device, whatever its share of the batch
+        return slice(k * length // n, (k + 1) * length // n)
+    raise MXNetError(
+        f"{what}: its split axis has {length} elements, which the {n} devices' batch slices "
+        f"{[(s.stop - s.start) for s in slices]} do not divide; give the output a "
+        "'__layout__' attribute naming its batch axis, or merge it (merge_multi_context=True)"
+    )
 
 
 def _slice(x, axis, s):
@@ -82,6 +103,18 @@ class ReplicaPrograms(Programs):
             for n, v in tree.items()
         }
 
+    def _split_outs(self, outs: list, k: int, what: str) -> list:
+        """Device ``k``'s part of each merged output (or head gradient): the block its own
+        program produced (``device_block``)."""
+        dev, batch = self.all_devices[k], self.slices[-1].stop
+        parts = []
+        for i, (x, axis) in enumerate(zip(outs, self.output_axes)):
+            if axis >= 0:
+                s = device_block(self.slices, batch, k, x.shape[axis], f"{what} {i}")
+                x = _slice(x, axis, s)
+            parts.append(jax.device_put(x, dev))
+        return parts
+
     def _everywhere(self, tree, k):
         return jax.device_put(tree, self.all_devices[k])
 
@@ -126,7 +159,6 @@ class ReplicaPrograms(Programs):
             p.forward_backward(input_names, with_head_grads, metric, False)
             for p in self._per_device
         ]
-        out_axes = {f"\0{i}": a for i, a in enumerate(self.output_axes)}
 
         def run(params, aux, inputs, key, head_grads=None):
             res = []
@@ -138,8 +170,7 @@ class ReplicaPrograms(Programs):
                     jax.random.fold_in(key, k),
                 ]
                 if with_head_grads:
-                    hg = self._split({f"\0{i}": g for i, g in enumerate(head_grads)}, out_axes, k)
-                    args.append([hg[f"\0{i}"] for i in range(len(head_grads))])
+                    args.append(self._split_outs(head_grads, k, "head gradient"))
                 res.append(fn(*args))
             n = len(res)
             new_aux = {a: sum(self._home(r[1][a]) for r in res) / n for a in res[0][1]}
@@ -176,18 +207,12 @@ class ReplicaPrograms(Programs):
 
     def metric_stats(self, metric, input_names):
         fns = [p.metric_stats(metric, input_names) for p in self._per_device]
-        out_axes = {f"\0{i}": a for i, a in enumerate(self.output_axes)}
 
         def run(inputs, outs):
             stats = []
             for k, fn in enumerate(fns):
-                o = self._split({f"\0{i}": x for i, x in enumerate(outs)}, out_axes, k)
-                stats.append(
-                    fn(
-                        self._split(inputs, self.input_axes, k),
-                        [o[f"\0{i}"] for i in range(len(outs))],
-                    )
-                )
+                mine = self._split_outs(outs, k, "output")
+                stats.append(fn(self._split(inputs, self.input_axes, k), mine))
             return self._cat_stats(stats)
 
         return run

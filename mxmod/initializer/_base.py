@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ndarray import NDArray
-from ..registry import Registry
+from ..registry import Registry, adopt
 from ._composite import Load, Mixed
 from ._fill import _assign, _rng
 
@@ -201,6 +201,9 @@ class Initializer:
             f"mx.sym.Variable(init=mx.init.*) to set initialization pattern, e.g. "
             f"mx.sym.Variable('{name}', init=mx.init.Zero())"
         )
+
+
+adopt(Initializer, _REGISTRY)  # mx.registry.get_register_func(Initializer, ...) files here
 
 
 _SUFFIX_RULES = (

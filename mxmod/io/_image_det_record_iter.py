@@ -33,6 +33,8 @@ _PASSED = {  # parameters ImageRecordIter takes as they are
     "part_index": 0,
     "shuffle": False,
     "seed": 0,
+    "shuffle_chunk_size": 0,
+    "shuffle_chunk_seed": 0,
     **BATCH_PARAMS,
     "mean_r": 0.0,
     "mean_g": 0.0,
@@ -43,8 +45,6 @@ _PASSED = {  # parameters ImageRecordIter takes as they are
 _OWN = {
     "path_imglist": "",
     "aug_seq": "det_aug_default",
-    "shuffle_chunk_size": 0,
-    "shuffle_chunk_seed": 0,
     "label_pad_width": 0,
     "label_pad_value": -1.0,
     "mean_img": "",
@@ -102,7 +102,6 @@ def ImageDetRecordIter(*args, **kwargs):
         ("resize_mode", p["resize_mode"] != "force"),
         ("path_imglist", bool(p["path_imglist"])),
         ("mean_img", bool(p["mean_img"])),
-        ("shuffle_chunk_size", p["shuffle_chunk_size"] != 0),
     ):
         if bad:
             raise NotImplementedError(

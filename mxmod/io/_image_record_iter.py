@@ -13,6 +13,7 @@ reports ``pad=0``, mxmod repeats the batch's real samples and reports the true `
 from __future__ import annotations
 
 import logging
+import math
 import os
 
 import numpy as np
@@ -105,11 +106,8 @@ class ImageRecordIter(MXDataIter):
             raise NotImplementedError(
                 f"ImageRecordIter aug_seq={p['aug_seq']!r}: only 'aug_default' is implemented"
             )
-        if p["shuffle_chunk_size"]:
-            raise NotImplementedError(
-                "ImageRecordIter shuffle_chunk_size: chunk shuffling is "
-                "not implemented; pass path_imgidx and shuffle=True"
-            )
+        if int(p["shuffle_chunk_size"]) < 0:
+            raise MXNetError(f"shuffle_chunk_size {p['shuffle_chunk_size']} must be >= 0 (MB)")
         if not p["path_imgrec"]:
             raise MXNetError("ImageRecordIter needs path_imgrec (the .rec file)")
         if not 0 <= p["part_index"] < p["num_parts"]:
@@ -160,9 +158,34 @@ class ImageRecordIter(MXDataIter):
 
     # ------------------------------------------------------------ epochs
     def _make_order(self, epoch):
-        if self.p["shuffle"]:
-            return np.random.default_rng([self.p["seed"], epoch]).permutation(self.part)
+        p = self.p
+        chunks = self._shuffle_chunks()
+        if chunks is not None:  # chunks in a new order each epoch, each read in file order
+            rng = np.random.default_rng([int(p["shuffle_chunk_seed"]), epoch])
+            if p["shuffle"]:  # and its records shuffled within it, as MXNet's chunk reader
+                inner = np.random.default_rng([p["seed"], epoch])
+                chunks = [inner.permutation(c) for c in chunks]
+            return np.concatenate([chunks[i] for i in rng.permutation(len(chunks))])
+        if p["shuffle"]:
+            return np.random.default_rng([p["seed"], epoch]).permutation(self.part)
         return self.part
+
+    def _shuffle_chunks(self):
+        """MXNet's chunk shuffling (``shuffle_chunk_size`` MB, a ``.rec`` without ``.idx``:
+        reads stay local in a file too large to shuffle by record): this part's records cut
+        by byte offset into ``ceil(1.1 * file size / (num_parts * chunk))`` chunks; None
+        when that is one chunk, or when an index file lets records be shuffled one by one
+        (MXNet then ignores the chunk size too)."""
+        p, mb = self.p, int(self.p["shuffle_chunk_size"])
+        if mb <= 0 or p["path_imgidx"] or len(self.part) == 0:
+            return None
+        count = math.ceil(self.rec.size * 1.1 / (p["num_parts"] * (mb << 20)))
+        if count <= 1:
+            return None
+        offsets = self.rec.offsets[self.part]
+        lo, hi = int(offsets[0]), int(offsets[-1]) + 1
+        edges = lo + (hi - lo) * np.arange(1, count) // count
+        return [c for c in np.split(self.part, np.searchsorted(offsets, edges)) if len(c)]
 
     def _plan(self):
         """Batch specs of one epoch, then the state the next epoch starts from."""

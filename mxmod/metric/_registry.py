@@ -6,12 +6,13 @@ import json
 import warnings
 
 from ..base import numeric_types, string_types
-from ..registry import Registry
+from ..registry import Registry, adopt
 from ._base import EvalMetric
 
 __all__ = ["register", "alias", "registry_create"]
 
 _REGISTRY = Registry("metric", case_sensitive=False)
+adopt(EvalMetric, _REGISTRY)  # mx.registry.get_register_func(EvalMetric, ...) files here
 
 
 def register(klass, name: str | None = None):

@@ -86,12 +86,16 @@ class BaseModule:
             eval_metric = _metric.create(eval_metric)
         eval_metric.reset()
         self._place_batches(eval_data)
-        actual = 0
-        for nbatch, batch in self._run_inference(eval_data, num_batch, sparse_row_id_fn):
-            self._update_metric_with(eval_metric, batch)
-            _call(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
-            actual += 1
-        _call(score_end_callback, BatchEndParam(epoch, actual, eval_metric, locals()))
+        # the callbacks' ``locals`` carry MXNet's names (``eval_batch``, ``actual_num_batch``,
+        # ``batch_end_params``): callbacks written for MXNet read them
+        actual_num_batch = 0
+        for nbatch, eval_batch in self._run_inference(eval_data, num_batch, sparse_row_id_fn):
+            self._update_metric_with(eval_metric, eval_batch)
+            if batch_end_callback is not None:
+                batch_end_params = BatchEndParam(epoch, nbatch, eval_metric, locals())
+                _call(batch_end_callback, batch_end_params)
+            actual_num_batch += 1
+        _call(score_end_callback, BatchEndParam(epoch, actual_num_batch, eval_metric, locals()))
         return eval_metric.get_name_value()
 
     def iter_predict(self, eval_data, num_batch=None, reset=True, sparse_row_id_fn=None):

@@ -186,10 +186,11 @@ class DataParallelExecutorGroup:
         known = dict(dev_shapes)
         known.update({n: a.shape for n, a in self.state.params.items() if n in self.arg_names})
         arg_shapes, out_shapes, aux_shapes = self._infer(known)
-        arg_types, _, aux_types = self.symbol.infer_type(**dtypes)
+        arg_types, out_types, aux_types = self.symbol.infer_type(**dtypes)
         if arg_types is None:
             arg_types = [np.float32] * len(self.arg_names)
             aux_types = [np.float32] * len(self.aux_names)
+        self._out_dev_types = out_types or [np.float32] * len(out_shapes)
         self._arg_shape = dict(zip(self.arg_names, arg_shapes))
         self._arg_type = dict(zip(self.arg_names, arg_types))
         input_axes = {d.name: a for d, a in zip(descs, axes)}
@@ -374,6 +375,7 @@ class DataParallelExecutorGroup:
     _var_ctx = surface._var_ctx
     _grouped = surface._grouped
     _slice = surface._slice
+    _block = surface._block
     _commit_overlay = surface._commit_overlay
     _write_whole = surface._write_whole
     _view = surface._view

@@ -25,12 +25,17 @@ from ..base import MXNetError
 from ..io import DataBatch
 from .. import random as mxrandom
 from ..kvstore.dist import flush_across_workers
-from ..executor.head_grads import missing_head_grads_error, outputs_needing_head_grads
+from ..executor.head_grads import (
+    check_trailing_head_grads,
+    missing_head_grads_error,
+    outputs_needing_head_grads,
+)
 from ..executor.step import PER_DEVICE, STACKED_SUM, SUM, Batch, zero_key
 from ..metric import note_host_update
 from ..ndarray import NDArray
 from .sparse_inputs import csr_input_names, dense_batch_array, lazy_rows, place_csr
 from .train_state import PendingStep
+from .views import output_zeros_shape
 
 
 def _take(arr, axis, s, n_dev):
@@ -224,11 +229,11 @@ def backward(self, out_grads=None) -> None:
     else:
         if isinstance(out_grads, NDArray) or hasattr(out_grads, "shape"):
             out_grads = [out_grads]
-        if len(out_grads) != len(self.output_names):
-            raise MXNetError(
-                f"backward got {len(out_grads)} out_grads for "
-                f"{len(self.output_names)} outputs {self.output_names}"
-            )
+        # as MXNet, by position: arrays past the last output are not read (a GAN passes
+        # the discriminator's input gradients, one per input, to a one-output generator)
+        out_grads = list(out_grads)[: len(self.output_names)]
+        if len(out_grads) < len(self.output_names):
+            out_grads = list(out_grads) + _unread_head_grads(self, p, len(out_grads))
         pl = self._progs.placement
         p.head_grads = [
             pl.put(g._data if isinstance(g, NDArray) else np.asarray(g), self.output_layouts[i])
@@ -242,6 +247,20 @@ def backward(self, out_grads=None) -> None:
     p.backward, p.grads_done = True, False
     if self._accumulates() or p.head_grads is not None:
         self.flush()  # each call adds (grad_req='add'); head gradients are per call
+
+
+def _unread_head_grads(self, p, given: int) -> list:
+    """Ones for the outputs after the first ``given`` (MXNet reads ``out_grads`` by
+    position): allowed only where no gradient reads their head gradient."""
+    args = {**self._params_in(), **p.inputs}
+    needed = outputs_needing_head_grads(
+        self._graph, args, self.state.aux, p.key, self._progs.diff_names, p.is_train
+    )
+    check_trailing_head_grads(self.output_names, given, needed)
+    return [
+        np.ones(output_zeros_shape(self, i, None), self._out_dev_types[i])
+        for i in range(given, len(self.output_names))
+    ]
 
 
 def request_update(self) -> None:
@@ -325,7 +344,8 @@ def _update_metric_host(self, eval_metric, labels, pre_sliced=False) -> None:
             label_parts[name] = _take(lab, axis, s, len(self.slices))
         out_parts = OrderedDict()
         for name, axis, out in zip(self.output_names, self.output_layouts, outs):
-            out_parts[name] = _take(out, axis, s, len(self.slices))
+            block = self._block(k, out, axis, f"output {name!r}") if self.slices else None
+            out_parts[name] = _take(out, axis, block, len(self.slices))
         eval_metric.update_dict(label_parts, out_parts)
 
 

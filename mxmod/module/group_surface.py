@@ -22,6 +22,7 @@ from .. import xla_options
 from ..base import MXNetError
 from ..executor import compiled_for
 from ..executor.monitor_taps import backward_taps
+from ..executor.replicas import device_block
 from ..io import DataDesc
 from ..ndarray import NDArray
 from ..ops import get_op
@@ -74,6 +75,14 @@ def _slice(self, k):
     if k is None or len(self.contexts) == 1:
         return None
     return self.slices[k]
+
+
+def _block(self, k, x, axis, what):
+    """Device ``k``'s part of ``x``, a result merged along ``axis`` (its batch slice when
+    that axis holds the batch; ``slicing.device_block``)."""
+    if k is None or axis < 0 or len(self.contexts) == 1:
+        return None
+    return device_block(self.slices, self.batch_size, k, x.shape[axis], what)
 
 
 def _commit_overlay(self) -> None:
@@ -483,7 +492,8 @@ def aux_dict(self) -> dict:
 
 def _device_part(self, x, axis, k):
     """Device ``k``'s part of a batch-split array (all of it for ``k=None``)."""
-    return slice_of(self._progs.placement.local(x, axis), axis, self._slice(k))
+    local = self._progs.placement.local(x, axis)
+    return slice_of(local, axis, self._block(k, local, axis, "a batch result"))
 
 
 def _with_hidden_outputs(symbol):

@@ -158,8 +158,9 @@ def _write_output(g, p, i, k, value) -> None:
         g.ensure_outputs()
         cur = g._outs[i]
     value = jnp.asarray(value, cur.dtype)
-    axis, s = g.output_layouts[i], g._slice(k)
-    if s is not None and axis >= 0 and len(g.contexts) > 1:
+    axis = g.output_layouts[i]
+    s = g._block(k, cur, axis, _output_what(g, i))
+    if s is not None:
         idx = [slice(None)] * cur.ndim
         idx[axis] = s
         value = cur.at[tuple(idx)].set(_beside(value, cur))
@@ -287,20 +288,37 @@ def output_view(g, i, k):
     def read():
         axis = g.output_layouts[i]
         if g._pending is None:
-            shape = list(g._out_dev_shapes[i])
-            if axis >= 0 and g.batch_size:
-                s = g._slice(k)
-                shape[axis] = g.batch_size if s is None else s.stop - s.start
-            return _zeros(g, tuple(shape), np.float32, None, k)
+            return _zeros(g, output_zeros_shape(g, i, k), np.float32, None, k)
         g.ensure_outputs()
         out = _written(g, g._pending).get(i)
         out = g._outs[i] if out is None else out
-        return slice_of(g._progs.placement.local(out, axis), axis, g._slice(k))
+        local = g._progs.placement.local(out, axis)
+        return slice_of(local, axis, g._block(k, local, axis, _output_what(g, i)))
 
     def write(value):
         _write_output(g, g._pending, i, k, value)
 
     return StateView(read, write, g._ctx(k))
+
+
+def _output_what(g, i) -> str:
+    return f"output {g.output_names[i]!r}"
+
+
+def output_zeros_shape(g, i, k) -> tuple:
+    """The shape of output ``i`` before any batch: device ``k``'s (the merged one for
+    ``k=None``). ``_out_dev_shapes`` are the first device's; a batch axis scales with the
+    device's slice, any other stays."""
+    shape, axis = list(g._out_dev_shapes[i]), g.output_layouts[i]
+    if axis < 0 or not g.batch_size or len(g.contexts) == 1:
+        return tuple(shape)
+    first = g.slices[0].stop - g.slices[0].start
+    if shape[axis] == first:
+        s = g._slice(k)
+        shape[axis] = g.batch_size if s is None else s.stop - s.start
+    elif k is None:
+        shape[axis] *= len(g.contexts)
+    return tuple(shape)
 
 
 def kept_output_view(g, p, i):
@@ -405,12 +423,14 @@ class ExecView:
     def grad_dict(self) -> dict:
         g = self._group
         wanted = {n for n, r in g.grad_req.items() if r != "null"}
-        return self._by_argument(
+        found = self._by_argument(
             "grad",
             lambda n, k: g._grad_view(n, k) if n in wanted else None,
             g._input_grad_view,
             wanted & set(g.data_names),
         )
+        # as MXNet: every argument, None for those without a gradient
+        return {n: found.get(n) for n in g.arg_names}
 
     @property
     def grad_arrays(self) -> list:

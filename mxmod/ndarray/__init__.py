@@ -5,6 +5,7 @@
 """
 
 import importlib
+import sys
 
 from ..ops import OPS, get_op
 from . import _arith, _setget  # noqa: F401  (NDArray's operators and indexing)
@@ -139,3 +140,9 @@ from . import update_ops_mp as _update_ops_mp  # noqa: E402
 from .update_ops_mp import *  # noqa: E402,F403
 
 __all__ += _update_ops_mp.__all__
+
+# every differentiable function of the namespaces on autograd's tape inside record()
+from . import tape  # noqa: E402
+
+for _ns in (sys.modules[__name__], contrib, linalg, image):
+    tape.record_namespace(_ns)

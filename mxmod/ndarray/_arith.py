@@ -32,6 +32,7 @@ from . import ops, shape_ops
 from ._programs import program
 from .ops import binary, elementwise, scalar
 from .ndarray import NDArray
+from .tape import check_inplace, recorded
 
 
 def _int_div(a, b):
@@ -47,7 +48,7 @@ def _is_scalar(x: Any) -> bool:
     return isinstance(x, (int, float, bool, np.generic)) and np.ndim(x) == 0
 
 
-def _apply(self: NDArray, other: Any, fn, op: str, reverse: bool = False) -> NDArray:
+def _apply_plain(self: NDArray, other: Any, fn, op: str, reverse: bool = False) -> NDArray:
     if isinstance(other, NDArray):
         return binary(other, self, fn, op) if reverse else binary(self, other, fn, op)
     if not _is_scalar(other):
@@ -55,6 +56,9 @@ def _apply(self: NDArray, other: Any, fn, op: str, reverse: bool = False) -> NDA
     dtype = self._data.dtype
     a, b = (scalar(other, dtype), self._data) if reverse else (self._data, scalar(other, dtype))
     return NDArray(elementwise(fn, a, b, dtype), self._ctx)
+
+
+_apply = recorded(_apply_plain, "NDArray arithmetic")  # on autograd's tape in record()
 
 
 def _make(fn, op: str):
@@ -77,6 +81,7 @@ def _make(fn, op: str):
         return res
 
     def inplace(self, other):
+        check_inplace(self, other)
         res = forward(self, other)
         if res.shape != self.shape:
             raise MXNetError(
@@ -131,7 +136,9 @@ NDArray.__le__ = _cmp(jnp.less_equal, "<=")
 NDArray.__gt__ = _cmp(jnp.greater, ">")
 NDArray.__ge__ = _cmp(jnp.greater_equal, ">=")
 NDArray.__hash__ = object.__hash__
-NDArray.__neg__ = lambda self: NDArray(program(jnp.negative, ())(self._data), self._ctx)
+NDArray.__neg__ = recorded(
+    lambda self: NDArray(program(jnp.negative, ())(self._data), self._ctx), "NDArray.__neg__"
+)
 NDArray.__pos__ = lambda self: self
 NDArray.__abs__ = lambda self: ops.abs(self)
 
@@ -186,9 +193,24 @@ for _fn in (
     shape_ops.transpose,
     shape_ops.flatten,
     shape_ops.expand_dims,
-    shape_ops.broadcast_to,
 ):
     setattr(NDArray, _fn.__name__, _fluent(_fn))
+
+
+def _broadcast_to_method(self: NDArray, shape: Any) -> NDArray:
+    """``NDArray.broadcast_to``: unlike ``mx.nd.broadcast_to``, the method (as MXNet's)
+    first prepends axes of 1 (numpy's rule): a ``(1,)`` array broadcasts to ``(4, 6)``."""
+    shape = tuple(shape)
+    if len(shape) < self.ndim:
+        raise MXNetError(f"operands could not be broadcast together with {self.shape} to {shape}")
+    cur = (1,) * (len(shape) - self.ndim) + tuple(self.shape)
+    if any(c not in (1, t) for c, t in zip(cur, shape)):
+        raise MXNetError(f"operands could not be broadcast together with {self.shape} to {shape}")
+    data = self if cur == tuple(self.shape) else self.reshape(cur)
+    return shape_ops.broadcast_to(data, shape=shape)
+
+
+NDArray.broadcast_to = _broadcast_to_method
 for _fn in (ops.sum, ops.mean, ops.prod):
     setattr(NDArray, _fn.__name__, _numpy_fluent(_fn, takes_dtype=True))
 for _fn in (ops.max, ops.min, ops.argmax, ops.argmin, ops.clip):

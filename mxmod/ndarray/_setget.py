@@ -18,6 +18,7 @@ import numpy as np
 from . import _index
 from ._device import HOST_MOVE_ELEMENTS, host_copy, on_host, to_device_of
 from .ndarray import NDArray, _fresh, _put
+from .tape import check_inplace
 
 
 def _jax_slices(slices, int_axes=()):
@@ -66,6 +67,7 @@ def set_item(arr: NDArray, key: Any, value: Any) -> None:
     this array's dtype and must broadcast to the indexed shape.
     """
     _index.check_key_types(key)
+    check_inplace(arr, value)
     if _index.is_basic_key(key):
         slices, int_axes, indexed = _index.normalize_basic_key(key, arr.shape)
         sub_shape = tuple(

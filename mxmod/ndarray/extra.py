@@ -20,7 +20,6 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from ..autograd import unsupported_error
 from ..base import MXNetError, named
 from ..context import current_context
 from . import _index
@@ -30,6 +29,7 @@ from ._random_dists import normal, uniform
 from ._random_multinomial import multinomial
 from ..ops.split import split_v2_attrs
 from .ndarray import NDArray
+from . import tape
 from .op_table import nd_function
 
 __all__ = [
@@ -322,23 +322,12 @@ def _slice_is_contiguous(slc: Any, shape: tuple) -> bool:
     return _index.contiguous_flat_range(slices, shape) is not None
 
 
-def _no_autograd(what: str):
-    def method(self, *args: Any, **kwargs: Any):
-        raise unsupported_error(f"NDArray.{what}", prefix="")
-
-    method.__name__ = what
-    return method
-
-
 def install() -> None:
     """Attach the fluent methods to NDArray (names NDArray already has stay)."""
     for name in _FLUENT_OPS:
         if not hasattr(NDArray, name):
             setattr(NDArray, name, _fluent(name))
-    NDArray.attach_grad = _no_autograd("attach_grad")
-    NDArray.backward = _no_autograd("backward")
-    NDArray.grad = property(_no_autograd("grad"))
-    NDArray.detach = lambda self: self.reshape(self.shape)  # no graph: a view of the data
+    tape.install()
     NDArray._basic_indexing_slice_is_contiguous = staticmethod(_slice_is_contiguous)
     NDArray.split_v2 = lambda self, *a, **k: split_v2(self, *a, **k)
     NDArray.to_dlpack_for_read = to_dlpack_for_read

@@ -65,12 +65,19 @@ class NDArray:
     """
 
     __array_ufunc__ = None  # numpy defers to our reflected operators
+    # imperative autograd (tape.py): the recorded entry, the gradient buffer and its req
+    _tape = None
+    _grad = None
+    _grad_req = "null"
 
     def __init__(self, data: Any, ctx: Context | None = None):
         self._base: NDArray | None = None
         self._offset = 0
         self._vshape: tuple = ()
         self._cache: tuple = (None, None)
+        if isinstance(data, jax.core.Tracer):  # an operator traced by autograd (tape.py)
+            self._arr, self._ctx = data, Context(ctx) if ctx is not None else current_context()
+            return
         if not isinstance(data, jax.Array):
             ctx = Context(ctx) if ctx is not None else current_context()
             host = np.asarray(data)

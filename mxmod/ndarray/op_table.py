@@ -21,22 +21,25 @@ from ..ops._def import positional_attrs
 from ..program_store import program_key
 from ..program_tiers import size_estimate, wrap
 from ._random import next_key
+from . import tape
 from .ndarray import NDArray
 
 
 @lru_cache(maxsize=512)
-def _compiled(op_name: str, frozen_attrs: tuple, n_data: int):
+def _compiled(op_name: str, frozen_attrs: tuple, n_data: int, is_train: bool = False):
     op = get_op(op_name)
     attrs = op.parse(dict(frozen_attrs), op_name)
 
     def run(ins, key):
-        ctx = LowerCtx(is_train=False, node_name=op_name, rng=key)
+        ctx = LowerCtx(is_train=is_train, node_name=op_name, rng=key)
         res = op.lower(attrs, list(ins[:n_data]), list(ins[n_data:]), ctx)
         outs = res[0] if op.aux_names(attrs) else res
         return list(outs)[: len(op.output_names(attrs))]
 
     # mxmod's own operators are stored whole on disk (a later process runs them untraced)
-    key = None if op_name == "Custom" else program_key("nd", op_name, frozen_attrs, n_data)
+    key = None
+    if op_name != "Custom":
+        key = program_key("nd", op_name, frozen_attrs, n_data, *(("train",) if is_train else ()))
     return wrap(xla_options.jit(run), key, size_estimate), attrs
 
 
@@ -92,7 +95,8 @@ def nd_function(name: str):
             if res is not NotImplemented:
                 return res
         ins = [_array(x, op.name, slot) for x, slot in zip(given, slots)]
-        fn, _ = _compiled(op.name, tuple(sorted(raw.items())), len(op.input_names(attrs)))
+        n_data, train = len(op.input_names(attrs)), tape.is_training()
+        fn, _ = _compiled(op.name, tuple(sorted(raw.items())), n_data, train)
         key = None
         if op.random:
             key = next_key()
@@ -104,6 +108,10 @@ def nd_function(name: str):
             return out
         return outs[0] if len(outs) == 1 else outs
 
+    # inside autograd.record(): on the tape, and in training mode with train_mode=True
     return named(
-        call, name, f"Imperative ``{op.name}`` (MXNet's ``mx.nd.{name}``), run in inference mode."
+        tape.recorded(call, f"mx.nd.{name}"),
+        name,
+        f"Imperative ``{op.name}`` (MXNet's ``mx.nd.{name}``), run in inference mode "
+        "(training mode inside ``autograd.record()``/``train_mode()``).",
     )

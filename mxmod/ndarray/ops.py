@@ -21,6 +21,7 @@ from ..base import MXNetError, named
 from . import _device
 from ._programs import program as _program
 from .op_table import nd_function
+from .tape import recorded
 from .ndarray import NDArray, _fresh, _put, jax_dtype
 
 __all__ = [
@@ -451,9 +452,11 @@ def _takes_out(fn):
     """MXNet's ``out=``/``name=`` keywords on an imperative operator: the result is written
     into ``out`` (a view writes through to its parent array) and ``out`` is returned."""
 
+    run = recorded(fn)  # on autograd's tape inside record()
+
     @functools.wraps(fn)
     def call(*args: Any, out: NDArray | None = None, name: Any = None, **kwargs: Any):
-        res = fn(*args, **kwargs)
+        res = run(*args, **kwargs)
         if out is None:
             return res
         if not isinstance(out, NDArray):
@@ -466,6 +469,7 @@ def _takes_out(fn):
         out._set_data(res._data.astype(out._data.dtype))
         return out
 
+    call._on_tape = True
     return call
 
 

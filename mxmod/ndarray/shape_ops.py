@@ -15,7 +15,8 @@ import jax.numpy as jnp
 
 from ..base import MXNetError
 from .ndarray import NDArray, _fresh, _put
-from .ops import _axes, _check
+from .ops import _axes, _check, _takes_out
+from .tape import recorded
 
 __all__ = [
     "slice_axis",
@@ -152,3 +153,10 @@ def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = Tr
 def stack(*data: NDArray, axis: int = 0, num_args: int | None = None) -> NDArray:
     """Stack equally shaped arrays along a new ``axis``."""
     return _join(data, axis, "stack", True)
+
+
+# MXNet's operators take ``out=`` (and ``name=``); ``concatenate`` is a Python helper
+for _name in __all__:
+    if _name != "concatenate":
+        globals()[_name] = _takes_out(globals()[_name])
+concatenate = recorded(concatenate, "mx.nd.concatenate")  # on autograd's tape in record()

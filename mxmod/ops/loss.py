@@ -195,8 +195,8 @@ def _identity_shape(a, s):
 
 def _makeloss_lower(a, ins, aux, ctx):
     def grad(out, data, _):
-        if a.normalization == "batch":
-            scale = a.grad_scale / data.shape[0]
+        if a.normalization == "batch":  # MXNet's rows of the array flattened to 2-D
+            scale = a.grad_scale / math.prod(data.shape[:-1])
         elif a.normalization == "valid":
             valid = jnp.sum(data > a.valid_thresh).astype(data.dtype)
             scale = a.grad_scale / jnp.maximum(1.0, valid)

@@ -17,7 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..registry import Registry
+from ..registry import Registry, adopt
 from . import _imperative, _optax, _settings, fused
 from ._arg_checks import check_base_args, check_number, check_setting, unknown_param_error
 from ._counts import UpdateCounts
@@ -410,6 +410,9 @@ class Optimizer:
         d["_jit_fn"] = None
         d["_counts"] = UpdateCounts.from_attrs(d)
         _settings.retrack(d)
+
+
+adopt(Optimizer, _REGISTRY)  # mx.registry.get_register_func(Optimizer, ...) files here
 
 
 def _owner(cls: type, attr: str) -> type:

@@ -142,15 +142,16 @@ def make_op(
                 f"{op.name} {node_name!r}: positional argument {i} must be a Symbol, "
                 f"got {type(a).__name__}; pass attributes by keyword"
             )
-    if op.variadic:
-        if inputs_by_name:
-            raise MXNetError(
-                f"{op.name} {node_name!r} takes its inputs positionally, "
-                f"got keyword inputs {sorted(inputs_by_name)}"
-            )
-        raw[op.variadic] = str(len(positional))
+    if op.variadic:  # as MXNet: the count of inputs given, by position and by name
+        raw[op.variadic] = str(len(positional) + len(inputs_by_name))
     parsed = op.parse(raw, node_name)
     slots = op.input_names(parsed) + op.aux_names(parsed)
+    unknown = sorted(set(inputs_by_name) - set(slots))
+    if op.variadic and unknown:
+        raise MXNetError(
+            f"{op.name} {node_name!r} has no input named {unknown}; its inputs are "
+            f"{slots}: pass them positionally"
+        )
     if len(positional) > len(slots):
         raise MXNetError(
             f"{op.name} {node_name!r} takes at most {len(slots)} inputs "

@@ -1,0 +1,250 @@
+"""Idioms of real MXNet projects (CRNN, InsightFace, a conditional GAN, densenet, memonger,
+SSD's callbacks...) that mxmod must run as MXNet 1.9.1 does."""
+
+import json
+
+import numpy as np
+import pytest
+
+import mxmod as mx
+from mxmod import registry
+from mxmod.base import MXNetError
+
+T, N, C = 3, 4, 5
+
+
+def _seq_module(contexts, work_load_list=None):
+    """A CRNN-style head: per-sample sequences flattened to (T*N, C) rows, plus a
+    per-device statistic of shape (1, C) (InsightFace's BlockGrad'ed loss value)."""
+    data = mx.sym.Variable("data")  # (N, T, 2)
+    x = mx.sym.Reshape(mx.sym.transpose(data, axes=(1, 0, 2)), shape=(-3, 0))
+    fc = mx.sym.FullyConnected(x, num_hidden=C, name="fc")
+    label = mx.sym.Reshape(mx.sym.transpose(mx.sym.Variable("softmax_label")), shape=(-1,))
+    out = mx.sym.SoftmaxOutput(fc, label, name="softmax")
+    stat = mx.sym.BlockGrad(mx.sym.sum(fc, axis=0, keepdims=True), name="stat")
+    mod = mx.mod.Module(mx.sym.Group([out, stat]), context=contexts, work_load_list=work_load_list)
+    mod.bind([("data", (N, T, 2))], [("softmax_label", (N, T))])
+    mod.init_params(mx.init.Xavier(magnitude=2.0))
+    rng = np.random.RandomState(0)
+    batch = mx.io.DataBatch(
+        [mx.nd.array(rng.rand(N, T, 2))], [mx.nd.array(rng.randint(0, C, (N, T)))]
+    )
+    mod.forward(batch, is_train=False)
+    return mod, batch
+
+
+@pytest.mark.parametrize("work_load_list", [None, [1, 3]])
+def test_unmerged_outputs_are_each_devices_own_when_axis0_is_not_the_batch(work_load_list):
+    """MXNet hands each device its whole output (get_outputs(merge_multi_context=False),
+    update_metric); the merged output concatenates them."""
+    mod, batch = _seq_module([mx.cpu(0), mx.cpu(1)], work_load_list)
+    sizes = [2, 2] if work_load_list is None else [1, 3]
+    merged = [o.asnumpy() for o in mod.get_outputs()]
+    assert merged[0].shape == (T * N, C) and merged[1].shape == (2, C)
+    per_dev = mod.get_outputs(merge_multi_context=False)
+    assert [o.shape for o in per_dev[0]] == [(T * b, C) for b in sizes]
+    assert [o.shape for o in per_dev[1]] == [(1, C), (1, C)]
+    np.testing.assert_array_equal(np.concatenate([o.asnumpy() for o in per_dev[0]]), merged[0])
+    np.testing.assert_array_equal(np.concatenate([o.asnumpy() for o in per_dev[1]]), merged[1])
+
+    seen = []
+
+    class Recorder(mx.metric.EvalMetric):
+        def __init__(self):
+            super().__init__("recorder")
+
+        def update(self, labels, preds):
+            seen.append(([lab.shape for lab in labels], [p.asnumpy() for p in preds]))
+
+    mod.update_metric(Recorder(), batch.label)
+    assert [s[0] for s in seen] == [[(b, T)] for b in sizes]
+    for (_, preds), rows, stat in zip(seen, per_dev[0], per_dev[1]):
+        np.testing.assert_array_equal(preds[0], rows.asnumpy())
+        np.testing.assert_array_equal(preds[1], stat.asnumpy())
+
+    acc = mx.metric.Accuracy(output_names=["softmax_output"])
+    mod.update_metric(acc, batch.label)
+    # MXNet's Accuracy flattens each device's labels (sample-major) against its rows
+    labels = batch.label[0].asnumpy()
+    bounds = np.cumsum([0] + sizes)
+    want = np.concatenate([labels[a:b].ravel() for a, b in zip(bounds[:-1], bounds[1:])])
+    assert acc.get()[1] == pytest.approx(np.mean(merged[0].argmax(1) == want))
+
+
+def test_backward_reads_out_grads_by_position():
+    """InsightFace's model-parallel head passes one out_grad to a body whose second output
+    is a BlockGrad; a conditional GAN passes the discriminator's two input gradients to a
+    one-output generator. MXNet reads them by position."""
+    data = mx.sym.Variable("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
+    other = mx.sym.FullyConnected(data, num_hidden=2, name="other")
+    x = mx.nd.array(np.random.RandomState(1).rand(4, 5))
+    g = mx.nd.array(np.random.RandomState(2).rand(4, 3))
+
+    def grads(symbol, out_grads):
+        mod = mx.mod.Module(symbol, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([("data", (4, 5))])
+        mod.init_params(mx.init.Constant(0.1))
+        mod.forward(mx.io.DataBatch([x], None), is_train=True)
+        mod.backward(out_grads=out_grads)
+        return {
+            n: sum(a.asnumpy() for a in arrs)
+            for n, arrs in zip(mod._exec_group.param_names, mod._exec_group.grad_arrays)
+        }
+
+    full = grads(mx.sym.Group([fc, mx.sym.BlockGrad(other)]), [g, mx.nd.zeros((4, 2))])
+    short = grads(mx.sym.Group([fc, mx.sym.BlockGrad(other)]), [g])
+    for name in full:
+        np.testing.assert_allclose(short[name], full[name], rtol=1e-6)
+    longer = grads(fc, [g, mx.nd.ones((4, 5))])  # the extra array is not read
+    np.testing.assert_allclose(longer["fc_weight"], full["fc_weight"], rtol=1e-6)
+
+    mod = mx.mod.Module(mx.sym.Group([fc, other]), label_names=None)
+    mod.bind([("data", (4, 5))])
+    mod.init_params()
+    mod.forward(mx.io.DataBatch([x], None), is_train=True)
+    with pytest.raises(MXNetError, match=r"head gradient of \['other_output'\]"):
+        mod.backward(out_grads=[g])
+
+    exe = mx.sym.Group([fc, mx.sym.BlockGrad(other)]).simple_bind(mx.cpu(), data=(4, 5))
+    for arr in exe.arg_dict.values():
+        arr[:] = 0.1
+    exe.forward(is_train=True, data=x)
+    exe.backward([g])
+    np.testing.assert_allclose(
+        exe.grad_dict["fc_weight"].asnumpy(), g.asnumpy().T @ x.asnumpy(), rtol=1e-5
+    )
+
+
+def test_upsampling_takes_bilinear_inputs_by_name():
+    """densenet.mxnet's decoder: UpSampling(data=x, sample_type='bilinear', ...)."""
+    x = mx.sym.Variable("x")
+    up = mx.sym.UpSampling(data=x, scale=2, sample_type="bilinear", num_filter=3, name="up")
+    assert up.list_arguments() == ["x", "up_weight"]
+    assert json.loads(up.tojson())["nodes"][-1]["attrs"]["num_args"] == "1"
+    w = mx.sym.Variable("w")
+    up = mx.sym.UpSampling(data=x, weight=w, scale=2, sample_type="bilinear", num_filter=3)
+    assert up.list_arguments() == ["x", "w"]
+    assert up.infer_shape(x=(1, 3, 4, 4))[1] == [(1, 3, 8, 8)]
+    # nearest names its inputs arg0, arg1...: MXNet refuses data= too
+    with pytest.raises(MXNetError, match=r"no input named \['data'\]; its inputs are \['arg0'\]"):
+        mx.sym.UpSampling(data=x, scale=2, sample_type="nearest")
+
+
+def test_registry_functions_share_the_metric_and_initializer_tables():
+    register = registry.get_register_func(mx.metric.EvalMetric, "metric")
+    alias = registry.get_alias_func(mx.metric.EvalMetric, "metric")
+
+    @register
+    @alias("idiom_acc_alias")
+    class IdiomAcc(mx.metric.EvalMetric):
+        def __init__(self, name="idiom_acc"):
+            super().__init__(name)
+
+        def update(self, labels, preds):
+            self.sum_metric += 1
+            self.num_inst += 2
+
+    metric = mx.metric.create("IDIOMACC")
+    metric.update([], [])
+    assert metric.get() == ("idiom_acc", 0.5)
+    assert isinstance(mx.metric.create("idiom_acc_alias"), IdiomAcc)
+    create = registry.get_create_func(mx.metric.EvalMetric, "metric")
+    assert create('["idiomacc", {"name": "z"}]').name == "z"
+    assert "idiomacc" in registry.get_registry(mx.metric.EvalMetric)
+    with pytest.raises(TypeError, match="subclasses of EvalMetric"):
+        register(dict)
+
+    iregister = registry.get_register_func(mx.init.Initializer, "initializer")
+
+    @iregister
+    class IdiomSevens(mx.init.Initializer):
+        def _init_weight(self, name, arr):
+            arr[:] = 7
+
+    arr = mx.nd.zeros((2, 2))
+    mx.init.create("idiomsevens")(mx.init.InitDesc("w_weight"), arr)
+    assert arr.asnumpy().tolist() == [[7, 7], [7, 7]]
+
+    class Base:
+        pass
+
+    create = registry.get_create_func(Base, "thing")
+
+    @registry.get_register_func(Base, "thing")
+    class Foo(Base):
+        def __init__(self, a=1):
+            self.a = a
+
+    assert create("foo", a=3).a == 3 and create({"thing": "foo"}).a == 1
+    with pytest.raises(ValueError, match="bar is not registered"):
+        create("bar")
+
+
+def test_join_and_layout_operators_write_into_out():
+    a = mx.nd.array(np.arange(6.0).reshape(2, 3))
+    out = mx.nd.zeros((2, 6))
+    assert mx.nd.concat(a, a, dim=1, out=out) is out
+    np.testing.assert_array_equal(out.asnumpy(), np.hstack([a.asnumpy()] * 2))
+    out = mx.nd.zeros((2, 2, 3))
+    mx.nd.stack(a, a, out=out)
+    np.testing.assert_array_equal(out.asnumpy(), np.stack([a.asnumpy()] * 2))
+    big = mx.nd.zeros((5, 2))
+    mx.nd.transpose(a, out=big[1:4])  # a view (rows) writes through
+    np.testing.assert_array_equal(big.asnumpy()[1:4], a.asnumpy().T)
+    with pytest.raises(MXNetError, match=r"out has shape \(2, 2\) but the result"):
+        mx.nd.reshape(a, shape=(3, 2), out=mx.nd.zeros((2, 2)))
+
+
+def test_debug_str_ends_with_mxnets_two_summary_lines():
+    """memonger reads ``int(debug_str().split('\\n')[-3].split()[1])`` (megabytes)."""
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=1000, name="fc")
+    exe = net.simple_bind(mx.cpu(), data=(64, 1000))
+    lines = exe.debug_str().split("\n")
+    assert lines[-2] == "Total 0 TempSpace resource requested" and lines[-1] == ""
+    assert int(lines[-3].split()[1]) >= 4  # weight and its gradient: 4 MB each
+
+
+def test_score_callbacks_see_mxnets_local_names():
+    """SSD's LogDetectionsCallback reads locals['eval_batch'] at the end of score()."""
+    x = np.random.RandomState(0).rand(10, 4).astype(np.float32)
+    y = np.arange(10) % 3
+    it = mx.io.NDArrayIter(x, y, batch_size=4)
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3)
+    net = mx.sym.SoftmaxOutput(fc, name="softmax")
+    mod = mx.mod.Module(net)
+    mod.bind(it.provide_data, it.provide_label, for_training=False)
+    mod.init_params()
+    seen = {}
+
+    def at_batch(param):
+        seen.setdefault("batches", []).append(param.locals["eval_batch"].pad)
+
+    def at_end(param):
+        loc = param.locals
+        seen["end"] = (loc["actual_num_batch"], loc["eval_batch"].pad, "batch_end_params" in loc)
+
+    mod.score(it, "acc", batch_end_callback=at_batch, score_end_callback=at_end)
+    assert seen == {"batches": [0, 0, 2], "end": (3, 2, True)}
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 3), (2, 3, 4), (2, 3, 4, 5)])
+def test_makeloss_batch_normalization_divides_by_the_rows_of_the_2d_view(shape):
+    """MXNet flattens the loss to 2-D (all axes but the last are rows) and divides the
+    gradient by the rows; a 1-D loss is one row."""
+    s = mx.sym.MakeLoss(mx.sym.Variable("x"), normalization="batch", grad_scale=2.0)
+    exe = s.simple_bind(mx.cpu(), x=shape)
+    exe.forward(is_train=True)
+    exe.backward()
+    want = 2.0 / int(np.prod(shape[:-1]))
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), np.full(shape, want), rtol=1e-6)
+
+
+def test_executor_lists_every_argument_in_grad_dict():
+    net = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=3, name="fc")
+    exe = net.simple_bind(mx.cpu(), x=(2, 4), grad_req={"x": "null", "fc_weight": "write"})
+    assert {k: (None if v is None else v.shape) for k, v in exe.grad_dict.items()} == {
+        "x": None,
+        "fc_weight": (3, 4),
+        "fc_bias": None,
+    }
