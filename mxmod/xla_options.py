@@ -20,6 +20,7 @@ user set in ``XLA_FLAGS``.
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import os
 import threading
@@ -64,7 +65,14 @@ def start_probe() -> concurrent.futures.Future:
         if _probe is None:
             _probe = concurrent.futures.Future()
             threading.Thread(target=_run_probe, args=(_probe,), daemon=True).start()
+            # a process ending (say, on a user's error) while the probe compiles would kill
+            # the thread inside XLA, which aborts the process: let the probe finish first
+            atexit.register(_finish_probe, _probe)
         return _probe
+
+
+def _finish_probe(future: concurrent.futures.Future) -> None:
+    concurrent.futures.wait([future], timeout=60)
 
 
 def _run_probe(future: concurrent.futures.Future) -> None:

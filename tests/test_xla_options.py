@@ -142,3 +142,28 @@ def test_normalised_convolutions_same_numbers_as_xla_defaults():
     theirs = jax.jit(conv_bn_relu_grad)(*args)
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-3)
+
+
+def test_a_process_ending_while_the_probe_compiles_lets_it_finish(tmp_path):
+    """The probe compiles on a daemon thread; a script failing right after bind() used to
+    end inside that compile, and the killed thread aborted the process ('terminate
+    called...', exit status 134). The process now lets the probe finish first."""
+    import subprocess
+    import sys
+
+    marker = tmp_path / "probe_finished"
+    script = tmp_path / "early_exit.py"
+    script.write_text(
+        "import time\n"
+        "from mxmod import xla_options\n"
+        "def slow_probe(options):\n"
+        "    time.sleep(1.0)\n"
+        f"    open({str(marker)!r}, 'w').close()\n"
+        "    return options\n"
+        "xla_options._accepted_by_xla = slow_probe\n"
+        "xla_options.start_probe()\n"
+        "raise SystemExit(3)\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert proc.returncode == 3, proc.stderr[-500:]
+    assert marker.exists()
