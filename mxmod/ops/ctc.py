@@ -1,5 +1,6 @@
 """Connectionist Temporal Classification loss: MXNet's ``CTCLoss`` (also ``ctc_loss``,
-``_contrib_CTCLoss``, ``_contrib_ctc_loss``, so ``mx.sym.contrib.ctc_loss`` works).
+``_contrib_CTCLoss``, ``_contrib_ctc_loss``, so ``mx.sym.contrib.ctc_loss`` works), and
+``WarpCTC``, the loss head of MXNet's warp-ctc plugin (deepspeech, CRNN OCR projects).
 
 Layout and conventions follow MXNet 1.9.1: ``data`` is (T, N, C) unnormalised
 activations (the softmax is inside the op); ``label`` is (N, L). With
@@ -23,8 +24,9 @@ import jax
 import jax.numpy as jnp
 
 from ..base import MXNetError
-from ._attrs import Param, choice, p_bool
+from ._attrs import Param, choice, p_bool, p_int
 from ._def import OpDef, register
+from .loss import head
 
 _NEG = -1e30  # log(0) that keeps gradients finite (a true -inf gives NaN through logaddexp)
 
@@ -150,5 +152,69 @@ register(
         infer_type=lambda a, t: (t, [t[0], t[0]]),
         lower=_ctc_lower,
         aliases=("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"),
+    )
+)
+
+
+# ---------------------------------------------------------------- WarpCTC (plugin)
+# ``data`` (input_length * batch, alphabet) time-major activations, ``label``
+# (batch * label_length,) with 0 as the blank and as padding; the output is the softmax of
+# ``data``; the backward ignores its head gradient and gives the CTC gradient of every
+# sample's -log p(label) with respect to the activations (summed over the batch, unscaled).
+def _warpctc_geometry(a, rows: int) -> int:
+    if a.input_length <= 0 or a.label_length <= 0:
+        raise MXNetError(
+            f"WarpCTC needs input_length > 0 and label_length > 0, got input_length="
+            f"{a.input_length}, label_length={a.label_length}"
+        )
+    if rows % a.input_length:
+        raise MXNetError(
+            f"WarpCTC: data has {rows} rows, not a multiple of input_length={a.input_length} "
+            "(data is (input_length * batch, alphabet), time-major)"
+        )
+    return rows // a.input_length
+
+
+def _warpctc_shape(a, s):
+    data = s[0]
+    if data is None:
+        return s, [None]
+    if len(data) != 2:
+        raise MXNetError(
+            f"WarpCTC: data {tuple(data)} must be 2-D (input_length * batch, alphabet)"
+        )
+    n = _warpctc_geometry(a, data[0])
+    return [tuple(data), (a.label_length * n,)], [tuple(data)]
+
+
+def _warpctc_lower(a, ins, aux, ctx):
+    data, label = ins
+    t, c = a.input_length, data.shape[1]
+    n = _warpctc_geometry(a, data.shape[0])
+    rows = label.astype(jnp.int32).reshape(n, a.label_length)
+    # 0 is the blank and is dropped wherever it stands (the plugin's removeBlank)
+    order = jnp.argsort(rows == 0, axis=1, stable=True)
+    labels = jnp.take_along_axis(rows, order, axis=1)
+    label_len = jnp.sum(rows != 0, axis=1).astype(jnp.int32)
+    data_len = jnp.full((n,), t, jnp.int32)
+
+    def grad(out, x, _label):
+        logits = x.astype(jnp.float32).reshape(t, n, c)
+        g = jax.grad(lambda v: jnp.sum(_nll(v, labels, data_len, label_len, 0)))(logits)
+        return g.reshape(x.shape)
+
+    return [head(lambda x, _label: jax.nn.softmax(x, axis=-1), grad)(data, label)]
+
+
+register(
+    OpDef(
+        name="WarpCTC",
+        params={"label_length": Param(p_int, 0), "input_length": Param(p_int, 0)},
+        inputs=("data", "label"),
+        infer_shape=_warpctc_shape,
+        # as the plugin: float32 activations, int32 labels (a float label is taken as given)
+        infer_type=lambda a, t: ([t[0] or "float32", t[1] or "int32"], [t[0] or "float32"]),
+        lower=_warpctc_lower,
+        is_loss=True,
     )
 )
