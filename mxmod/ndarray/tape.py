@@ -29,16 +29,23 @@ import numpy as np
 from ..base import MXNetError
 from .ndarray import NDArray
 
-_state = threading.local()
+class _State(threading.local):
+    """Per thread, as MXNet's: whether operators are recorded, and run in training mode."""
+
+    recording = False
+    training = False
+
+
+_state = _State()
 _ids = itertools.count()
 
 
 def is_recording() -> bool:
-    return getattr(_state, "recording", False)
+    return _state.recording
 
 
 def is_training() -> bool:
-    return getattr(_state, "training", False)
+    return _state.training
 
 
 def set_recording(flag: bool) -> bool:
@@ -164,7 +171,7 @@ def recorded(fn: Callable, what: Optional[str] = None) -> Callable:
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any):
-        if not is_recording():
+        if not _state.recording:  # the common case: one attribute read
             return fn(*args, **kwargs)
         inputs = _arrays_in(args, kwargs)
         if not any(x._tape is not None for x in inputs):
