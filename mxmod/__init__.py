@@ -103,6 +103,7 @@ _SUBMODULES = {
     "library": "library",
     "rtc": "rtc",
     "executor_manager": "executor_manager",
+    "misc": "misc",
 }
 
 

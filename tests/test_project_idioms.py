@@ -248,3 +248,38 @@ def test_executor_lists_every_argument_in_grad_dict():
         "fc_weight": (3, 4),
         "fc_bias": None,
     }
+
+
+def test_update_counts_the_step_at_once():
+    """sockeye logs optimizer.learning_rate after update(): the count is the step's."""
+
+    class Warmup(mx.lr_scheduler.LRScheduler):
+        def __call__(self, num_update):
+            return 0.01 * min(1.0, num_update / 2.0)
+
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3))
+    mod = mx.mod.Module(net, label_names=["softmaxoutput0_label"])
+    mod.bind([("data", (4, 5))], [("softmaxoutput0_label", (4,))])
+    mod.init_params()
+    mod.init_optimizer(optimizer="adam", optimizer_params={"lr_scheduler": Warmup()})
+    batch = mx.io.DataBatch([mx.nd.ones((4, 5))], [mx.nd.array([0, 1, 2, 0])])
+    seen = []
+    for _ in range(3):
+        mod.forward_backward(batch)
+        mod.update()
+        seen.append((mod._optimizer.num_update, mod._optimizer.learning_rate))
+    assert seen == [(1, 0.005), (2, 0.01), (3, 0.01)]
+
+
+def test_misc_schedulers_and_executor_contexts():
+    from mxmod import misc
+
+    sched = misc.FactorScheduler(2, 0.5)
+    sched.base_lr = 0.1
+    assert [sched(i) for i in range(6)] == [0.1, 0.1, 0.05, 0.05, 0.025, 0.025]
+    with pytest.raises(ValueError, match="factor 1.5 must be below 1"):
+        misc.FactorScheduler(2, 1.5)
+    net = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=2)
+    exe = net.simple_bind(mx.cpu(1), x=(2, 3))
+    exe.forward()
+    assert exe.arg_dict["x"].context == mx.cpu(1) and exe.outputs[0].context == mx.cpu(1)

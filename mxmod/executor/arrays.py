@@ -70,8 +70,17 @@ def grad_reqs(grad_req: Any, arg_names: list[str]) -> dict:
     return reqs
 
 
-def zeros(shape, dtype, device):
-    return NDArray(jax.device_put(jnp.zeros(shape, dtype), device))
+def zeros(shape, dtype, device, ctx=None):
+    """Zeros on ``device``, reported as ``ctx`` when that is the context of ``device``
+    (``cpu(1)`` on a one-CPU machine shares its device with ``cpu(0)``, as MXNet's)."""
+    return on_ctx(jax.device_put(jnp.zeros(shape, dtype), device), ctx)
+
+
+def on_ctx(data, ctx):
+    """``data`` as an NDArray of ``ctx`` when it lives on ``ctx``'s device."""
+    if ctx is not None and data.devices() == {ctx.jax_device}:
+        return NDArray(data, ctx)
+    return NDArray(data)
 
 
 def out_specs(sym, shapes: dict, types: dict) -> list:

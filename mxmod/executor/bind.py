@@ -18,7 +18,7 @@ from .executor import Executor, compiled_for
 def sparse_zeros(stype, shape, dtype, ctx, device):
     """A zero array of ``stype`` (MXNet allocates sparse arguments and gradients empty)."""
     if stype == "default":
-        return zeros(shape, dtype, device)
+        return zeros(shape, dtype, device, ctx)
     return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
 
 
@@ -71,7 +71,7 @@ def simple_bind(
         dtype = types.get((id(n), 0), "float32")
         if id(n) in aux_ids:
             aux_names.append(n.name)
-            aux.append(zeros(shape, dtype, device))
+            aux.append(zeros(shape, dtype, device, ctx))
             continue
         s = shared.get(n.name)
         dev = group_device.get(n.name, device)

@@ -25,7 +25,7 @@ from ..ndarray import sparse
 from ..ndarray.sparse import BaseSparseNDArray, CSRNDArray, RowSparseNDArray
 from ..symbol.stype import infer_stypes
 from ..ndarray.sparse.parts import RowParts
-from .arrays import reshaped_arrays, set_argument, to_jax
+from .arrays import on_ctx, reshaped_arrays, set_argument, to_jax
 from .rows import only_dot_lhs
 from .sparse_io import program_value, store_sparse_grad
 from .head_grads import (
@@ -186,7 +186,7 @@ class Executor:
         device = self._ctx.jax_device
         stypes = self._output_stypes()
         return [
-            NDArray(jax.device_put(jnp.zeros(shape, dtype), device))
+            on_ctx(jax.device_put(jnp.zeros(shape, dtype), device), self._ctx)
             if st == "default"
             else sparse.zeros(st, shape, ctx=self._ctx, dtype=dtype)
             for (shape, dtype), st in zip(out_specs, stypes)
@@ -319,7 +319,7 @@ class Executor:
             for holder, o in zip(self.outputs, outs):
                 holder._set_data(o)
         else:
-            self.outputs = [NDArray(o) for o in outs]
+            self.outputs = [on_ctx(o, self._ctx) for o in outs]
         base = self._shares_outputs_of
         if base is not None:
             _write_prefixes(base.outputs, outs)

@@ -278,6 +278,11 @@ def request_update(self) -> None:
         self._apply_update()
         return
     p.update = True
+    box = self.state.opt
+    if box is not None and box.state:
+        # counted now, as MXNet's update(): num_update and the scheduled learning rate
+        # the host reads are this step's, though the step itself runs at the next flush
+        p.hyper = box.optimizer.fused_hyper(None)
     if p.metrics:
         self.flush()
 
@@ -411,6 +416,15 @@ def _flush(self) -> None:
             m._accumulate_device(local(s, 0), stacked=True)
 
 
+def _step_hyper(box, p) -> dict:
+    """The hyper-parameters of the optimizer step about to run: those counted when
+    ``update()`` queued it, else counted now."""
+    if p is not None and p.hyper is not None:
+        hyper, p.hyper = p.hyper, None
+        return hyper
+    return box.optimizer.fused_hyper(None if box.state else [])
+
+
 def _run_train_step(self, p, metric):
     box = self.state.opt
     reduction = self._reduction()
@@ -422,7 +436,7 @@ def _run_train_step(self, p, metric):
     keep = tuple(k for k in (grads, "input_grads" if self.inputs_need_grad else None) if k)
     rule = box.rule(lazy_rows(self, box.optimizer))
     fn = self._progs.train_step(tuple(p.inputs), rule, metric, keep, reduction)
-    hyper = box.optimizer.fused_hyper(None if box.state else [])
+    hyper = _step_hyper(box, p)
     state, res = fn(self._step_state(reduction), Batch(p.inputs, p.key), hyper)
     self._adopt(state, reduction)
     self._outs = res.outs
@@ -496,7 +510,7 @@ def _apply_update(self) -> None:
         )
     rule = box.rule(lazy_rows(self, box.optimizer))
     fn = self._progs.update(rule, reduction, self._grads_stacked)
-    hyper = box.optimizer.fused_hyper(None if box.state else [])
+    hyper = _step_hyper(box, self._pending)
     state, _ = fn(self._step_state(reduction), self._grads, hyper)
     self._adopt(state, reduction)
     if self.state.value.per_device:  # one update of the summed gradients: copies equal again

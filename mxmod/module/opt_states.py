@@ -25,6 +25,7 @@ import numpy as np
 from ..base import MXNetError, MXNetFileError
 from ..ndarray import NDArray
 from ..optimizer import state_files
+from ..optimizer._state_objects import conform
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,7 @@ def _map(fname, states, counts, reference, layout, allow_empty=False) -> Loaded:
     out = {}
     for name in reference:  # the module's order (the first difference is reported)
         key, state = by_name[name]
+        state = conform(state, reference[name])  # namedtuples, user state classes
         out[name] = _checked(fname, name, key, _host(state), reference[name])
     if counts is None:
         return Loaded(out, None, None)
@@ -308,6 +310,8 @@ def _checked(fname: str, name: str, key: Any, theirs: Any, mine: Any) -> Any:
             "saved with",
         )
     for new, old in zip(jax.tree_util.tree_leaves(theirs), jax.tree_util.tree_leaves(mine)):
+        if isinstance(old, (int, float)) and isinstance(new, (int, float)):
+            continue  # a number a user state class keeps beside its arrays
         if not isinstance(new, np.ndarray):
             raise bad(
                 f"the state of {name!r} holds a {type(new).__name__} where the optimizer "
@@ -332,6 +336,8 @@ def place_like(states: dict, like: dict) -> dict:
     """``states`` (numpy leaves) as jax arrays with ``like``'s dtypes and shardings."""
 
     def put(new, old):
+        if not hasattr(old, "dtype"):  # a number a user state class keeps
+            return new
         return jax.device_put(np.asarray(new).astype(old.dtype), old.sharding)
 
     return {name: jax.tree_util.tree_map(put, states[name], like[name]) for name in like}
@@ -343,7 +349,9 @@ def updater_table(states: dict, layout: Layout) -> dict:
     for name, state in states.items():
         for key in layout.keys(name):
             ctx = layout.key_context(key)
-            table[key] = jax.tree_util.tree_map(lambda a, c=ctx: NDArray(a, c), state)
+            table[key] = jax.tree_util.tree_map(
+                lambda a, c=ctx: NDArray(a, c) if hasattr(a, "shape") else a, state
+            )
     return table
 
 

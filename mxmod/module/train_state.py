@@ -105,6 +105,7 @@ class PendingStep:
     saved_outs: Optional[list] = None  # those outputs, once a later batch replaced this one
     monitor_state: Optional[tuple] = None  # (params, aux) this batch ran with, for a Monitor
     per_device: Optional[dict] = None  # the per-device weights ``inputs`` carry (PER_DEVICE)
+    hyper: Optional[dict] = None  # the optimizer step's hyper-parameters, counted at update()
 
 
 def box_field(name: str):

@@ -22,6 +22,7 @@ from ..lr_scheduler import LRScheduler
 from ..ndarray import NDArray
 from ._base import Optimizer
 from ._codec_attrs import TRANSIENT, attrs_of, check_attrs
+from ._state_objects import StateObject, is_plain_object
 from ._mxnet_pickle import REFUSED_HELP, states_error
 
 FORMAT = "mxmod-optimizer-states"
@@ -123,6 +124,9 @@ class _Encoder:
             return {"__optimizer__": type(obj).__name__.lower(), "attrs": self.attrs(obj)}
         if isinstance(obj, LRScheduler):
             return {"__lr_scheduler__": type(obj).__name__, "attrs": self.attrs(obj)}
+        if is_plain_object(obj):  # a user class's state (attributes only: no pickle)
+            attrs = {k: self(v, f"{where}.{k}") for k, v in vars(obj).items()}
+            return {"__object__": type(obj).__name__, "attrs": attrs}
         raise TypeError(
             f"cannot serialise {where} of type {type(obj).__name__} without pickle; "
             f"save with dump_optimizer=False or keep such attributes off the optimizer"
@@ -175,6 +179,7 @@ _TAGS = {
     "__dict__": {"__dict__"},
     "__optimizer__": {"__optimizer__", "attrs"},
     "__lr_scheduler__": {"__lr_scheduler__", "attrs"},
+    "__object__": {"__object__", "attrs"},
 }
 _OPTIONAL_KEYS = {"__nd__": {"stype"}}  # a sparse NDArray's storage type
 
@@ -307,6 +312,10 @@ class _Decoder:
                 where,
                 f"{tag} {_short(name)} with attrs {_short(attrs)}",
                 "a class name and an object of attributes",
+            )
+        if tag == "__object__":  # conformed to the optimizer's own state when loaded
+            return StateObject(
+                name, {k: self(v, f"{where}.{k}", depth + 1) for k, v in attrs.items()}
             )
         if tag == "__optimizer__":
             cls = Optimizer.opt_registry.get(name)

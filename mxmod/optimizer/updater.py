@@ -20,6 +20,7 @@ from ..base import MXNetFileError
 from ..context import cpu
 from ..ndarray import NDArray
 from . import _codec, _mxnet_pickle
+from ._state_objects import conform
 from .rules import MP_DTYPES
 
 __all__ = ["Updater", "get_updater"]
@@ -142,6 +143,7 @@ class Updater:
             loaded, opt, counts = got.states, got.optimizer, got.counts
             check_states_dict(loaded, counts, source)
         for idx in loaded.keys() & self.states.keys():
+            loaded[idx] = conform(loaded[idx], self.states[idx])
             _check_state(source, idx, loaded[idx], self.states[idx], "the state held")
         for idx in loaded.keys() - self.states.keys():
             check_own_layout(self.optimizer if opt is None else opt, idx, loaded[idx], source)
@@ -171,6 +173,7 @@ class Updater:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fresh = self.optimizer.create_state_multi_precision(idx, weight)
+        self.states[idx] = conform(self.states[idx], fresh)
         _check_state(
             getattr(self, "_source", "optimizer states"),
             idx,
