@@ -29,6 +29,7 @@ import numpy as np
 from ..base import MXNetError
 from .ndarray import NDArray
 
+
 class _State(threading.local):
     """Per thread, as MXNet's: whether operators are recorded, and run in training mode."""
 
