@@ -60,6 +60,7 @@ def test_training_through_module_lowers_the_ctc_loss():
     labels = np.array([[1, 2, 0, 0], [3, 3, 4, 0], [2, 0, 0, 0]], dtype=np.float32)
     mod = mx.mod.Module(net, data_names=["data"], label_names=["label"])
     mod.bind([("data", (N, T, 8))], [("label", (N, L))])
+    mx.random.seed(3)  # the same start whatever ran before in this process
     mod.init_params(mx.init.Xavier())
     mod.init_optimizer(optimizer="adam", optimizer_params={"learning_rate": 0.05})
     batch = mx.io.DataBatch([mx.nd.array(feats)], [mx.nd.array(labels)])
@@ -74,10 +75,10 @@ def test_training_through_module_lowers_the_ctc_loss():
         return float(ex.forward()[0].asnumpy().sum())
 
     before = nll()
-    for _ in range(30):
+    for _ in range(80):
         mod.forward_backward(batch)
         mod.update()
-    assert nll() < 0.5 * before
+    assert nll() < 0.5 * before  # 0.17-0.31 over initial seeds
 
 
 def test_geometry_errors():
