@@ -16,23 +16,10 @@ from typing import Any
 import jax
 
 from .base import MXNetError
-from .ndarray import NDArray, tape
+from .ndarray import NDArray, array, tape  # noqa: F401 (star-import names, as MXNet)
+from .symbol import Symbol  # noqa: F401
 
-__all__ = [
-    "is_recording",
-    "is_training",
-    "set_recording",
-    "set_training",
-    "record",
-    "pause",
-    "train_mode",
-    "predict_mode",
-    "mark_variables",
-    "backward",
-    "grad",
-    "get_symbol",
-    "Function",
-]
+# no __all__, as MXNet's module: ``from mxnet.autograd import *`` also gives NDArray
 
 is_recording = tape.is_recording
 is_training = tape.is_training

@@ -189,15 +189,67 @@ def test_custom_operator_recording_inside_trains_as_the_same_graph_of_symbols():
     assert custom["gamma"][0] == pytest.approx(0.371052, abs=1e-5)
 
 
-def test_inplace_writes_on_the_tape_raise_as_in_mxnet():
+def test_inplace_writes_and_whole_copies_inside_record_as_in_mxnet():
     x = mx.nd.zeros((3,))
     y = mx.nd.ones((2,))
     y.attach_grad()
     with mx.autograd.record():
         with pytest.raises(MXNetError, match=r"Inplace operations \(\+=, -=, x\[:\]=, etc\)"):
-            x[1:] = y
+            x[1:] = y  # a partial write: MXNet's target is input and output
         z = y * 2
         with pytest.raises(MXNetError, match="Inplace operations"):
             z += 1
-        x[:] = 5  # neither side recorded: allowed
+        x[:] = 5  # nothing recorded on either side
+        buf = mx.nd.zeros((2,))
+        buf[:] = y * y * 3  # a whole-array copy is recorded
+        total = buf.sum()
     assert x.asnumpy().tolist() == [5, 5, 5]
+    total.backward()
+    assert y.grad.asnumpy().tolist() == [6, 6] and y._fresh_grad
+
+
+def test_backward_frees_the_graph_unless_retained():
+    """As MXNet: a second backward through a freed graph raises, and its results become
+    constants (an RNN's state carried to the next batch stops the gradient there)."""
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        h = x * x
+    h.backward(retain_graph=True)
+    h.backward()  # retained once: allowed, then freed
+    with pytest.raises(MXNetError, match="graph was freed"):
+        h.backward()
+    with mx.autograd.record():
+        z = h * x  # h is a constant now
+    z.backward()
+    assert x.grad.asnumpy().tolist() == [1, 4]
+
+
+def test_out_arguments_and_grad_conventions():
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    relu_out, exp_out = mx.nd.zeros((2,)), mx.nd.zeros((2,))
+    with mx.autograd.record():
+        mx.nd.relu(x * 3, out=relu_out)  # an operator of the table
+        mx.nd.exp(x, out=exp_out)  # a hand-written mx.nd function
+        total = relu_out + exp_out
+    total.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 3 + np.exp([1.0, 2.0]), rtol=1e-6)
+    unused = mx.nd.ones((2,))
+    unused.attach_grad()
+    with mx.autograd.record():
+        y = x * 2
+    grads = mx.autograd.grad(y, x, retain_graph=True)
+    assert isinstance(grads, list) and grads[0].asnumpy().tolist() == [2, 2]
+    with pytest.raises(MXNetError, match="variable 0 .* is unreachable from the heads"):
+        mx.autograd.grad(y, [unused])
+    frozen = mx.nd.ones((2,))
+    frozen.attach_grad(grad_req="null")
+    assert frozen.grad is None
+
+
+def test_star_imports_give_mxnets_names():
+    names: dict = {}
+    exec("from mxmod.autograd import *\nfrom mxmod.contrib.autograd import *", names)
+    for name in ("NDArray", "record", "Function", "train_section", "zeros_like", "array"):
+        assert name in names

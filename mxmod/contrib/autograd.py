@@ -7,20 +7,10 @@ import functools
 from typing import Any, Callable
 
 from ..autograd import backward, mark_variables
-from ..ndarray import NDArray, tape
+from ..ndarray import NDArray, array, tape  # noqa: F401 (star-import names, as MXNet)
 from ..ndarray.ops import zeros_like
 
-__all__ = [
-    "set_is_training",
-    "TrainingStateScope",
-    "train_section",
-    "test_section",
-    "mark_variables",
-    "backward",
-    "compute_gradient",
-    "grad_and_loss",
-    "grad",
-]
+# no __all__, as MXNet's module: ``import *`` also gives NDArray, array, zeros_like
 
 
 def set_is_training(is_train: bool) -> bool:

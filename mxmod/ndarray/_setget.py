@@ -18,7 +18,7 @@ import numpy as np
 from . import _index
 from ._device import HOST_MOVE_ELEMENTS, host_copy, on_host, to_device_of
 from .ndarray import NDArray, _fresh, _put
-from .tape import check_inplace
+from .tape import record_write
 
 
 def _jax_slices(slices, int_axes=()):
@@ -60,6 +60,13 @@ def _advanced_key(arr: NDArray, key: Any) -> tuple:
 
 
 def set_item(arr: NDArray, key: Any, value: Any) -> None:
+    """``arr[key] = value`` (recorded inside ``autograd.record()`` when ``value`` is)."""
+    whole = key is Ellipsis or (isinstance(key, slice) and key == slice(None))
+    if not record_write(arr, value, lambda target, v: _set_item(target, key, v), whole):
+        _set_item(arr, key, value)
+
+
+def _set_item(arr: NDArray, key: Any, value: Any) -> None:
     """``arr[key] = value`` in place (``arr[:] = v``, ``arr[i] = v``, ``arr[1:3] = v``,
     ``arr[i, j] = v``), as a functional update swapped into ``arr``'s handle.
 
@@ -67,7 +74,6 @@ def set_item(arr: NDArray, key: Any, value: Any) -> None:
     this array's dtype and must broadcast to the indexed shape.
     """
     _index.check_key_types(key)
-    check_inplace(arr, value)
     if _index.is_basic_key(key):
         slices, int_axes, indexed = _index.normalize_basic_key(key, arr.shape)
         sub_shape = tuple(

@@ -69,6 +69,7 @@ class NDArray:
     _tape = None
     _grad = None
     _grad_req = "null"
+    _fresh_grad = False  # MXNet's flag: True once a backward wrote ``.grad``
 
     def __init__(self, data: Any, ctx: Context | None = None):
         self._base: NDArray | None = None
@@ -125,6 +126,9 @@ class NDArray:
         number of elements and casts to the parent's dtype.
         """
         if self._base is None:
+            if isinstance(arr, jax.core.Tracer):  # an operator traced by autograd (tape.py)
+                self._arr = arr
+                return
             if not isinstance(arr, jax.Array):
                 arr = jax.device_put(np.asarray(arr, dtype=self.dtype), self._ctx.jax_device)
             elif not _committed(arr):

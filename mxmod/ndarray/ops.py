@@ -21,7 +21,7 @@ from ..base import MXNetError, named
 from . import _device
 from ._programs import program as _program
 from .op_table import nd_function
-from .tape import recorded
+from .tape import recorded, write_out
 from .ndarray import NDArray, _fresh, _put, jax_dtype
 
 __all__ = [
@@ -466,6 +466,8 @@ def _takes_out(fn):
                 f"{fn.__name__}: out has shape {tuple(out.shape)} but the result has shape "
                 f"{tuple(res.shape)}"
             )
+        if res._tape is not None:  # inside record(): out takes the result's place
+            return write_out(out, res)
         out._set_data(res._data.astype(out._data.dtype))
         return out
 

@@ -90,11 +90,19 @@ class Node:
     """One recorded operator call: its pullback, its inputs' entries (``(node, index)``
     or None for a constant) and its outputs' shapes and dtypes."""
 
-    __slots__ = ("pullback", "inputs", "outs", "id")
+    __slots__ = ("pullback", "inputs", "outs", "id", "freed")
 
     def __init__(self, pullback: Callable, inputs: list, outs: list):
         self.pullback, self.inputs, self.outs = pullback, inputs, outs
-        self.id = next(_ids)
+        self.id, self.freed = next(_ids), False
+
+
+def live(entry: Any) -> Any:
+    """``entry`` (an array's ``_tape``) while its graph is held; None once a backward
+    without ``retain_graph`` freed it (the array is then a constant, as in MXNet)."""
+    if entry is None or (isinstance(entry[0], Node) and entry[0].freed):
+        return None
+    return entry
 
 
 def mark(array: NDArray, grad: Optional[NDArray], grad_req: str = "write") -> None:
@@ -116,7 +124,8 @@ def attach_grad(self: NDArray, grad_req: str = "write", stype: Any = None) -> No
     """``NDArray.attach_grad``: a zero gradient buffer; the array becomes a variable."""
     if stype not in (None, "default"):
         raise NotImplementedError(f"attach_grad(stype={stype!r}): only dense gradients")
-    mark(self, NDArray(jnp.zeros(self.shape, self.dtype), self._ctx), grad_req)
+    grad = None if grad_req == "null" else NDArray(jnp.zeros(self.shape, self.dtype), self._ctx)
+    mark(self, grad, grad_req)
 
 
 def detach(self: NDArray) -> NDArray:
@@ -125,11 +134,13 @@ def detach(self: NDArray) -> NDArray:
 
 
 def check_inplace(target: NDArray, value: Any = None) -> None:
-    """Refuse an in-place write (``x[:] = v``, ``x += v``) that involves the tape while
-    recording, as MXNet: the graph would lose the array's recorded value."""
-    if not is_recording():
+    """Refuse an in-place write (``x[i] = v``, ``x += v``) that involves the graph while
+    recording, as MXNet: there the target is an input and the output of the write, which
+    a graph cannot hold. (A whole-array copy ``x[:] = v`` is recorded: ``record_write``.)"""
+    if not _state.recording:
         return
-    if target._tape is not None or (isinstance(value, NDArray) and value._tape is not None):
+    value_live = isinstance(value, NDArray) and live(value._tape) is not None
+    if live(target._tape) is not None or value_live:
         raise MXNetError(
             "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
             "autograd: write the result to a new array (y = x + v) or leave record() first"
@@ -140,7 +151,8 @@ def check_inplace(target: NDArray, value: Any = None) -> None:
 def _arrays_in(args: tuple, kwargs: dict) -> list:
     """The NDArrays among the arguments (and in lists/tuples of them)."""
     found = []
-    for v in itertools.chain(args, kwargs.values()):
+    given = (v for k, v in kwargs.items() if k != "out")
+    for v in itertools.chain(args, given):
         if isinstance(v, NDArray):
             found.append(v)
         elif isinstance(v, (list, tuple)):
@@ -175,9 +187,11 @@ def recorded(fn: Callable, what: Optional[str] = None) -> Callable:
         if not _state.recording:  # the common case: one attribute read
             return fn(*args, **kwargs)
         inputs = _arrays_in(args, kwargs)
-        if not any(x._tape is not None for x in inputs):
+        if not any(live(x._tape) is not None for x in inputs):
             return fn(*args, **kwargs)
-        return _record(fn, label, args, kwargs, inputs)
+        out = kwargs.pop("out", None)
+        res = _record(fn, label, args, kwargs, inputs)
+        return res if out is None else write_out(out, res)
 
     call._on_tape = True
     return call
@@ -213,13 +227,48 @@ def _record(fn, label, args, kwargs, inputs):
             f"values on the host: {type(err).__name__}); compute it outside record(), or "
             "differentiate the network with mx.mod.Module"
         ) from err
-    node = Node(pullback, [x._tape for x in unique], [(d.shape, d.dtype) for d in out_datas])
+    node = Node(pullback, [live(x._tape) for x in unique], [(d.shape, d.dtype) for d in out_datas])
     outs = []
     for i, (d, ctx) in enumerate(zip(out_datas, shape["ctx"])):
         o = NDArray(d, ctx)
         o._tape = (node, i)
         outs.append(o)
     return outs if shape["kind"] is list else tuple(outs) if shape["kind"] else outs[0]
+
+
+def write_out(out: Any, res: Any) -> Any:
+    """``out=``: the recorded results written into ``out`` (an array or a list), which
+    take their place in the graph."""
+    targets = list(out) if isinstance(out, (list, tuple)) else [out]
+    results = list(res) if isinstance(res, (list, tuple)) else [res]
+    for t, r in zip(targets, results):
+        check_inplace(t)
+        t._set_data(r._data.astype(t._data.dtype))
+        t._tape = r._tape
+    return out
+
+
+def record_write(target: NDArray, value: Any, write: Callable, whole: bool) -> bool:
+    """Inside ``record()``: the in-place write ``write(target, value)``. A copy of a
+    recorded ``value`` over the whole of an array outside the graph (``buf[:] = f(x)``) is
+    recorded, the array then holding the result; a partial write that involves the graph
+    raises (``check_inplace``), as MXNet. False when there is nothing to record."""
+    if not _state.recording:
+        return False
+    value_live = isinstance(value, NDArray) and live(value._tape) is not None
+    if not whole or not value_live or live(target._tape) is not None or target._base is not None:
+        check_inplace(target, value)
+        return False
+
+    def written(t, v):
+        fresh = _stand_in(t, t._data)
+        write(fresh, v)
+        return fresh
+
+    res = _record(written, "a whole-array copy", (target, value), {}, [target, value])
+    target._set_data(res._data)
+    target._tape = res._tape
+    return True
 
 
 # ---------------------------------------------------------------- backward
@@ -229,8 +278,10 @@ def _cotangent_zero(shape, dtype):
     return jnp.zeros(shape, dtype)
 
 
-def gradients(heads: list, head_grads: Optional[list]) -> dict:
-    """``{Variable: gradient}`` of the heads (weighted by ``head_grads``, ones when None)."""
+def gradients(heads: list, head_grads: Optional[list], retain_graph: bool = True) -> dict:
+    """``{Variable: gradient}`` of the heads (weighted by ``head_grads``, ones when None).
+    Without ``retain_graph`` the nodes it went through are freed, as MXNet frees the graph:
+    a second backward through them raises, and their results become constants."""
     heads = [h for h in heads]
     if head_grads is None:
         head_grads = [None] * len(heads)
@@ -245,6 +296,11 @@ def gradients(heads: list, head_grads: Optional[list]) -> dict:
         slot[i] = ct if i not in slot else slot[i] + ct
 
     for h, g in zip(heads, head_grads):
+        if h._tape is not None and live(h._tape) is None:
+            raise MXNetError(
+                "this head's graph was freed by an earlier backward; record it again, or "
+                "pass retain_graph=True to the first backward to differentiate it twice"
+            )
         if h._tape is None:
             raise MXNetError(
                 "cannot differentiate a head that does not depend on a marked variable "
@@ -256,9 +312,9 @@ def gradients(heads: list, head_grads: Optional[list]) -> dict:
     stack = [h._tape[0] for h in heads]
     while stack:
         n = stack.pop()
-        if isinstance(n, Node) and n.id not in nodes:
+        if isinstance(n, Node) and n.id not in nodes and not n.freed:
             nodes[n.id] = n
-            stack.extend(e[0] for e in n.inputs if e is not None)
+            stack.extend(e[0] for e in n.inputs if live(e) is not None)
     for nid in sorted(nodes, reverse=True):
         n = nodes[nid]
         got = cts.pop(n, None)
@@ -266,8 +322,11 @@ def gradients(heads: list, head_grads: Optional[list]) -> dict:
             continue
         outs = [got.get(i, _cotangent_zero(s, d)) for i, (s, d) in enumerate(n.outs)]
         for entry, ct in zip(n.inputs, n.pullback(outs)):
-            if entry is not None and getattr(ct, "dtype", None) != jax.dtypes.float0:
+            if live(entry) is not None and getattr(ct, "dtype", None) != jax.dtypes.float0:
                 add(entry, ct)
+    if not retain_graph:
+        for n in nodes.values():
+            n.freed, n.pullback = True, None
     return {v: slot[0] for v, slot in cts.items() if isinstance(v, Variable)}
 
 
@@ -280,12 +339,13 @@ def backward(heads: Any, head_grads: Any = None, retain_graph: bool = False) -> 
     heads = [heads] if isinstance(heads, NDArray) else list(heads)
     if head_grads is not None and not isinstance(head_grads, (list, tuple)):
         head_grads = [head_grads]
-    for var, g in gradients(heads, head_grads).items():
+    for var, g in gradients(heads, head_grads, retain_graph).items():
         arr = var.array
         if arr._grad is None or arr._grad_req == "null":
             continue
         g = g.astype(arr._grad.dtype)
         arr._grad._set_data(g if arr._grad_req == "write" else arr._grad._data + g)
+        arr._fresh_grad = True  # MXNet's flag: a backward wrote this gradient
 
 
 def grad(
@@ -296,19 +356,25 @@ def grad(
     if create_graph:
         raise NotImplementedError("mx.autograd.grad(create_graph=True): higher-order gradients")
     heads = [heads] if isinstance(heads, NDArray) else list(heads)
-    single = isinstance(variables, NDArray)
-    variables = [variables] if single else list(variables)
+    variables = [variables] if isinstance(variables, NDArray) else list(variables)
     if head_grads is not None and not isinstance(head_grads, (list, tuple)):
         head_grads = [head_grads]
-    found = gradients(heads, head_grads)
-    by_array = {id(v.array): g for v, g in found.items()}
-    out = []
     for v in variables:
         if v._tape is None or not isinstance(v._tape[0], Variable):
             raise MXNetError("grad(): every variable must be marked (attach_grad) first")
+    retain = create_graph if retain_graph is None else retain_graph
+    found = gradients(heads, head_grads, retain)
+    by_array = {id(v.array): g for v, g in found.items()}
+    out = []  # a list, as MXNet's, even for one variable
+    for i, v in enumerate(variables):
         g = by_array.get(id(v))
-        out.append(NDArray(g if g is not None else jnp.zeros(v.shape, v.dtype), v._ctx))
-    return out[0] if single else out
+        if g is None:
+            raise MXNetError(
+                f"grad(): variable {i} (shape {tuple(v.shape)}) is unreachable from the heads: "
+                "they were not computed from it inside autograd.record()"
+            )
+        out.append(NDArray(g, v._ctx))
+    return out
 
 
 def grad_property(self: NDArray) -> Optional[NDArray]:
