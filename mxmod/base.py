@@ -154,8 +154,14 @@ def as_list(obj):
 
 
 def names_list(obj) -> list:
-    """An optional list of names (or callbacks) as a list: ``None`` is none (``[]``)."""
-    return [] if obj is None else as_list(obj)
+    """An optional list of names (or callbacks) as a list: ``None`` is none (``[]``); a
+    name or a callback is one; any other iterable (a set, ``dict.keys()``, a generator, a
+    numpy array, as MXNet's ``list(...)`` takes) gives its items."""
+    if obj is None:
+        return []
+    if isinstance(obj, (str, bytes)) or callable(obj) or not hasattr(obj, "__iter__"):
+        return [obj]
+    return [str(x) if isinstance(x, np.str_) else x for x in obj]
 
 
 def named(fn: Any, name: str, doc: str | None = None) -> Any:

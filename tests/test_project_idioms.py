@@ -283,3 +283,34 @@ def test_misc_schedulers_and_executor_contexts():
     exe = net.simple_bind(mx.cpu(1), x=(2, 3))
     exe.forward()
     assert exe.arg_dict["x"].context == mx.cpu(1) and exe.outputs[0].context == mx.cpu(1)
+
+
+def test_module_names_given_as_any_iterable():
+    """DRL_mxnet passes data_names={'s'} and fine-tuning code fixed_param_names={...}:
+    MXNet takes list(...) of them."""
+    net = mx.sym.SoftmaxOutput(
+        mx.sym.FullyConnected(mx.sym.Variable("s"), num_hidden=2), name="act"
+    )
+    for names in ({"s"}, {"s": 0}.keys(), np.array(["s"]), (n for n in ["s"])):
+        mod = mx.mod.Module(net, data_names=names, label_names={"act_label"},
+                            fixed_param_names={"fullyconnected0_bias"})  # fmt: skip
+        assert mod._data_names == ["s"] and mod._fixed_param_names == ["fullyconnected0_bias"]
+        assert isinstance(mod._data_names[0], str)
+    mod.bind([("s", (2, 3))], [("act_label", (2,))])
+    mod.init_params(mx.init.Constant(0.5))
+    mod.init_optimizer(optimizer_params={"learning_rate": 1.0})
+    mod.forward_backward(mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.array([0, 1])]))
+    mod.update()
+    params = mod.get_params()[0]
+    assert (params["fullyconnected0_bias"].asnumpy() == 0).all()  # fixed (a bias starts at 0)
+    assert not (params["fullyconnected0_weight"].asnumpy() == 0.5).all()
+
+
+def test_custom_metric_sums_float32_results_in_double():
+    """MXNet (NumPy 1) summed a float32 feval result into a float64; NumPy 2's promotion
+    would keep float32 and drift in the 7th digit."""
+    metric = mx.metric.CustomMetric(lambda label, pred: np.float32(1.1336029), name="rae")
+    for _ in range(3):
+        metric.update([mx.nd.ones((2,))], [mx.nd.ones((2,))])
+    name, value = metric.get()
+    assert type(value) is float and value == pytest.approx(float(np.float32(1.1336029)), abs=0)

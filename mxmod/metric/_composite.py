@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy
+
 from ._base import EvalMetric, _wrap_arrays, _np, _pairs
 from ._registry import _names_values, alias, register, registry_create
 
@@ -200,9 +202,9 @@ class CustomMetric(EvalMetric):
         for pred, label in zip(preds, labels):
             reval = self._feval(_np(label), _np(pred))
             if isinstance(reval, tuple):
-                self._add(reval[0], reval[1])
+                self._add(_as_double(reval[0]), reval[1])
             else:
-                self._add(reval, 1)
+                self._add(_as_double(reval), 1)
 
     def _host_reason(self):
         return "its feval is a host function"
@@ -221,3 +223,13 @@ def np(numpy_feval, name=None, allow_extra_outputs=False):
 
     feval.__name__ = numpy_feval.__name__
     return CustomMetric(feval, name, allow_extra_outputs)
+
+
+def _as_double(value):
+    """A float32 (or float16) result of a metric function, summed as a Python float: as
+    MXNet under NumPy 1, whose promotion made the running sum float64."""
+    if isinstance(value, numpy.floating) or (
+        isinstance(value, numpy.ndarray) and value.ndim == 0 and value.dtype.kind == "f"
+    ):
+        return float(value)
+    return value
