@@ -299,7 +299,8 @@ def test_module_names_given_as_any_iterable():
     mod.bind([("s", (2, 3))], [("act_label", (2,))])
     mod.init_params(mx.init.Constant(0.5))
     mod.init_optimizer(optimizer_params={"learning_rate": 1.0})
-    mod.forward_backward(mx.io.DataBatch([mx.nd.ones((2, 3))], [mx.nd.array([0, 1])]))
+    data = mx.nd.array([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]])
+    mod.forward_backward(mx.io.DataBatch([data], [mx.nd.array([0, 1])]))
     mod.update()
     params = mod.get_params()[0]
     assert (params["fullyconnected0_bias"].asnumpy() == 0).all()  # fixed (a bias starts at 0)
