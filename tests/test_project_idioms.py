@@ -315,3 +315,32 @@ def test_custom_metric_sums_float32_results_in_double():
         metric.update([mx.nd.ones((2,))], [mx.nd.ones((2,))])
     name, value = metric.get()
     assert type(value) is float and value == pytest.approx(float(np.float32(1.1336029)), abs=0)
+
+
+def test_symbol_functions_take_name_attr_and_out_by_position():
+    """brain-seg's BlockGrad(x, 'mask'); sft-reid's mx.sym.relu(d, out=d) (NDArray code
+    copied into a graph: MXNet ignores out= on symbols)."""
+    x = mx.sym.Variable("x")
+    assert mx.sym.BlockGrad(x, "mask").list_outputs() == ["mask_output"]
+    assert mx.sym.Activation(x, "relu", "act9").list_outputs() == ["act9_output"]
+    assert mx.sym.sum(x, 1, False, False, "sm").list_outputs() == ["sm_output"]
+    assert mx.sym.Reshape(x, (0, -1), False, None, False, "rs").list_outputs() == ["rs_output"]
+    shifted = mx.sym.relu(x - 1, out=x)
+    assert shifted.list_arguments() == ["x"]
+    assert shifted.eval(x=mx.nd.array([0.0, 3.0]))[0].asnumpy().tolist() == [0, 2]
+    with pytest.raises(TypeError, match=r"at most 3 positional arguments .*\(name, attr, out\)"):
+        mx.sym.BlockGrad(x, "mask", None, None, 5)
+    out = mx.nd.zeros((2,))
+    mx.nd.relu(mx.nd.array([-1.0, 2.0]), out)  # mx.nd's (..., out, name)
+    assert out.asnumpy().tolist() == [0, 2]
+
+
+def test_one_element_host_arrays_convert_to_numbers_as_under_numpy_1():
+    """float(loss.asnumpy()) and int(label[i]) on shape-(1,) arrays: everyday MXNet code
+    that NumPy 2 alone refuses."""
+    total = mx.nd.sum(mx.nd.ones((3,))).asnumpy()
+    assert total.shape == (1,) and float(total) == 3.0 and "%.1f" % total == "3.0"
+    labels = mx.nd.array([[1], [2]]).asnumpy()
+    assert int(labels[1]) == 2 and repr(total) == "array([3.], dtype=float32)"
+    with pytest.raises(TypeError, match=r"only arrays with one element .* shape \(2,\)"):
+        float(mx.nd.ones((2,)).asnumpy())

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .host_array import host_array
 from ..base import MXNetError
 from ..context import Context, current_context
 from . import _index
@@ -194,8 +195,10 @@ class NDArray:
 
     # ------------------------------------------------------------- host I/O
     def asnumpy(self) -> np.ndarray:
-        """Copy to a new (writable) ``numpy.ndarray``; waits for pending work."""
-        return np.array(self._data)
+        """Copy to a new (writable) ``numpy.ndarray``; waits for pending work. A
+        one-element result converts with ``float()``/``int()`` as under NumPy 1
+        (``host_array.py``)."""
+        return host_array(self._data)
 
     def asscalar(self) -> Any:
         """Return the single element as a numpy scalar.

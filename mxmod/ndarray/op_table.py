@@ -60,7 +60,12 @@ def nd_function(name: str):
     op = get_op(name)
 
     def call(*args: Any, out: NDArray | None = None, name: str | None = None, **kwargs: Any):
-        args, kwargs = positional_attrs(op, f"mx.nd.{op.name}", list(args), kwargs, _is_array)
+        args, kwargs = positional_attrs(
+            op, f"mx.nd.{op.name}", list(args), kwargs, _is_array, tail=("out", "name")
+        )
+        if out is None:  # given by position (MXNet's mx.nd functions end with out, name)
+            out = kwargs.pop("out", None)
+        kwargs.pop("name", None)
         named = {k: v for k, v in kwargs.items() if isinstance(v, (NDArray, np.ndarray, jax.Array))}
         # MXNet's generated functions pass an attribute given as None on as the string
         # 'None' (axis=None: flatten; an int attribute: a parse error) and a dtype of None
@@ -85,6 +90,15 @@ def nd_function(name: str):
         unknown = [] if callable(op.inputs) else sorted(omitted - set(slots))
         if unknown:
             op.parse({**raw, unknown[0]: "None"}, op.name)
+
+        if len(positional) > len(slots):  # MXNet's (inputs..., out=None, name=None)
+            if len(positional) == len(slots) + 1 and out is None:
+                out = positional.pop()
+            else:
+                raise MXNetError(
+                    f"mx.nd.{op.name} takes {len(slots)} inputs ({', '.join(slots)}) and then "
+                    f"out=, got {len(positional)} arrays"
+                )
 
         def missing(slot: str):
             raise MXNetError(f"mx.nd.{op.name} needs input {slot!r} (inputs: {', '.join(slots)})")

@@ -210,12 +210,15 @@ class OpDef:
         return same_type(len(self.output_names(a)))(a, list(dtypes))
 
 
-def positional_attrs(op: OpDef, where: str, args: list, kwargs: dict, is_input: Callable):
-    """MXNet's generated signatures are ``(inputs..., aux..., attributes...)``, so a
-    positional value past the inputs is an attribute (``Dropout(x, 0.5)`` is ``p=0.5``,
-    ``swapaxes(x, 0, 2)`` is ``dim1=0, dim2=2``). Ops whose inputs depend on attributes
-    (``FullyConnected``) take the values after the leading inputs. Returns the inputs and
-    the keyword arguments with those attributes added."""
+def positional_attrs(
+    op: OpDef, where: str, args: list, kwargs: dict, is_input: Callable, tail: tuple = ()
+):
+    """MXNet's generated signatures are ``(inputs..., aux..., attributes..., *tail)``, so
+    a positional value past the inputs is an attribute (``Dropout(x, 0.5)`` is ``p=0.5``,
+    ``swapaxes(x, 0, 2)`` is ``dim1=0, dim2=2``), and past the attributes one of ``tail``
+    (``mx.sym``'s ``name, attr, out``: ``BlockGrad(x, 'mask')`` names the node). Ops whose
+    inputs depend on attributes (``FullyConnected``) take the values after the leading
+    inputs. Returns the inputs and the keyword arguments with those values added."""
     if op.variadic:
         return args, kwargs
     n_in = next((i for i, a in enumerate(args) if not is_input(a)), len(args))
@@ -226,9 +229,10 @@ def positional_attrs(op: OpDef, where: str, args: list, kwargs: dict, is_input: 
     if isinstance(op.inputs, (list, tuple)) and isinstance(op.aux, (list, tuple)):
         if n_in < len(op.inputs) + len(op.aux):  # MXNet would bind the value to an input
             return args, kwargs
+    names += [t for t in tail if t not in names]
     if len(extra) > len(names):
         raise TypeError(
-            f"{where} takes at most {len(names)} positional attributes after its inputs "
+            f"{where} takes at most {len(names)} positional arguments after its inputs "
             f"({', '.join(names) or 'none'}), got {len(extra)}"
         )
     kwargs = dict(kwargs)

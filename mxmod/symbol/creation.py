@@ -105,13 +105,20 @@ def make_op(
     """Create an operator node; ``args`` are positional input symbols, ``kwargs`` holds both
     named input symbols and attributes."""
     op = get_op(op_name)
+    # MXNet's mx.sym functions end with (..., name=None, attr=None, out=None)
+    args, kwargs = positional_attrs(
+        op, f"{op.name} {name or ''}".rstrip(), args, kwargs, lambda a: isinstance(a, Symbol),
+        tail=("name", "attr", "out"),
+    )  # fmt: skip
+    kwargs = dict(kwargs)
+    name = kwargs.pop("name", None) if name is None and "name" not in op.params else name
+    attr = kwargs.pop("attr", None) if attr is None and "attr" not in op.params else attr
+    if "out" not in op.params and not (callable(op.inputs) or "out" in op.inputs):
+        kwargs.pop("out", None)  # MXNet's symbol functions take out= and ignore it
     node_name = NameManager.current().get(name, hint or op_name.lower())
     inputs_by_name: dict[str, Symbol] = {}
     raw: dict[str, str] = AttrScope.current().get(attr)
     static_inputs = op.inputs if isinstance(op.inputs, (list, tuple)) else ()
-    args, kwargs = positional_attrs(
-        op, f"{op.name} {node_name!r}", args, kwargs, lambda a: isinstance(a, Symbol)
-    )
     for key, value in kwargs.items():
         if isinstance(value, Symbol):
             inputs_by_name[key] = value
