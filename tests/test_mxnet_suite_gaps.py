@@ -82,8 +82,10 @@ def test_positional_values_after_the_inputs_are_attributes():
     assert fc.infer_shape(data=(2, 3))[1] == [(2, 7)]
     with pytest.raises(TypeError, match="multiple values for 'p'"):
         mx.sym.Dropout(data, 0.5, p=0.1)
+    # past the attributes: MXNet's name, attr, out
+    assert mx.sym.Activation(data, "relu", "extra").list_outputs() == ["extra_output"]
     with pytest.raises(TypeError, match="at most"):
-        mx.sym.Activation(data, "relu", "extra")
+        mx.sym.Activation(data, "relu", "extra", None, None, 1)
 
 
 def test_backward_with_nothing_to_differentiate_needs_no_head_gradient():

@@ -73,9 +73,14 @@ def test_sym_functions_take_attributes_in_mxnets_order():
 
 def test_too_many_or_repeated_positional_attributes():
     x = mx.nd.array(X)
-    with pytest.raises(TypeError, match="at most 2 positional attributes"):
+    # past the attributes come MXNet's (out, name) for mx.nd, (name, attr, out) for mx.sym
+    with pytest.raises(TypeError, match="out= must be an NDArray .* got int 1"):
         mx.nd.swapaxes(x, 0, 2, 1)
+    with pytest.raises(TypeError, match="at most 4 positional arguments"):
+        mx.nd.swapaxes(x, 0, 2, None, "n", 5)
     with pytest.raises(TypeError, match="multiple values for 'dim1'"):
         mx.nd.swapaxes(x, 0, dim1=1)
-    with pytest.raises(TypeError, match="at most 2 positional attributes"):
+    with pytest.raises(TypeError, match="name must be a string, got int 1"):
         mx.sym.swapaxes(mx.sym.var("x"), 0, 2, 1)
+    with pytest.raises(TypeError, match="at most 5 positional arguments"):
+        mx.sym.swapaxes(mx.sym.var("x"), 0, 2, "n", None, None, 5)

@@ -66,6 +66,12 @@ def nd_function(name: str):
         if out is None:  # given by position (MXNet's mx.nd functions end with out, name)
             out = kwargs.pop("out", None)
         kwargs.pop("name", None)
+        outs_given = out if isinstance(out, (list, tuple)) else [out]
+        if out is not None and not all(isinstance(t, NDArray) for t in outs_given):
+            raise TypeError(
+                f"mx.nd.{op.name}: out= must be an NDArray (or a list of them), got "
+                f"{type(out).__name__} {out!r}"
+            )
         named = {k: v for k, v in kwargs.items() if isinstance(v, (NDArray, np.ndarray, jax.Array))}
         # MXNet's generated functions pass an attribute given as None on as the string
         # 'None' (axis=None: flatten; an int attribute: a parse error) and a dtype of None

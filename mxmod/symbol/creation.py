@@ -115,6 +115,8 @@ def make_op(
     attr = kwargs.pop("attr", None) if attr is None and "attr" not in op.params else attr
     if "out" not in op.params and not (callable(op.inputs) or "out" in op.inputs):
         kwargs.pop("out", None)  # MXNet's symbol functions take out= and ignore it
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{op.name}: name must be a string, got {type(name).__name__} {name!r}")
     node_name = NameManager.current().get(name, hint or op_name.lower())
     inputs_by_name: dict[str, Symbol] = {}
     raw: dict[str, str] = AttrScope.current().get(attr)
