@@ -123,8 +123,8 @@ def get_register_func(base_class: type, nickname: str) -> Callable:
         old = table.find(name)
         if old is not None and old is not klass:
             warnings.warn(
-                f"new {nickname} {klass.__module__}.{klass.__name__} registered with name "
-                f"{name} overrides {old.__module__}.{old.__name__}",
+                f"New {nickname} {klass.__module__}.{klass.__name__} registered with name "
+                f"{name} is overriding existing {nickname} {old.__module__}.{old.__name__}",
                 UserWarning,
                 stacklevel=2,
             )

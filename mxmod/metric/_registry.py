@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 from ..base import numeric_types, string_types
-from ..registry import Registry, adopt
+from ..registry import Registry, adopt, get_alias_func, get_register_func
 from ._base import EvalMetric
 
 __all__ = ["register", "alias", "registry_create"]
@@ -15,35 +14,9 @@ _REGISTRY = Registry("metric", case_sensitive=False)
 adopt(EvalMetric, _REGISTRY)  # mx.registry.get_register_func(EvalMetric, ...) files here
 
 
-def register(klass, name: str | None = None):
-    """Register an ``EvalMetric`` subclass under ``name`` (default: lower-cased class name).
-
-    As MXNet, re-registering a name with a different class overrides it with a warning.
-    """
-    if not (isinstance(klass, type) and issubclass(klass, EvalMetric)):
-        raise TypeError(f"can only register subclasses of EvalMetric, got {klass!r}")
-    name = (name or klass.__name__).lower()
-    old = _REGISTRY.find(name)
-    if old is not None and old is not klass:
-        warnings.warn(
-            f"New metric {klass.__module__}.{klass.__name__} registered with name {name} is "
-            f"overriding existing metric {old.__module__}.{old.__name__}",
-            UserWarning,
-            stacklevel=2,
-        )
-    _REGISTRY.register(name, klass, override=True)
-    return klass
-
-
-def alias(*aliases: str):
-    """Class decorator registering extra names for a metric (MXNet's ``metric.alias``)."""
-
-    def reg(klass):
-        for name in aliases:
-            register(klass, name)
-        return klass
-
-    return reg
+# ``register(klass, name=None)`` and ``@alias(*names)``: MXNet's registry functions
+register = get_register_func(EvalMetric, "metric")
+alias = get_alias_func(EvalMetric, "metric")
 
 
 def registry_create(metric, *args, **kwargs):
