@@ -183,8 +183,9 @@ def match_inputs(where: str, slots: list, positional: list, named: dict, missing
         raise MXNetError(
             f"{where}: no input named {unknown[0]!r}; its inputs are {', '.join(slots) or 'none'}"
         )
+    given = [positional[i] if i < len(positional) else None for i in range(len(slots))]
     return [
-        positional[i] if i < len(positional) else named[slot] if slot in named else missing(slot)
+        given[i] if given[i] is not None else named[slot] if slot in named else missing(slot)
         for i, slot in enumerate(slots)
     ]
 

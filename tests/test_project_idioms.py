@@ -344,3 +344,13 @@ def test_one_element_host_arrays_convert_to_numbers_as_under_numpy_1():
     assert int(labels[1]) == 2 and repr(total) == "array([3.], dtype=float32)"
     with pytest.raises(TypeError, match=r"only arrays with one element .* shape \(2,\)"):
         float(mx.nd.ones((2,)).asnumpy())
+
+
+def test_inputs_left_out_by_position_with_none():
+    """MXNet's generated signatures take None for an input not given: SoftmaxOutput(x,
+    None, 2.0) makes its label variable and sets grad_scale."""
+    x = mx.sym.Variable("x")
+    s = mx.sym.SoftmaxOutput(x, None, 2.0, name="sm")
+    assert s.list_arguments() == ["x", "sm_label"]
+    assert s.attr_dict()["sm"] == {"grad_scale": "2.0"}
+    assert mx.sym.sum(x, None).attr_dict()["sum0"]["axis"] == "None"  # past the inputs

@@ -221,14 +221,19 @@ def positional_attrs(
     inputs. Returns the inputs and the keyword arguments with those values added."""
     if op.variadic:
         return args, kwargs
-    n_in = next((i for i, a in enumerate(args) if not is_input(a)), len(args))
+    static = isinstance(op.inputs, (list, tuple)) and isinstance(op.aux, (list, tuple))
+    n_slots = len(op.inputs) + len(op.aux) if static else 0
+    # an input given as None by position (SoftmaxOutput(x, None, 2.0)) is left out, as MXNet
+    n_in = next(
+        (i for i, a in enumerate(args) if not (is_input(a) or (a is None and i < n_slots))),
+        len(args),
+    )
     extra = args[n_in:]
     if not extra or any(is_input(a) for a in extra):
         return args, kwargs
     names = list(op.positional or op.params)
-    if isinstance(op.inputs, (list, tuple)) and isinstance(op.aux, (list, tuple)):
-        if n_in < len(op.inputs) + len(op.aux):  # MXNet would bind the value to an input
-            return args, kwargs
+    if static and n_in < n_slots:  # MXNet would bind the value to an input
+        return args, kwargs
     names += [t for t in tail if t not in names]
     if len(extra) > len(names):
         raise TypeError(

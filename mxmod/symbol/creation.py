@@ -146,6 +146,8 @@ def make_op(
         else:
             positional.append(a)
     for i, a in enumerate(positional):
+        if a is None:  # an input left out by position (MXNet's None)
+            continue
         if not isinstance(a, Symbol):
             raise TypeError(
                 f"{op.name} {node_name!r}: positional argument {i} must be a Symbol, "
