@@ -354,3 +354,17 @@ def test_inputs_left_out_by_position_with_none():
     assert s.list_arguments() == ["x", "sm_label"]
     assert s.attr_dict()["sm"] == {"grad_scale": "2.0"}
     assert mx.sym.sum(x, None).attr_dict()["sum0"]["axis"] == "None"  # past the inputs
+
+
+def test_none_inputs_by_position_in_ops_whose_inputs_follow_attributes():
+    """MXNet's generated signatures list every input (FullyConnected(data, weight, bias,
+    num_hidden, ...)) whatever no_bias says: values after the Nones are attributes."""
+    x = mx.sym.Variable("x")
+    fc = mx.sym.FullyConnected(x, None, None, 4, no_bias=True, name="fc")
+    assert fc.list_arguments() == ["x", "fc_weight"]
+    assert fc.attr_dict()["fc"]["num_hidden"] == "4"
+    conv = mx.sym.Convolution(x, None, None, (3, 3), num_filter=2, name="c")
+    assert conv.list_arguments() == ["x", "c_weight", "c_bias"]
+    assert conv.attr_dict()["c"]["kernel"] == "(3, 3)"
+    out = mx.nd.FullyConnected(mx.nd.ones((2, 3)), mx.nd.ones((4, 3)), None, 4, no_bias=True)
+    np.testing.assert_allclose(out.asnumpy(), np.full((2, 4), 3.0))

@@ -95,6 +95,8 @@ class OpDef:
       hint: prefix for automatic node names (default: lower-cased function name).
       positional: the order MXNet's generated ``mx.nd``/``mx.sym`` functions take the
         attributes in after the inputs, where it differs from ``params``'.
+      signature_inputs: for inputs that depend on attributes, every input MXNet's
+        generated functions list (``FullyConnected(data, weight, bias, num_hidden...)``).
     """
 
     name: str
@@ -115,6 +117,7 @@ class OpDef:
     aliases: Sequence[str] = ()
     check: Optional[Callable] = None
     positional: Optional[Sequence[str]] = None
+    signature_inputs: Optional[Sequence[str]] = None
 
     def parse(self, raw: dict, node: str = "") -> Attrs:
         """Parse a raw attribute dict (strings or Python values) into typed values."""
@@ -222,15 +225,21 @@ def positional_attrs(
     if op.variadic:
         return args, kwargs
     static = isinstance(op.inputs, (list, tuple)) and isinstance(op.aux, (list, tuple))
-    n_slots = len(op.inputs) + len(op.aux) if static else 0
+    if static:
+        n_slots = len(op.inputs) + len(op.aux)
+    else:
+        n_slots = len(op.signature_inputs or ())
     # an input given as None by position (SoftmaxOutput(x, None, 2.0)) is left out, as MXNet
     n_in = next(
         (i for i, a in enumerate(args) if not (is_input(a) or (a is None and i < n_slots))),
         len(args),
     )
     extra = args[n_in:]
+    inputs = list(args[:n_in])
+    while inputs and inputs[-1] is None:  # FullyConnected(x, w, None, 4, no_bias=True)
+        inputs.pop()
     if not extra or any(is_input(a) for a in extra):
-        return args, kwargs
+        return (inputs if not extra else args), kwargs
     names = list(op.positional or op.params)
     if static and n_in < n_slots:  # MXNet would bind the value to an input
         return args, kwargs
@@ -245,7 +254,7 @@ def positional_attrs(
         if key in kwargs:
             raise TypeError(f"{where} got multiple values for {key!r}")
         kwargs[key] = value
-    return args[:n_in], kwargs
+    return inputs, kwargs
 
 
 def same_type(n_out: int = 1):

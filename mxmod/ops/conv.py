@@ -191,6 +191,7 @@ register(
         params=conv_params(False, {}),
         positional=CONV_ORDER[:4] + CONV_ORDER[6:],
         inputs=conv_inputs,
+        signature_inputs=("data", "weight", "bias"),
         infer_shape=conv_shape,
         lower=conv_lower,
     )
@@ -307,6 +308,7 @@ register(
             },
         ),
         inputs=conv_inputs,
+        signature_inputs=("data", "weight", "bias"),
         infer_shape=_deconv_shape,
         lower=_deconv_lower,
     )

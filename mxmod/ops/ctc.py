@@ -146,6 +146,7 @@ register(
             "blank_label": Param(choice("first", "last"), "first"),
         },
         inputs=_ctc_inputs,
+        signature_inputs=("data", "label", "data_lengths", "label_lengths"),
         outputs=("output0",),
         num_outputs_total=lambda a: 2,
         infer_shape=_ctc_shape,

@@ -144,6 +144,7 @@ register(
         name="_contrib_DeformableConvolution",
         params=DEFORM_PARAMS,
         inputs=lambda a: ("data", "offset", "weight") + (() if a.no_bias else ("bias",)),
+        signature_inputs=("data", "offset", "weight", "bias"),
         infer_shape=deform_conv_shape,
         lower=_dconv_lower,
     )
@@ -264,6 +265,7 @@ register(
             "no_trans": Param(p_bool, False),
         },
         inputs=lambda a: ("data", "rois") if a.no_trans else ("data", "rois", "trans"),
+        signature_inputs=("data", "rois", "trans"),
         num_outputs_total=lambda a: 2,
         infer_shape=_dps_shape,
         lower=_dps_lower,

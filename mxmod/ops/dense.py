@@ -54,6 +54,7 @@ register(
             "flatten": Param(p_bool, True),
         },
         inputs=_fc_inputs,
+        signature_inputs=("data", "weight", "bias"),
         infer_shape=_fc_shape,
         lower=_fc_lower,
     )

@@ -28,6 +28,7 @@ register(
         params=conv_params(False, {}),
         positional=CONV_ORDER[:4] + CONV_ORDER[6:],
         inputs=conv_inputs,
+        signature_inputs=("data", "weight", "bias"),
         infer_shape=conv_shape,
         lower=conv_lower,
     )

@@ -52,6 +52,7 @@ register(
             "layout": DEFORM_PARAMS["layout"],
         },
         inputs=lambda a: ("data", "offset", "mask", "weight") + (() if a.no_bias else ("bias",)),
+        signature_inputs=("data", "offset", "mask", "weight", "bias"),
         infer_shape=lambda a, s: deform_conv_shape(a, s, n_mask=1),
         lower=_mdconv_lower,
     )

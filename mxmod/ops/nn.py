@@ -139,6 +139,7 @@ register(
             "upper_bound": Param(p_float, 0.334),
         },
         inputs=lambda a: ["data", "gamma"] if a.act_type == "prelu" else ["data"],
+        signature_inputs=("data", "gamma"),
         outputs=lambda a: ["output", "mask"] if a.act_type == "rrelu" else ["output"],
         random=True,
         infer_shape=_lrelu_shape,

@@ -278,6 +278,7 @@ for _name in ("softmax", "log_softmax", "softmin"):
         OpDef(
             name=_name,
             inputs=_softmax_inputs,
+            signature_inputs=("data", "length") if _name == "softmax" else ("data",),
             infer_shape=_softmax_shape(_name),
             lower=_softmax(_name),
             params={
