@@ -253,3 +253,25 @@ def test_star_imports_give_mxnets_names():
     exec("from mxmod.autograd import *\nfrom mxmod.contrib.autograd import *", names)
     for name in ("NDArray", "record", "Function", "train_section", "zeros_like", "array"):
         assert name in names
+
+
+def test_batchnorm_moves_its_running_statistics_in_backward():
+    """MXNet's BatchNorm updates moving_mean/moving_var in its backward pass: recorded and
+    differentiated they move (momentum 0.5: half the batch statistics); a forward alone,
+    in training or inference mode, leaves them."""
+    x = mx.nd.array(np.arange(24, dtype=np.float32).reshape(4, 3, 2))
+    gamma, beta = mx.nd.ones(3), mx.nd.zeros(3)
+    mean, var = mx.nd.zeros(3), mx.nd.ones(3)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.BatchNorm(x, gamma, beta, mean, var, momentum=0.5)
+        loss = (y * y).sum()
+    np.testing.assert_array_equal(mean.asnumpy(), 0.0)
+    loss.backward()
+    data = x.asnumpy().transpose(1, 0, 2).reshape(3, -1)
+    np.testing.assert_allclose(mean.asnumpy(), 0.5 * data.mean(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(var.asnumpy(), 0.5 + 0.5 * data.var(axis=1), rtol=1e-6)
+    before = mean.asnumpy().copy()
+    with mx.autograd.train_mode():
+        mx.nd.BatchNorm(x, gamma, beta, mean, var, momentum=0.5)
+    np.testing.assert_array_equal(mean.asnumpy(), before)

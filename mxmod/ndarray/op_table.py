@@ -33,8 +33,12 @@ def _compiled(op_name: str, frozen_attrs: tuple, n_data: int, is_train: bool = F
     def run(ins, key):
         ctx = LowerCtx(is_train=is_train, node_name=op_name, rng=key)
         res = op.lower(attrs, list(ins[:n_data]), list(ins[n_data:]), ctx)
-        outs = res[0] if op.aux_names(attrs) else res
-        return list(outs)[: len(op.output_names(attrs))]
+        n_out = len(op.output_names(attrs))
+        if not op.aux_names(attrs):
+            return list(res)[:n_out]
+        # in training mode, the running statistics the backward pass will write (MXNet's)
+        moved = list(res[1]) if is_train and not op.aux_in_forward else []
+        return list(res[0])[:n_out] + moved
 
     # mxmod's own operators are stored whole on disk (a later process runs them untraced)
     key = None
@@ -120,7 +124,11 @@ def nd_function(name: str):
         key = None
         if op.random:
             key = next_key()
-        outs = [NDArray(o) for o in fn(ins, key)]
+        res = fn(ins, key)
+        n_out = len(op.output_names(attrs))
+        outs = [NDArray(o) for o in res[:n_out]]
+        if len(res) > n_out:  # written if a backward runs through this call (recorded)
+            tape.write_in_backward(given[n_data:], res[n_out:])
         if out is not None:
             targets = out if isinstance(out, (list, tuple)) else [out]
             for t, o in zip(targets, outs):

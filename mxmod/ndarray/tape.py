@@ -35,6 +35,7 @@ class _State(threading.local):
 
     recording = False
     training = False
+    pending: Optional[list] = None  # writes deferred to backward by the operator recording
 
 
 _state = _State()
@@ -90,11 +91,12 @@ class Node:
     """One recorded operator call: its pullback, its inputs' entries (``(node, index)``
     or None for a constant) and its outputs' shapes and dtypes."""
 
-    __slots__ = ("pullback", "inputs", "outs", "id", "freed")
+    __slots__ = ("pullback", "inputs", "outs", "id", "freed", "on_backward")
 
-    def __init__(self, pullback: Callable, inputs: list, outs: list):
+    def __init__(self, pullback: Callable, inputs: list, outs: list, on_backward=()):
         self.pullback, self.inputs, self.outs = pullback, inputs, outs
         self.id, self.freed = next(_ids), False
+        self.on_backward = list(on_backward)  # (array, value) written when backward runs it
 
 
 def live(entry: Any) -> Any:
@@ -197,6 +199,14 @@ def recorded(fn: Callable, what: Optional[str] = None) -> Callable:
     return call
 
 
+def write_in_backward(targets: list, values: list) -> None:
+    """From inside an operator being recorded: write each value into its target array
+    when a backward goes through the operator (MXNet's BatchNorm moves its running
+    statistics in its backward pass). Nothing happens for an operator not recorded."""
+    if _state.pending is not None:
+        _state.pending.extend(zip(targets, values))
+
+
 class _NotForUs(Exception):
     """The operator answered NotImplemented (Python tries the other operand)."""
 
@@ -207,18 +217,28 @@ def _record(fn, label, args, kwargs, inputs):
 
     def pure(*datas):
         swap = {id(x): _stand_in(x, d) for x, d in zip(unique, datas)}
-        res = fn(*[_with(a, swap) for a in args], **{k: _with(v, swap) for k, v in kwargs.items()})
+        outer, _state.pending = _state.pending, []
+        try:
+            swapped = {k: _with(v, swap) for k, v in kwargs.items()}
+            res = fn(*[_with(a, swap) for a in args], **swapped)
+        finally:
+            deferred, _state.pending = _state.pending, outer
         if res is NotImplemented:
             raise _NotForUs
+        original = {id(swap[id(x)]): x for x in unique}
+        shape["deferred"] = [original[id(t)] for t, _ in deferred if id(t) in original]
+        deferred_values = [v for t, v in deferred if id(t) in original]
         outs = res if isinstance(res, (list, tuple)) else [res]
         if not all(isinstance(o, NDArray) for o in outs):
             raise MXNetError(f"{label} returned {type(res).__name__}, not NDArrays")
         shape["kind"] = type(res) if isinstance(res, (list, tuple)) else None
         shape["ctx"] = [o._ctx for o in outs]
-        return [o._data for o in outs]
+        return [o._data for o in outs], deferred_values
 
     try:
-        out_datas, pullback = jax.vjp(pure, *[x._data for x in unique])
+        out_datas, pullback, deferred_values = jax.vjp(
+            pure, *[x._data for x in unique], has_aux=True
+        )
     except _NotForUs:
         return NotImplemented
     except jax.errors.JAXTypeError as err:
@@ -227,7 +247,12 @@ def _record(fn, label, args, kwargs, inputs):
             f"values on the host: {type(err).__name__}); compute it outside record(), or "
             "differentiate the network with mx.mod.Module"
         ) from err
-    node = Node(pullback, [live(x._tape) for x in unique], [(d.shape, d.dtype) for d in out_datas])
+    node = Node(
+        pullback,
+        [live(x._tape) for x in unique],
+        [(d.shape, d.dtype) for d in out_datas],
+        zip(shape["deferred"], deferred_values),
+    )
     outs = []
     for i, (d, ctx) in enumerate(zip(out_datas, shape["ctx"])):
         o = NDArray(d, ctx)
@@ -321,6 +346,8 @@ def gradients(heads: list, head_grads: Optional[list], retain_graph: bool = True
         if got is None:
             continue
         outs = [got.get(i, _cotangent_zero(s, d)) for i, (s, d) in enumerate(n.outs)]
+        for target, value in n.on_backward:
+            target._set_data(value)
         for entry, ct in zip(n.inputs, n.pullback(outs)):
             if live(entry) is not None and getattr(ct, "dtype", None) != jax.dtypes.float0:
                 add(entry, ct)
