@@ -66,6 +66,7 @@ class Optimizer:
     _counts_updates = True
     _lr_before_count = False  # the rate is read before the update is counted (LBSGD)
     _uses_names = False  # the rule reads leaf.name imperatively too (part of the jit key)
+    _rate_hooks = "one"  # MXNet's update reads _get_lr/_get_wd ('many': _get_lrs/_get_wds)
     _extra_keys: tuple = ()  # keys of the per-step traced extras the rule reads
     _checks: tuple = ()  # ((attr, bounds), ...) validated by _validate (rules.check_hyper)
     _step_attrs: frozenset = frozenset()  # a subclass's per-step attributes (not settings)

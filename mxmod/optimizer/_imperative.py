@@ -18,6 +18,7 @@ import numpy as np
 
 from ..base import as_list
 from ..ndarray import NDArray
+from ._rates import host_rates, overrides_rates
 from ._settings import static_key
 from ._sparse_update import any_sparse, is_sparse, update_one, wrap_sparse_state
 from .rules import LeafInfo, leaf_step, use_mp, warn_fp16
@@ -73,6 +74,8 @@ def update_chunk(opt: Any, index, weight, grad, state, multi_precision: bool) ->
     if not opt._lr_before_count:
         lrs = np.asarray(opt._get_lrs(indices), np.float32)
     wds = np.asarray(opt._get_wds(indices), np.float32)
+    if overrides_rates(opt):  # a subclass's own _get_lr/_get_wd (after counting, as MXNet)
+        lrs, wds = host_rates(opt, indices)
     counts = opt._index_update_count
     ts = np.asarray([counts.get(i, opt.num_update) for i in indices], np.int32)
     extra = opt._host_extras(indices, ts)

@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _custom
-from ._mults import first_name, name_mults, positions
+from ._mults import first_name, index_of, name_mults, positions
+from ._rates import host_rates, overrides_rates
 from ._settings import bump, settings_key, static_key
 from .lazy import check_lazy_wd
 from .rules import LeafInfo, init_leaf_mp, leaf_step, use_mp
@@ -138,6 +139,10 @@ def hyper(opt: Any, names: Any = None) -> dict:
     if pre is not None:
         out["lr_pre"] = np.float32(pre)  # the rate MXNet's first update reads
     out.update(opt._fused_extras(names, out))
+    if overrides_rates(opt):  # a subclass's own _get_lr/_get_wd: per parameter, traced
+        names = list(names if names is not None else opt._counts.names)
+        lrs, wds = host_rates(opt, [index_of(opt.idx2name, n) for n in names])
+        out["lrs"], out["wds"] = dict(zip(names, lrs)), dict(zip(names, wds))
     return out
 
 
@@ -154,6 +159,7 @@ def update(
     if len(extra) < len(opt._extra_keys):
         extra = {**opt._traced_extras(hyper, None, None), **extra}
     lr, t = hyper["lr"], hyper["t"]
+    own_lrs, own_wds = hyper.get("lrs", {}), hyper.get("wds", {})
     active = [n for n in params if grads.get(n) is not None]
     mults, pos = name_mults(opt, active), positions(opt._counts.names, active)
     first = first_name(opt.idx2name, sorted(active, key=pos.get))
@@ -161,7 +167,10 @@ def update(
     for name in active:
         w = params[name]
         lr_mult, wd = mults[name]
-        leaf = LeafInfo(lr if lr_mult == 1.0 else lr * lr_mult, wd, t, name, pos[name],
+        lr_n = lr if lr_mult == 1.0 else lr * lr_mult
+        if name in own_lrs:
+            lr_n, wd = own_lrs[name], own_wds[name]
+        leaf = LeafInfo(lr_n, wd, t, name, pos[name],
                         extra, None, lr_mult, name == first)  # fmt: skip
         rule = None
         if name in lazy:
@@ -197,6 +206,7 @@ def _signature_key(opt: Any, names: Any) -> tuple:
     static = static_key(opt) if opt._has_rule() else _custom.static_key(opt)
     return static + (
         bool(opt.multi_precision),
+        overrides_rates(opt),
         tuple((n, *mults[n]) for n in names),
         first_name(opt.idx2name, names),
     )

@@ -61,6 +61,7 @@ class LARS(Optimizer):
         ValueError: a hyperparameter out of range.
     """
 
+    _rate_hooks = "many"  # MXNet's update reads _get_lrs/_get_wds
     _rule_attrs = ("momentum", "eta", "eps", "momentum_correction")
     _state_stype = "lazy_update"  # create_state: the weight's stype when lazy_update
     _lazy_kernel = "not_implemented"  # MXNet's lazy LARS (row_sparse gradient): see lazy.py
@@ -165,6 +166,7 @@ class LAMB(Optimizer):
         ValueError: a hyperparameter out of range, or ``lower_bound > upper_bound``.
     """
 
+    _rate_hooks = "many"  # MXNet's update reads _get_lrs/_get_wds
     _rule_attrs = ("beta1", "beta2", "epsilon", "lower_bound", "upper_bound", "bias_correction")
     _state_stype = "weight"
     _checks = (("beta1", UNIT), ("beta2", UNIT), ("epsilon", NONNEG))

@@ -48,6 +48,7 @@ class SGD(Optimizer):
         **kwargs: see :class:`Optimizer`.
     """
 
+    _rate_hooks = "many"  # MXNet's update reads _get_lrs/_get_wds
     _rule_attrs = ("momentum",)
     _mp_master_first = False
     _lazy_kernel = "lazy_update"  # see lazy.py
