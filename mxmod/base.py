@@ -171,6 +171,24 @@ def named(fn: Any, name: str, doc: str | None = None) -> Any:
     return fn
 
 
+def two_operands(where: str, params: tuple, args: tuple, kwargs: dict) -> tuple:
+    """The two operands of a binary function whose MXNet signature names them ``params``
+    (``power(base, exp)``, ``maximum(left, right)``), given by position or by name."""
+    if len(args) > 2:
+        raise TypeError(f"{where}() takes 2 operands ({', '.join(params)}), got {len(args)}")
+    given = dict(zip(params, args))
+    for key in list(kwargs):
+        if key not in params:
+            raise TypeError(f"{where}() got an unexpected keyword argument {key!r}")
+        if key in given:
+            raise TypeError(f"{where}() got multiple values for {key!r}")
+        given[key] = kwargs.pop(key)
+    missing = [p for p in params if p not in given]
+    if missing:
+        raise TypeError(f"{where}() missing operand {missing[0]!r}")
+    return given[params[0]], given[params[1]]
+
+
 def match_inputs(where: str, slots: list, positional: list, named: dict, missing) -> list:
     """An operator's inputs in ``slots`` order: the positional ones first, then by name;
     ``missing(slot)`` gives (or refuses) the others.

@@ -368,3 +368,21 @@ def test_none_inputs_by_position_in_ops_whose_inputs_follow_attributes():
     assert conv.attr_dict()["c"]["kernel"] == "(3, 3)"
     out = mx.nd.FullyConnected(mx.nd.ones((2, 3)), mx.nd.ones((4, 3)), None, 4, no_bias=True)
     np.testing.assert_allclose(out.asnumpy(), np.full((2, 4), 3.0))
+
+
+def test_power_takes_base_and_exp_by_name():
+    """MXNet's pow/power are (base, exp) (Keras-MXNet's K.pow names them)."""
+    x = mx.sym.var("x")
+    data = mx.nd.array([1, 2, 3])
+    for sym, want in (
+        (mx.sym.pow(base=x, exp=2), [1, 4, 9]),
+        (mx.sym.power(base=2, exp=x), [2, 4, 8]),
+        (mx.sym.maximum(left=x, right=2), [2, 2, 3]),
+    ):
+        np.testing.assert_allclose(sym.eval(x=data)[0].asnumpy(), want)
+    np.testing.assert_allclose(mx.nd.power(base=data, exp=2).asnumpy(), [1, 4, 9])
+    np.testing.assert_allclose(mx.nd.add(lhs=data, rhs=1).asnumpy(), [2, 3, 4])
+    with pytest.raises(TypeError, match="unexpected keyword argument 'lhs'"):
+        mx.nd.power(lhs=data, exp=2)
+    with pytest.raises(TypeError, match="missing operand 'exp'"):
+        mx.sym.pow(base=x)

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from ..base import named
+from ..base import named, two_operands
 from .ndarray import NDArray
 from .ops import binary_fn
 
@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 
-def _by_operator(op, name: str):
-    def f(lhs: Any, rhs: Any) -> Any:
+def _by_operator(op, name: str, params=("lhs", "rhs")):
+    def f(*args: Any, **kwargs: Any) -> Any:
+        lhs, rhs = two_operands(f"mx.nd.{name}", params, args, kwargs)
         if not isinstance(lhs, NDArray) and not isinstance(rhs, NDArray):
             if hasattr(lhs, "shape") or hasattr(rhs, "shape"):
                 raise TypeError(
@@ -46,7 +47,8 @@ def _by_operator(op, name: str):
                 )
         return op(lhs, rhs)
 
-    return named(f, name, f"``mx.nd.{name}(lhs, rhs)``: element-wise; either side may be a scalar.")
+    doc = f"``mx.nd.{name}({', '.join(params)})``: element-wise; either side may be a scalar."
+    return named(f, name, doc)
 
 
 def _by_jnp(fn, name: str):
@@ -62,7 +64,7 @@ multiply = _by_operator(operator.mul, "multiply")
 divide = _by_operator(operator.truediv, "divide")
 true_divide = _by_operator(operator.truediv, "true_divide")
 modulo = _by_operator(operator.mod, "modulo")
-power = _by_operator(operator.pow, "power")
+power = _by_operator(operator.pow, "power", ("base", "exp"))
 equal = _by_operator(operator.eq, "equal")
 not_equal = _by_operator(operator.ne, "not_equal")
 greater = _by_operator(operator.gt, "greater")

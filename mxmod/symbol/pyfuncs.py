@@ -9,7 +9,7 @@ import math
 import numbers
 from typing import Any
 
-from ..base import named
+from ..base import named, two_operands
 from .creation import creator, op_function
 from .symbol import Symbol
 
@@ -27,8 +27,9 @@ __all__ = [
 ]
 
 
-def _dispatch(name: str, both: str, scalar: str, rscalar: str, py):
-    def f(left: Any, right: Any, name: Any = None) -> Any:
+def _dispatch(name: str, both: str, scalar: str, rscalar: str, py, params=("left", "right")):
+    def f(*args: Any, name: Any = None, **kwargs: Any) -> Any:
+        left, right = two_operands(f"mx.sym.{f.__name__}", params, args, kwargs)
         kw = {} if name is None else {"name": name}
         if isinstance(left, Symbol) and isinstance(right, Symbol):
             return op_function(both)(left, right, **kw)
@@ -43,14 +44,15 @@ def _dispatch(name: str, both: str, scalar: str, rscalar: str, py):
             f"{type(right).__name__}"
         )
 
-    return named(
-        f, name, f"``mx.sym.{name}(left, right)``: element-wise; either side may be a number."
-    )
+    doc = f"``mx.sym.{name}({', '.join(params)})``: element-wise; either side may be a number."
+    return named(f, name, doc)
 
 
 maximum = _dispatch("maximum", "_maximum", "_maximum_scalar", "_maximum_scalar", max)
 minimum = _dispatch("minimum", "_minimum", "_minimum_scalar", "_minimum_scalar", min)
-power = _dispatch("power", "_power", "_power_scalar", "_rpower_scalar", lambda a, b: a**b)
+power = _dispatch(
+    "power", "_power", "_power_scalar", "_rpower_scalar", lambda a, b: a**b, ("base", "exp")
+)
 pow = power  # noqa: A001  (MXNet's name)
 hypot = _dispatch("hypot", "_hypot", "_hypot_scalar", "_hypot_scalar", math.hypot)
 
