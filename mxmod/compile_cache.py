@@ -19,6 +19,7 @@ processes can share one folder.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import warnings
 from typing import Optional
@@ -59,7 +60,27 @@ def enable(path: Optional[str] = None, max_mb: Optional[int] = None) -> str:
     bounded = importlib.util.find_spec("filelock") is not None
     jax.config.update("jax_compilation_cache_max_size", int(max_mb) * 2**20 if bounded else -1)
     _ours = folder
+    _quiet_locks(root)
     return folder
+
+
+class _OwnLocks(logging.Filter):
+    """Drops ``filelock``'s DEBUG lines about the cache's own lock files: a program that
+    logs at DEBUG (SageMaker's scripts) would otherwise get four per compile."""
+
+    def __init__(self, root: str):
+        super().__init__()
+        self.root = os.path.abspath(root)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.DEBUG or self.root not in record.getMessage()
+
+
+def _quiet_locks(root: str) -> None:
+    lock_logger = logging.getLogger("filelock")
+    for old in [f for f in lock_logger.filters if isinstance(f, _OwnLocks)]:
+        lock_logger.removeFilter(old)
+    lock_logger.addFilter(_OwnLocks(root))
 
 
 def ours() -> Optional[str]:

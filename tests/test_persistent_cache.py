@@ -102,3 +102,25 @@ def test_a_bad_size_names_the_variable(monkeypatch):
     monkeypatch.setenv("MXMOD_CACHE_MAX_MB", "lots")
     with pytest.raises(ValueError, match="MXMOD_CACHE_MAX_MB must be a whole number"):
         compile_cache.enable("/tmp/never-used")
+
+
+def test_debug_logging_shows_no_cache_lock_lines(tmp_path, caplog):
+    """A program logging at DEBUG (SageMaker's scripts) sees no filelock lines about the
+    cache's own locks, while its own locks still log."""
+    import logging
+
+    import filelock
+
+    from mxmod import compile_cache
+
+    compile_cache.enable(str(tmp_path / "cache"))
+    try:
+        with caplog.at_level(logging.DEBUG, logger="filelock"):
+            with filelock.FileLock(str(tmp_path / "cache" / "x.lock")):
+                pass
+            with filelock.FileLock(str(tmp_path / "mine.lock")):
+                pass
+    finally:
+        compile_cache.disable()
+    messages = [r.getMessage() for r in caplog.records if r.name == "filelock"]
+    assert messages and all("mine.lock" in m for m in messages)
