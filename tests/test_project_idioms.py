@@ -386,3 +386,25 @@ def test_power_takes_base_and_exp_by_name():
         mx.nd.power(lhs=data, exp=2)
     with pytest.raises(TypeError, match="missing operand 'exp'"):
         mx.sym.pow(base=x)
+
+
+def test_a_multi_output_node_is_named_like_one_node():
+    """As MXNet (nnvm's GetAttr): a symbol whose outputs all come from one node has its
+    name and attributes; a group's repr lists its outputs' node names."""
+    x = mx.sym.var("x")
+    sl = mx.sym.SliceChannel(x, num_outputs=3, name="sl", attr={"__tag__": "t"})
+    assert (repr(sl), sl.name, sl.attr("num_outputs")) == ("<Symbol sl>", "sl", "3")
+    assert sl.list_attr() == {"__tag__": "t", "num_outputs": "3"}
+    bn = mx.sym.BatchNorm(x, output_mean_var=True, name="bn")
+    assert bn.name == "bn" and len(bn.list_outputs()) == 3
+    fc = mx.sym.FullyConnected(x, num_hidden=2, name="fc")
+    group = mx.sym.Group([fc, mx.sym.Activation(x, act_type="relu", name="act")])
+    assert (repr(group), group.name, group.attr("num_hidden")) == (
+        "<Symbol group [fc, act]>",
+        None,
+        None,
+    )
+    assert group.list_attr() == {"num_hidden": "2"}  # the first output's node, as MXNet
+    with mx.name.NameManager():  # fresh counters
+        internals = ((x * 2) + 1).get_internals()
+    assert repr(internals) == "<Symbol group [x, _mulscalar0, _plusscalar0]>"

@@ -42,10 +42,15 @@ class Symbol:
 
     @property
     def name(self) -> Optional[str]:
-        """The node name for a single-output symbol, else None (as MXNet)."""
-        if len(self._outputs) != 1:
-            return None
-        return self._outputs[0][0].name
+        """The node's name when every output is one node's (a multi-output operator like
+        SliceChannel too), else None (a group), as MXNet."""
+        node = self._one_node()
+        return None if node is None else node.name
+
+    def _one_node(self):
+        """The node all outputs come from, or None (a group of several nodes)."""
+        first = self._outputs[0][0] if self._outputs else None
+        return first if all(n is first for n, _ in self._outputs) else None
 
     def list_arguments(self) -> list[str]:
         order = self._topo()
@@ -106,17 +111,18 @@ class Symbol:
 
     # ------------------------------------------------------------ attributes
     def attr(self, key: str) -> Optional[str]:
-        if len(self._outputs) != 1:
+        node = self._one_node()
+        if node is None:
             return None
-        attrs = self._outputs[0][0].attrs
-        return attrs.get(dunder(key), attrs.get(key))
+        return node.attrs.get(dunder(key), node.attrs.get(key))
 
     def list_attr(self, recursive: bool = False) -> dict:
         if recursive:
             raise NotImplementedError(
                 "list_attr(recursive=True) was removed in MXNet; use attr_dict()"
             )
-        return _with_aliases(self._outputs[0][0].attrs) if len(self._outputs) == 1 else {}
+        # MXNet's shallow list: the first output's node, even in a group
+        return _with_aliases(self._outputs[0][0].attrs) if self._outputs else {}
 
     def attr_dict(self) -> dict:
         return {n.name: _with_aliases(n.attrs) for n in self._topo() if n.attrs}
@@ -168,9 +174,9 @@ class Symbol:
         return self.__copy__()
 
     def __repr__(self) -> str:
-        if len(self._outputs) == 1:
+        if self.name is not None:
             return f"<Symbol {self.name}>"
-        return f"<Symbol group [{', '.join(self.list_outputs())}]>"
+        return f"<Symbol group [{', '.join(node.name for node, _ in self._outputs)}]>"
 
     # ------------------------------------------------------------ inference, json, bind
     def infer_shape(self, *args, **kwargs):
