@@ -408,3 +408,20 @@ def test_a_multi_output_node_is_named_like_one_node():
     with mx.name.NameManager():  # fresh counters
         internals = ((x * 2) + 1).get_internals()
     assert repr(internals) == "<Symbol group [x, _mulscalar0, _plusscalar0]>"
+
+
+def test_symbol_debug_str_is_mxnets_print_format():
+    x = mx.sym.var("x")
+    conv = mx.sym.Convolution(x, kernel=(1, 1), num_filter=4, name="conv")
+    sl = mx.sym.SliceChannel(conv, num_outputs=2, name="sl")
+    out = mx.sym.Concat(sl[0], sl[1], dim=1, name="cat")
+    want = (
+        "Symbol Outputs:\n\toutput[0]=cat(0)\nVariable:x\nVariable:conv_weight\n"
+        "Variable:conv_bias\n--------------------\nOp:Convolution, Name=conv\nInputs:\n"
+        "\targ[0]=x(0) version=0\n\targ[1]=conv_weight(0) version=0\n"
+        "\targ[2]=conv_bias(0) version=0\nAttrs:\n\tkernel=(1, 1)\n\tnum_filter=4\n"
+        "--------------------\nOp:SliceChannel, Name=sl\nInputs:\n\targ[0]=conv(0)\n"
+        "Attrs:\n\tnum_outputs=2\n--------------------\nOp:Concat, Name=cat\nInputs:\n"
+        "\targ[0]=sl(0)\n\targ[1]=sl(1)\nAttrs:\n\tdim=1\n\tnum_args=2\n"
+    )  # MXNet 1.9.1's output for this graph
+    assert out.debug_str() == want

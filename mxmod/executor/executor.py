@@ -403,7 +403,7 @@ class Executor:
         args, aux = self._args(), self._aux()
         nbytes = allocated_bytes(self._compiled.graph, args, aux, zero_key(), diff, self.outputs)
         temp = "Total 0 TempSpace resource requested"
-        return f"{self._symbol.debug_str()}\n{allocated_line(nbytes)}\n{temp}\n"
+        return f"{self._symbol.debug_str()}{allocated_line(nbytes)}\n{temp}\n"
 
 
 def _write_prefixes(holders: list, outs: list) -> None:

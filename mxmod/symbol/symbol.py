@@ -198,14 +198,22 @@ class Symbol:
         json_io.save(self, fname, remove_amp_cast)
 
     def debug_str(self) -> str:
-        lines = []
+        """The graph in MXNet's (nnvm's) print format: the outputs, then each node in
+        order, an operator with its inputs (``node(index)``; a variable's ``version=0``)
+        and its attributes sorted by key."""
+        lines = ["Symbol Outputs:"]
+        lines += [f"\toutput[{k}]={n.name}({i})" for k, (n, i) in enumerate(self._outputs)]
         for n in self._topo():
             if n.is_var:
                 lines.append(f"Variable:{n.name}")
-            else:
-                ins = ", ".join(f"{c.name}[{i}]" for c, i in n.inputs)
-                lines.append(f"Op:{n.op.name}, Name={n.name}\n  Inputs: {ins}")
-        return "\n".join(lines)
+                continue
+            lines += ["-" * 20, f"Op:{n.op.name}, Name={n.name}", "Inputs:"]
+            for k, (c, i) in enumerate(n.inputs):
+                lines.append(f"\targ[{k}]={c.name}({i})" + (" version=0" if c.is_var else ""))
+            if n.attrs:
+                lines.append("Attrs:")
+                lines += [f"\t{key}={n.attrs[key]}" for key in sorted(n.attrs)]
+        return "\n".join(lines) + "\n"
 
     def simple_bind(self, ctx, *args, **kwargs):
         """An Executor with every array allocated from the input shapes given as keywords
