@@ -137,8 +137,9 @@ class Symbol:
 
     # ------------------------------------------------------------ composition
     def __call__(self, *args: "Symbol", **kwargs: "Symbol") -> "Symbol":
-        """Compose: replace this symbol's variables by other symbols (by position or name)."""
-        kwargs.pop("name", None)
+        """Compose: replace this symbol's variables by other symbols (by position or name).
+        ``name=`` renames the first output's node, as MXNet's compose."""
+        new_name = kwargs.pop("name", None)
         order = self._topo()
         variables = {n.name: n for n in order if n.is_var}
         arg_names = self.list_arguments()
@@ -158,7 +159,11 @@ class Symbol:
                     f"its inputs are {list(variables)}"
                 )
             replace[id(variables[name])] = _single(s, name)
-        return Symbol(copy_graph(self._outputs, replace))
+        composed = Symbol(copy_graph(self._outputs, replace))
+        head = composed._outputs[0][0] if composed._outputs else None
+        if new_name and head is not None and not head.is_var:  # op nodes are copies
+            head.name = str(new_name)
+        return composed
 
     def __getstate__(self) -> dict:
         return {"handle": self.tojson()}  # as MXNet: a symbol pickles as its JSON
