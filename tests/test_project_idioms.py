@@ -1,6 +1,7 @@
 """Idioms of real MXNet projects (CRNN, InsightFace, a conditional GAN, densenet, memonger,
 SSD's callbacks...) that mxmod must run as MXNet 1.9.1 does."""
 
+import copy
 import json
 
 import numpy as np
@@ -425,3 +426,23 @@ def test_symbol_debug_str_is_mxnets_print_format():
         "\targ[0]=sl(0)\n\targ[1]=sl(1)\nAttrs:\n\tdim=1\n\tnum_args=2\n"
     )  # MXNet 1.9.1's output for this graph
     assert out.debug_str() == want
+
+
+def test_symbol_copies_and_compositions_own_their_variables():
+    """MXNet's Symbol copy is the whole graph: attributes set on a copy (memonger's
+    force_mirroring, a variable's tag) never reach the original; compose(name=) renames
+    the composed head."""
+    x = mx.sym.var("x")
+    fc = mx.sym.FullyConnected(x, num_hidden=2, name="fc")
+    twin = copy.copy(fc)
+    for s in twin.get_internals():
+        s._set_attr(force_mirroring="True")
+    assert "force_mirroring" not in fc.tojson() and twin.tojson().count("force_mirroring") == 4
+    v = mx.sym.var("v")
+    copy.deepcopy(v)._set_attr(foo="1")
+    assert v.attr("foo") is None
+    composed = fc(x=mx.sym.var("y"), name="compose")
+    composed.get_internals()["fc_weight"]._set_attr(bar="2")
+    assert "bar" not in fc.attr_dict()["fc_weight"]
+    assert (composed.name, composed.list_outputs()) == ("compose", ["compose_output"])
+    assert fc.name == "fc"

@@ -101,8 +101,11 @@ def aux_var_ids(order: list[Node]) -> set[int]:
     return aux
 
 
-def copy_graph(heads: list[tuple[Node, int]], replace: dict[int, tuple[Node, int]]) -> list:
-    """Copy the graph under ``heads``; entries whose variable id is in ``replace`` are swapped."""
+def copy_graph(
+    heads: list[tuple[Node, int]], replace: dict[int, tuple[Node, int]], variables: bool = False
+) -> list:
+    """Copy the operator nodes under ``heads`` (``variables``: the variables too, as
+    MXNet's symbol copy); entries whose variable id is in ``replace`` are swapped."""
     order = topo_order(heads)
     new: dict[int, Node] = {}
     for node in order:
@@ -110,6 +113,9 @@ def copy_graph(heads: list[tuple[Node, int]], replace: dict[int, tuple[Node, int
             if id(node) in replace:
                 continue
             new[id(node)] = node
+            if variables:
+                new[id(node)] = Node(None, node.name, node.attrs)
+                new[id(node)].versions = node.versions
             continue
         ins = []
         for child, idx in node.inputs:

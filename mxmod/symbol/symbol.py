@@ -159,7 +159,7 @@ class Symbol:
                     f"its inputs are {list(variables)}"
                 )
             replace[id(variables[name])] = _single(s, name)
-        composed = Symbol(copy_graph(self._outputs, replace))
+        composed = Symbol(copy_graph(self._outputs, replace, variables=True))
         head = composed._outputs[0][0] if composed._outputs else None
         if new_name and head is not None and not head.is_var:  # op nodes are copies
             head.name = str(new_name)
@@ -173,7 +173,7 @@ class Symbol:
         self._compiled = None
 
     def __copy__(self) -> "Symbol":
-        return Symbol(copy_graph(self._outputs, {}))
+        return Symbol(copy_graph(self._outputs, {}, variables=True))
 
     def __deepcopy__(self, memo) -> "Symbol":
         return self.__copy__()
