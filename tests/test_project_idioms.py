@@ -446,3 +446,27 @@ def test_symbol_copies_and_compositions_own_their_variables():
     assert "bar" not in fc.attr_dict()["fc_weight"]
     assert (composed.name, composed.list_outputs()) == ("compose", ["compose_output"])
     assert fc.name == "fc"
+
+
+def test_colour_augmenters_change_a_float_ndarray_in_place():
+    """MXNet's colour augmenters and color_normalize compute src *= alpha, src -= mean:
+    the caller's float array changes and is returned."""
+    base = np.random.RandomState(0).randint(0, 255, (4, 5, 3)).astype("float32")
+    eig = np.eye(3, dtype=np.float32)
+    augs = [
+        mx.image.BrightnessJitterAug(0.5),
+        mx.image.ContrastJitterAug(0.5),
+        mx.image.SaturationJitterAug(0.5),
+        mx.image.LightingAug(0.1, np.array([55.0, 4.8, 1.1]), eig),
+        mx.image.ColorNormalizeAug(mx.nd.array([1, 2, 3]), mx.nd.array([2, 2, 2])),
+    ]
+    for aug in augs:
+        x = mx.nd.array(base)
+        out = aug(x)
+        assert out is x and not np.allclose(x.asnumpy(), base), type(aug).__name__
+    x = mx.nd.array(base)
+    assert mx.image.color_normalize(x, mx.nd.array([1, 2, 3]), mx.nd.array([2, 2, 2])) is x
+    np.testing.assert_allclose(x.asnumpy(), (base - [1, 2, 3]) / 2)
+    raw = base.astype(np.uint8)  # numpy input: a new array, the input untouched
+    mx.image.BrightnessJitterAug(0.5)(raw)
+    np.testing.assert_array_equal(raw, base.astype(np.uint8))

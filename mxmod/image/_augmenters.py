@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ndarray import NDArray
 from . import _ops
-from ._ops import as_numpy, like
+from ._ops import as_numpy, in_place, like
 
 __all__ = [
     "Augmenter",
@@ -176,8 +176,8 @@ class _JitterAug(Augmenter):
 
     def __call__(self, src):
         alpha = 1.0 + random.uniform(-self._amount, self._amount)
-        arr, nd = _float(src)
-        return like(self._blend(arr, alpha), nd)
+        arr, _ = _float(src)
+        return in_place(src, self._blend(arr, alpha))
 
 
 class BrightnessJitterAug(_JitterAug):
@@ -257,8 +257,8 @@ class LightingAug(Augmenter):
     def __call__(self, src):
         alpha = np.random.normal(0, self.alphastd, size=(3,))
         rgb = np.dot(self.eigvec * alpha, self.eigval)
-        arr, nd = _float(src)
-        return like(arr + rgb.astype(np.float32), nd)
+        arr, _ = _float(src)
+        return in_place(src, arr + rgb.astype(np.float32))
 
 
 class ColorNormalizeAug(Augmenter):
@@ -270,8 +270,8 @@ class ColorNormalizeAug(Augmenter):
         self.std = None if std is None else np.asarray(as_numpy(std)[0], np.float32)
 
     def __call__(self, src):
-        arr, nd = _float(src)
-        return like(_ops.color_normalize(arr, self.mean, self.std), nd)
+        arr, _ = _float(src)
+        return in_place(src, _ops.color_normalize(arr, self.mean, self.std))
 
 
 class RandomGrayAug(Augmenter):

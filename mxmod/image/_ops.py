@@ -53,6 +53,16 @@ def like(arr, was_nd):
     return arr
 
 
+def in_place(src, arr):
+    """``arr`` written over a floating-point NDArray ``src``, which is returned (MXNet's
+    colour augmenters compute ``src *= alpha``, ``src -= mean``: the caller's array
+    changes); otherwise ``arr`` as ``like`` gives it."""
+    if isinstance(src, NDArray) and np.issubdtype(np.dtype(src.dtype), np.floating):
+        src[:] = arr.astype(src.dtype, copy=False)
+        return src
+    return like(arr, isinstance(src, NDArray))
+
+
 def decode_np(buf, flag=1, to_rgb=True, what="image"):
     """Decode encoded image bytes to an HWC uint8 numpy array (RGB when ``to_rgb``).
 
@@ -237,6 +247,12 @@ def center_crop(src, size, interp=2):
 
 def color_normalize(src, mean, std=None):
     """``(src - mean) / std`` (either may be None), as ``mx.image.color_normalize``."""
+    if isinstance(src, NDArray) and np.issubdtype(np.dtype(src.dtype), np.floating):
+        if mean is not None:  # in place, as MXNet's src -= mean; src /= std
+            src -= mean
+        if std is not None:
+            src /= std
+        return src
     if mean is not None:
         src = src - (mean if isinstance(src, NDArray) else np.asarray(as_numpy(mean)[0]))
     if std is not None:
