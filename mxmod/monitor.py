@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 import jax.numpy as jnp
 
+from .executor.monitor_taps import in_run_order
 from .ndarray import NDArray
 
 
@@ -104,14 +105,6 @@ __all__ = ["Monitor"]
 
 def _as_run(items: list) -> list:
     """Forward outputs in graph order, then the backward nodes' outputs in the order the
-    backward pass runs them (last node first, each node's outputs in index order)."""
+    backward pass runs them."""
     forward = [it for it in items if "_backward_output" not in it[0]]
-    nodes: list = []
-    for it in items:
-        if "_backward_output" in it[0]:
-            node = it[0].rsplit("_backward_output", 1)[0]
-            if nodes and nodes[-1][0] == node:
-                nodes[-1][1].append(it)
-            else:
-                nodes.append((node, [it]))
-    return forward + [it for _, outs in reversed(nodes) for it in outs]
+    return forward + in_run_order([it for it in items if "_backward_output" in it[0]])

@@ -470,3 +470,32 @@ def test_colour_augmenters_change_a_float_ndarray_in_place():
     raw = base.astype(np.uint8)  # numpy input: a new array, the input untouched
     mx.image.BrightnessJitterAug(0.5)(raw)
     np.testing.assert_array_equal(raw, base.astype(np.uint8))
+
+
+def test_a_monitor_on_a_bare_executor_sees_every_node():
+    """Monitor.install(executor): every operator's outputs in forward, then the backward
+    nodes as MXNet's backward runs them (last node first); the arguments at toc()."""
+    data = mx.sym.var("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
+    act = mx.sym.Activation(fc, act_type="relu", name="relu")
+    out = mx.sym.SoftmaxOutput(act, name="sm")
+    exe = out.simple_bind(mx.cpu(), data=(2, 4))
+    mon = mx.monitor.Monitor(1, pattern=".*output")
+    mon.install(exe)
+    mon.tic()
+    exe.forward(is_train=False)
+    assert [r[1] for r in mon.toc()] == ["fc_output", "relu_output", "sm_output"]
+    mon.tic()
+    exe.forward(is_train=True)
+    exe.backward()
+    assert [r[1] for r in mon.toc()] == [
+        "fc_output",
+        "relu_output",
+        "sm_output",
+        "sm_backward_output0",
+        "sm_backward_output1",
+        "relu_backward_output",
+        "fc_backward_output0",
+        "fc_backward_output1",
+        "fc_backward_output2",
+    ]  # fmt: skip  (MXNet 1.9.1's list)

@@ -35,7 +35,7 @@ from .head_grads import (
 )
 from .lower import GraphFn
 from .memory import allocated_bytes, allocated_line
-from .monitor_taps import backward_taps
+from .monitor_taps import backward_taps, in_run_order, with_hidden_outputs
 from .programs import vjp_step
 from .layout import channel_last_enabled
 from .step import zero_key
@@ -83,6 +83,16 @@ class Compiled:
 
 _BY_STRUCTURE: OrderedDict = OrderedDict()  # canonical JSON -> Compiled, least recent first
 MAX_GRAPHS = 256
+
+
+def forward_internals(symbol, args: dict, aux: dict, key, is_train: bool) -> list:
+    """``[(name, NDArray)]`` of every operator output of ``symbol`` for these inputs, in
+    graph order (one extra forward of its internals): what MXNet's monitor sees."""
+    internals = with_hidden_outputs(symbol).get_internals()
+    forward = xla_options.jit(compiled_for(internals).graph, static_argnames="is_train")
+    outs, _ = forward(args, aux, key, is_train=is_train)
+    names = internals.list_outputs()
+    return [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args and n not in aux]
 
 
 def compiled_for(sym) -> Compiled:
@@ -237,8 +247,10 @@ class Executor:
         fwd_aux = self._compiled.graph.forward_aux
         if fwd_aux:  # aux an operator's forward writes itself (custom ops), in any mode
             self._store_aux({k: v for k, v in new_aux.items() if k in fwd_aux})
-        if self._monitor is not None:
-            for name, out in self.output_dict.items():
+        if self._monitor is not None:  # every operator's outputs, as MXNet's executor
+            for name, out in forward_internals(
+                self._symbol, self._args(), self._aux(), key, bool(is_train)
+            ):
                 self._monitor(name, out)
         return self.outputs
 
@@ -278,9 +290,9 @@ class Executor:
         self._store_grads({**grads, **zeros})
         if self._monitor is not None:  # MXNet's monitor also sees the backward nodes
             args = {**const, **diff}
-            for name, g in backward_taps(
-                self._compiled.graph, args, self._aux(), key, fwd_train, head_grads
-            ):
+            graph = self._compiled.graph
+            taps = backward_taps(graph, args, self._aux(), key, fwd_train, head_grads)
+            for name, g in in_run_order(taps):
                 self._monitor(name, NDArray(g))
         if fwd_train:  # forward-written aux (custom ops) were stored by forward already
             fwd_aux = self._compiled.graph.forward_aux

@@ -10,11 +10,14 @@ node's contribution to its inputs' gradients.
 
 from __future__ import annotations
 
+import json
+
 import jax
 import jax.numpy as jnp
 
-from ..ops import LowerCtx
+from ..ops import LowerCtx, get_op
 from ..ops.sparse import dense
+from ..symbol import load_json
 
 
 def _is_float(x) -> bool:
@@ -71,3 +74,32 @@ def backward_taps(graph, args: dict, aux: dict, key, is_train: bool, head_grads)
         suffix = "" if n_in == 1 else str(j)
         result.append((f"{name}_backward_output{suffix}", grads.get((i, j), jnp.zeros_like(x))))
     return result
+
+
+def with_hidden_outputs(symbol):
+    """``symbol`` with the outputs MXNet's monitor sees but ``list_outputs`` hides made
+    visible (BatchNorm's ``mean`` and ``var``: ``output_mean_var=True``)."""
+    graph = json.loads(symbol.tojson())
+    changed = False
+    for node in graph["nodes"]:
+        if node["op"] == "null":
+            continue
+        op = get_op(node["op"])
+        attrs = node.setdefault("attrs", {})
+        if "output_mean_var" in op.params and attrs.get("output_mean_var") in (None, "False", "0"):
+            attrs["output_mean_var"] = "True"
+            changed = True
+    return load_json(json.dumps(graph)) if changed else symbol
+
+
+def in_run_order(taps: list) -> list:
+    """Backward entries (``N_backward_output<i>``, graph order) in the order MXNet's
+    backward pass runs them: last node first, each node's outputs in index order."""
+    nodes: list = []
+    for item in taps:
+        node = item[0].rsplit("_backward_output", 1)[0]
+        if nodes and nodes[-1][0] == node:
+            nodes[-1][1].append(item)
+        else:
+            nodes.append((node, [item]))
+    return [item for _, outs in reversed(nodes) for item in outs]

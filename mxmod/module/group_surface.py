@@ -12,21 +12,17 @@ bound by name in its class body (one class; this file is its surface concept).
 
 from __future__ import annotations
 
-import json
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import xla_options
 from ..base import MXNetError
-from ..executor import compiled_for
+from ..executor.executor import forward_internals
 from ..executor.monitor_taps import backward_taps
 from ..executor.replicas import device_block
 from ..io import DataDesc
 from ..ndarray import NDArray
-from ..ops import get_op
-from ..symbol import load_json
 from .slicing import sliced_shape
 from .views import (
     ArrayTable,
@@ -496,22 +492,6 @@ def _device_part(self, x, axis, k):
     return slice_of(local, axis, self._block(k, local, axis, "a batch result"))
 
 
-def _with_hidden_outputs(symbol):
-    """``symbol`` with the outputs MXNet's monitor sees but ``list_outputs`` hides made
-    visible (BatchNorm's ``mean`` and ``var``: ``output_mean_var=True``)."""
-    graph = json.loads(symbol.tojson())
-    changed = False
-    for node in graph["nodes"]:
-        if node["op"] == "null":
-            continue
-        op = get_op(node["op"])
-        attrs = node.setdefault("attrs", {})
-        if "output_mean_var" in op.params and attrs.get("output_mean_var") in (None, "False", "0"):
-            attrs["output_mean_var"] = "True"
-            changed = True
-    return load_json(json.dumps(graph)) if changed else symbol
-
-
 def monitor_internals(self, k=None):
     """(name, array) of every node output for the last batch (one extra forward), on
     device ``k``'s slice of it (as MXNet's executor ``k`` computed them)."""
@@ -519,15 +499,10 @@ def monitor_internals(self, k=None):
     if p is None:
         return []
     self.flush()
-    internals = _with_hidden_outputs(self.symbol).get_internals()
-    graph = compiled_for(internals).graph
     params, aux = p.monitor_state or (self._params_in(), self.state.aux)
     inputs = {n: self._device_part(v, self._input_axes.get(n, 0), k) for n, v in p.inputs.items()}
     args = {**params, **inputs}
-    forward = xla_options.jit(graph, static_argnames="is_train")
-    outs, _ = forward(args, aux, p.key, is_train=p.is_train)
-    names = internals.list_outputs()
-    found = [(n, NDArray(o)) for n, o in zip(names, outs) if n not in args and n not in aux]
+    found = forward_internals(self.symbol, args, aux, p.key, p.is_train)
     if p.backward or p.grads_done:
         heads = p.head_grads and [
             self._device_part(g, axis, k) for g, axis in zip(p.head_grads, self.output_layouts)
