@@ -51,6 +51,14 @@ def _check_unique_names(symbol: Any) -> None:
             seen.add(name)
 
 
+class _TrainingModule(Module):
+    """The Module FeedForward.fit trains: MXNet's old training loop logs each epoch's end
+    as ``Epoch[i] Resetting Data Iterator`` (no ``Train-`` metric lines)."""
+
+    def _log_train_summary(self, epoch: int, eval_name_vals: list) -> None:
+        self.logger.info("Epoch[%d] Resetting Data Iterator", epoch)
+
+
 class FeedForward:
     """A feed-forward network estimator (MXNet's deprecated ``mx.model.FeedForward``).
 
@@ -249,7 +257,7 @@ class FeedForward:
                 f"optimizer must be a name or an mx.optimizer.Optimizer, got "
                 f"{type(self.optimizer).__name__}"
             )
-        mod = Module(
+        mod = _TrainingModule(
             self.symbol,
             data_names=[d[0] for d in data.provide_data],
             label_names=[d[0] for d in data.provide_label],

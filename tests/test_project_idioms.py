@@ -499,3 +499,29 @@ def test_a_monitor_on_a_bare_executor_sees_every_node():
         "fc_backward_output1",
         "fc_backward_output2",
     ]  # fmt: skip  (MXNet 1.9.1's list)
+
+
+def test_feedforward_fit_logs_mxnets_epoch_lines(caplog):
+    """MXNet's FeedForward loop ends an epoch with 'Resetting Data Iterator' (log parsers
+    of old scripts read these), no Train- lines; then time cost, checkpoint, validation."""
+    import logging
+
+    rng = np.random.RandomState(0)
+    x, y = rng.rand(40, 5).astype("f"), rng.randint(0, 2, 40)
+    net = mx.sym.SoftmaxOutput(
+        mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2), name="softmax"
+    )
+    with pytest.warns(DeprecationWarning):
+        model = mx.model.FeedForward(net, num_epoch=2, learning_rate=0.1)
+    with caplog.at_level(logging.INFO):
+        model.fit(mx.io.NDArrayIter(x, y, 10), eval_data=mx.io.NDArrayIter(x, y, 10))
+    lines = [r.getMessage().split("=")[0] for r in caplog.records]
+    assert lines == [
+        "Start training with [cpu(0)]",
+        "Epoch[0] Resetting Data Iterator",
+        "Epoch[0] Time cost",
+        "Epoch[0] Validation-accuracy",
+        "Epoch[1] Resetting Data Iterator",
+        "Epoch[1] Time cost",
+        "Epoch[1] Validation-accuracy",
+    ]

@@ -272,8 +272,7 @@ class BaseModule:
                 if batch_end_callback is not None:
                     _call(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
                 nbatch += 1
-            for name, val in eval_name_vals:
-                self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
+            self._log_train_summary(epoch, eval_name_vals)
             self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
             arg_params_, aux_params_ = self.get_params()
             self.set_params(arg_params_, aux_params_)
@@ -289,6 +288,11 @@ class BaseModule:
                 for name, val in res:
                     self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
             self._end_fit_epoch(epoch, train_data)
+
+    def _log_train_summary(self, epoch: int, eval_name_vals: list) -> None:
+        """``fit``'s lines after an epoch's batches (before its time cost)."""
+        for name, val in eval_name_vals:
+            self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
 
     def _begin_fit_epoch(self, epoch: int, train_data) -> None:
         """Hook run by ``fit`` before each epoch's batches (after the metric reset); the
