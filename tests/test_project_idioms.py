@@ -525,3 +525,22 @@ def test_feedforward_fit_logs_mxnets_epoch_lines(caplog):
         "Epoch[1] Time cost",
         "Epoch[1] Validation-accuracy",
     ]
+
+
+def test_reductions_of_host_arrays_are_numpy_scalars():
+    """mx-rcnn-style metrics add np.sum(pred.asnumpy() == label) and CompositeEvalMetric
+    tests isinstance(value, np.generic): one-value reductions are numpy scalars."""
+    host = mx.nd.array([[1, 2], [3, 4]]).asnumpy()
+    for value in (np.sum(host), host.sum(), host.max(), host.mean(), (host == 1).sum()):
+        assert isinstance(value, np.generic) and hash(value) is not None
+    assert type(host.sum(axis=0)) is type(host)  # arrays stay what asnumpy gave
+
+    class Count(mx.metric.EvalMetric):
+        def update(self, labels, preds):
+            self.sum_metric += np.sum(preds[0].asnumpy() > 0.5)
+            self.num_inst += 1
+
+    composite = mx.metric.CompositeEvalMetric()
+    composite.add(Count("count"))
+    composite.update([mx.nd.zeros(3)], [mx.nd.array([0.2, 0.7, 0.9])])
+    assert composite.get() == (["count"], [2.0])

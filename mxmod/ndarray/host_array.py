@@ -4,7 +4,8 @@ when it holds one element, as arrays did under the NumPy 1 MXNet ran with.
 MXNet's reductions give shape ``(1,)`` arrays, and a great deal of MXNet code writes
 ``float(loss.asnumpy())``, ``int(label[i])`` or ``'%f' % acc``; NumPy 2 (which JAX needs)
 converts 0-d arrays only and raises ``TypeError`` on those. Everything else is numpy's own
-behaviour: ``repr`` and pickles show a plain ``ndarray``.
+behaviour: ``repr`` and pickles show a plain ``ndarray``, reductions to one value give
+numpy scalars.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ class HostArray(np.ndarray):
 
     def __reduce__(self):
         return self.view(np.ndarray).__reduce__()
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        # a reduction to one value is a numpy scalar, as for a plain ndarray (metrics
+        # test isinstance(v, np.generic), hash it, use it as a key)
+        if return_scalar or array.ndim == 0:
+            return array.view(np.ndarray)[()]
+        return super().__array_wrap__(array, context, return_scalar)
 
 
 def host_array(data) -> np.ndarray:
