@@ -544,3 +544,24 @@ def test_reductions_of_host_arrays_are_numpy_scalars():
     composite.add(Count("count"))
     composite.update([mx.nd.zeros(3)], [mx.nd.array([0.2, 0.7, 0.9])])
     assert composite.get() == (["count"], [2.0])
+
+
+def test_bind_reads_only_the_symbols_names_from_dicts():
+    """MXNet's autoencoder/DEC solvers bind each stacked sub-symbol with the whole model's
+    argument and gradient dicts: names the symbol lacks are ignored."""
+    x = mx.sym.var("data")
+    net = mx.sym.FullyConnected(x, num_hidden=2, name="fc")
+    every = {
+        "data": mx.nd.ones((3, 4)),
+        "fc_weight": mx.nd.ones((2, 4)),
+        "fc_bias": mx.nd.zeros(2),
+        "other_weight": mx.nd.ones((5, 5)),
+    }
+    grads = {k: mx.nd.zeros(v.shape) for k, v in every.items()}
+    exe = net.bind(mx.cpu(), args=every, args_grad=grads, aux_states={"unused": mx.nd.ones(1)})
+    out = exe.forward(is_train=True)[0]
+    np.testing.assert_allclose(out.asnumpy(), np.full((3, 2), 4.0))
+    exe.backward(mx.nd.ones((3, 2)))
+    np.testing.assert_allclose(grads["fc_weight"].asnumpy(), np.full((2, 4), 3.0))
+    with pytest.raises(MXNetError, match="missing"):
+        net.bind(mx.cpu(), args={"data": mx.nd.ones((3, 4))})

@@ -93,13 +93,8 @@ def args_list(values: Any, names: list[str], what: str, required: bool) -> list:
         if required:
             raise MXNetError(f"bind needs {what} for {names}")
         return [None] * len(names)
-    if isinstance(values, dict):
-        extra = set(values) - set(names)
-        if extra:
-            raise MXNetError(
-                f"bind: {what} has {sorted(extra)}, which the symbol does not have; "
-                f"expected {names}"
-            )
+    if isinstance(values, dict):  # names the symbol lacks are not read, as MXNet: one
+        # parameter dict is bound against each of its sub-symbols (autoencoder solvers)
         missing = [n for n in names if n not in values]
         if missing and required:
             raise MXNetError(f"bind: {what} is missing {missing}")
