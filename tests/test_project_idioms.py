@@ -565,3 +565,24 @@ def test_bind_reads_only_the_symbols_names_from_dicts():
     np.testing.assert_allclose(grads["fc_weight"].asnumpy(), np.full((2, 4), 3.0))
     with pytest.raises(MXNetError, match="missing"):
         net.bind(mx.cpu(), args={"data": mx.nd.ones((3, 4))})
+
+
+def test_control_flow_bodies_may_return_one_symbol():
+    """MXNet's while_loop takes a bare Symbol as func's step output (its while_loop RNN
+    benchmark does); a one-output cond names its output 'output'."""
+    data, h0, i0 = mx.sym.var("data"), mx.sym.var("h"), mx.sym.var("i")
+
+    def step(i, h):
+        out = mx.sym.tanh(data.take(i).squeeze(axis=0) + h)
+        return out, [i + 1, out]
+
+    out, state = mx.sym.contrib.while_loop(lambda i, *_: i < 3, step, [i0, h0], max_iterations=3)
+    feed = {"data": mx.nd.ones((3, 2)), "h": mx.nd.zeros((2,)), "i": mx.nd.zeros((1,))}
+    res = mx.sym.Group([out] + state).bind(mx.cpu(), feed).forward()
+    h = 0.0
+    for _ in range(3):
+        h = np.tanh(1.0 + h)
+    np.testing.assert_allclose(res[2].asnumpy(), [h, h], rtol=1e-6)
+    with mx.name.NameManager():
+        c = mx.sym.contrib.cond(mx.sym.sum(h0) > 0, lambda: h0 * 2, lambda: h0 - 1)
+    assert c.list_outputs() == ["_cond0_output"]

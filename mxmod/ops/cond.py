@@ -75,7 +75,10 @@ register(
             "else_input_locs": Param(p_shape),
         },
         inputs=lambda a: [f"arg{i}" for i in range(a.num_args - 3)],
-        outputs=lambda a: [f"output{i}" for i in range(a.num_outputs)],
+        # MXNet names one output "output" (foreach/while_loop keep output0)
+        outputs=lambda a: (
+            ["output"] if a.num_outputs == 1 else [f"output{i}" for i in range(a.num_outputs)]
+        ),
         infer_shape=_infer("infer_shape_partial"),
         infer_type=_infer("infer_type_partial"),
         lower=_lower,

@@ -275,8 +275,9 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name: str = "while_lo
     def func_body(vars_):
         res = func(*vars_) if isinstance(vars_, list) else func(vars_)
         step_out, new_vars = res
-        step_out, fmts["out"] = _flatten(list(step_out or []), "while_loop outputs")
-        new_vars, _ = _flatten(list(new_vars or []), "while_loop loop_vars")
+        # each may be one Symbol, a (nested) list or None, as MXNet's _to_symbol_tuple
+        step_out, fmts["out"] = _flatten([] if step_out is None else step_out, "while_loop outputs")
+        new_vars, _ = _flatten([] if new_vars is None else new_vars, "while_loop loop_vars")
         if len(new_vars) != len(flat_vars):
             raise ValueError(
                 f"while_loop: func returned {len(new_vars)} loop variables, "
