@@ -586,3 +586,27 @@ def test_control_flow_bodies_may_return_one_symbol():
     with mx.name.NameManager():
         c = mx.sym.contrib.cond(mx.sym.sum(h0) > 0, lambda: h0 * 2, lambda: h0 - 1)
     assert c.list_outputs() == ["_cond0_output"]
+
+
+def test_the_module_kvstore_holds_what_mxnets_would():
+    """After init_optimizer(kvstore=kv), kv.pull gives the weights (MXNet's module inits
+    them in the store and, updating on the store, keeps them there after each update)."""
+    net = mx.sym.SoftmaxOutput(
+        mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=3, name="fc"), name="sm"
+    )
+    mod = mx.mod.Module(net, label_names=["sm_label"], context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind([("data", (4, 5))], [("sm_label", (4,))])
+    mod.init_params(mx.init.Constant(0.5))
+    kv = mx.kv.create("local")
+    mod.init_optimizer(kvstore=kv, optimizer="sgd", optimizer_params={"learning_rate": 0.1})
+    out = mx.nd.zeros((3, 5))
+    kv.pull("fc_weight", out=out)
+    np.testing.assert_array_equal(out.asnumpy(), np.float32(0.5))
+    batch = mx.io.DataBatch([mx.nd.ones((4, 5))], [mx.nd.array([0, 1, 2, 0])])
+    mod.forward_backward(batch)
+    mod.update()
+    kv.pull("fc_weight", out=out)
+    np.testing.assert_allclose(out.asnumpy()[:, 0], [0.51667, 0.49167, 0.49167], atol=1e-5)
+    np.testing.assert_array_equal(out.asnumpy(), mod.get_params()[0]["fc_weight"].asnumpy())
+    with pytest.raises(NotImplementedError, match="push of key 'fc_weight'"):
+        kv.push("fc_weight", mx.nd.ones((3, 5)))

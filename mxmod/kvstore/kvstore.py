@@ -85,6 +85,7 @@ class KVStore(KVStoreBase):
         self._multi = "dist" in name and _dist.num_workers() > 1
         self._order: dict = {}  # MXNet's push order: int keys, str keys in init order
         self._ignored_logged: set = set()
+        self._served: dict = {}  # key -> reader of the value a Module's compiled step owns
 
     # ------------------------------------------------------------------ properties
     @property
@@ -126,8 +127,25 @@ class KVStore(KVStoreBase):
             )
         return key
 
+    def serve(self, key: Any, read: Any) -> None:
+        """Make ``key`` show ``read()``: a value a Module updates inside its compiled step
+        (its weights with ``update_on_kvstore``, else its summed gradients), so ``pull``
+        and ``row_sparse_pull`` see what MXNet's store would hold after each update."""
+        key = self._key(key)
+        self._store.pop(key, None)  # the Module's value wins (a re-initialised optimizer)
+        self._served[key] = read
+        self._order.setdefault(key, key if isinstance(key, int) else len(self._order))
+
     def _stored(self, key: Any, what: str) -> Any:
         key = self._key(key)
+        if key in self._served:
+            if what == "push":
+                raise NotImplementedError(
+                    f"kvstore push of key {key!r}: a Module updates this parameter inside its "
+                    "compiled step (init_optimizer(kvstore=...)); push to a key of your own, "
+                    "or change the weight with mod.set_params"
+                )
+            return self._served[key]()
         if key not in self._store:
             raise MXNetError(f"{what}: key {key!r} has not been initialized; call kv.init first")
         return self._store[key]
@@ -144,7 +162,7 @@ class KVStore(KVStoreBase):
         for k, v in _pairs(key, value, "init"):
             self._dense_only(k, as_list(v))
             k = self._key(k)
-            if k in self._store:
+            if k in self._store or k in self._served:
                 raise MXNetError(f"duplicate init of key {k!r}")
             v = as_list(v)[0]
             self._store[k] = _sparse.rank0_copy(v) if self._multi else v.copyto(v.context)

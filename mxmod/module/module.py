@@ -32,6 +32,7 @@ from ..symbol.stype import variable_stypes
 from ..base import names_list
 from .base_module import BaseModule, _check_input_names_strict
 from .input_checks import normalize_shapes
+from .kv_serving import serve_from_module
 from .call_checks import check_data_batch, check_symbol
 from .ctx_groups import prepare_group2ctxs
 from .executor_group import DataParallelExecutorGroup
@@ -391,6 +392,8 @@ class Module(BaseModule):
         box = self._opt_box = OptBox(optimizer, group.state, kv, updater, update_on_kvstore, fused)
         group.state.opt = box
         box.state = state
+        if fused and kv is not None and hasattr(kv, "serve"):
+            serve_from_module(kv, group, self._param_names, update_on_kvstore)
         self.optimizer_initialized = True
         if self._preload_opt_states is not None:
             self.load_optimizer_states(
