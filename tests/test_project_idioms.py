@@ -610,3 +610,24 @@ def test_the_module_kvstore_holds_what_mxnets_would():
     np.testing.assert_array_equal(out.asnumpy(), mod.get_params()[0]["fc_weight"].asnumpy())
     with pytest.raises(NotImplementedError, match="push of key 'fc_weight'"):
         kv.push("fc_weight", mx.nd.ones((3, 5)))
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_in_place_writes_to_ndarrayiter_arrays_reach_later_batches(shuffle):
+    """DEC's refresh() writes new targets into it.data_list[1] then resets: MXNet's
+    iterator reads those arrays, so the next epoch serves them (in either order)."""
+    x = np.arange(12, dtype=np.float32).reshape(6, 2)
+    it = mx.io.NDArrayIter(x, np.zeros(6, np.float32), 2, shuffle=shuffle)
+    next(it)
+    rows = it.data_list[0].asnumpy()  # the (shuffled) order data_list hands out
+    it.data_list[1][:] = mx.nd.array(np.arange(6) + 10)
+    np.testing.assert_array_equal(next(it).label[0].asnumpy(), [12, 13])
+    it.reset()
+    served = {
+        tuple(d): lab for b in it for d, lab in zip(b.data[0].asnumpy(), b.label[0].asnumpy())
+    }
+    assert served == {tuple(rows[p]): 10 + p for p in range(6)}  # each sample its target
+    given = mx.nd.array(x)
+    it = mx.io.NDArrayIter(given, None, 3)
+    given[:] = 1
+    assert next(it).data[0].asnumpy().sum() == 6.0

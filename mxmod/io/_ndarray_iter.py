@@ -87,6 +87,11 @@ def _send(arrays, targets):
 
 def _init_data(data, allow_empty, default_name):
     """Canonical ``[(name, host array)]`` sorted by name, as MXNet's ``io.utils._init_data``."""
+    return sorted((k, _to_host(k, v)) for k, v in _named(data, allow_empty, default_name).items())
+
+
+def _named(data, allow_empty, default_name):
+    """``{name: input}`` as MXNet's ``io.utils._init_data`` names them."""
     if data is None:
         if not allow_empty:
             raise ValueError("NDArrayIter needs data: got None")
@@ -107,7 +112,7 @@ def _init_data(data, allow_empty, default_name):
             "Input must be NDArray, numpy.ndarray, a list of them or dict with them as "
             f"values: got {type(data).__name__}"
         )
-    return sorted((k, _to_host(k, v)) for k, v in data.items())
+    return dict(data)
 
 
 class NDArrayIter(DataIter):
@@ -190,8 +195,16 @@ class NDArrayIter(DataIter):
                 f"NDArrayIter layout must be a string with an 'N' batch axis, got {layout!r}"
             )
         super().__init__(int(batch_size))
-        self._data = _init_data(data, allow_empty=False, default_name=data_name)
-        self._label = _init_data(label, allow_empty=True, default_name=label_name)
+        named = _named(data, allow_empty=False, default_name=data_name)
+        named_label = _named(label, allow_empty=True, default_name=label_name)
+        self._data = sorted((k, _to_host(k, v)) for k, v in named.items())
+        self._label = sorted((k, _to_host(k, v)) for k, v in named_label.items())
+        # NDArrays whose in-place writes reach later batches, as MXNet's iterator reads
+        # them: the caller's (until a shuffle copies them) and those data_list handed out
+        self._watched: list = []
+        if not shuffle:
+            given = [named[k] for k, _ in self._data] + [named_label[k] for k, _ in self._label]
+            self._watch(given, None)
         self.layout = layout
         self._axis = axis = layout.find("N")
         self._has_csr = any(isinstance(v, HostCsr) for _, v in self._data + self._label)
@@ -260,6 +273,7 @@ class NDArrayIter(DataIter):
         return self._descs(self._label)
 
     def _nd_sources(self):
+        self._take_writes()
         if self._nd_cache is None:
             sources = self._data + self._label
             everything = np.arange(self.num_data)
@@ -270,7 +284,40 @@ class NDArrayIter(DataIter):
                 for _, v in sources
             )
             self._nd_cache = [(k, a) for (k, _), a in zip(sources, arrays)]
+            self._watch(arrays, None if self._perm is None else self._perm.copy())
         return self._nd_cache
+
+    def _watch(self, arrays, order) -> None:
+        for i, arr in enumerate(arrays):
+            if isinstance(arr, NDArray) and getattr(arr, "stype", "default") == "default":
+                self._watched.append((i, arr, arr._data, order))
+
+    def _take_writes(self) -> None:
+        """Copy in-place writes to watched NDArrays into the host sources (rows in
+        ``order``: the shuffled order the array was handed out in); a device copy of the
+        sources is made again."""
+        changed = False
+        for n, (i, arr, seen, order) in enumerate(self._watched):
+            if arr._data is seen:
+                continue
+            is_data = i < len(self._data)
+            sources = self._data if is_data else self._label
+            j = i if is_data else i - len(self._data)
+            name, host = sources[j]
+            new = np.asarray(arr.asnumpy(), dtype=host.dtype).reshape(host.shape)
+            if order is None:
+                host = new.copy()
+            else:  # back to the original sample order
+                host = np.array(host, copy=True)
+                np.moveaxis(host, self._axis, 0)[order] = np.moveaxis(new, self._axis, 0)
+            sources[j] = (name, host)
+            self._watched[n] = (i, arr, arr._data, order)
+            changed = True
+        if changed and self._device is not None:
+            sources = self._data + self._label
+            self._device = DeviceSources(
+                [v for _, v in sources], self._device.shardings, self._axis, self.batch_size
+            )
 
     @property
     def data(self):
@@ -362,6 +409,8 @@ class NDArrayIter(DataIter):
         return rng
 
     def _shuffle_data(self):
+        self._take_writes()  # MXNet re-gathers the current values, then holds new copies
+        self._watched = []
         self._rng.shuffle(self.idx)
         if self._seed is None:  # draw what MXNet draws from the global RNG
             np.random.shuffle(np.empty(self.num_data, np.int8))
@@ -503,6 +552,8 @@ class NDArrayIter(DataIter):
         return _send(host, [self._targets[i] for i in which])
 
     def _current(self, sources, cache, which):
+        self._take_writes()
+        sources = self._data if sources is self._data else self._label
         if self.cursor >= self.num_data:
             raise MXNetError("NDArrayIter: the epoch is over, call reset() before reading")
         if not which:
@@ -548,6 +599,7 @@ class NDArrayIter(DataIter):
             raise StopIteration
         if self.last_batch_handle == "discard" and self.cursor + self.batch_size > self.num_data:
             raise self._stop()
+        self._take_writes()
         every = tuple(range(self.num_source))
         if self._from_device():
             arrays = self._placed_batch(every)
