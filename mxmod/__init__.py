@@ -104,6 +104,7 @@ _SUBMODULES = {
     "rtc": "rtc",
     "executor_manager": "executor_manager",
     "misc": "misc",
+    "libinfo": "libinfo",
 }
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "dtype_name",
     "mx_real_t",
     "py_str",
+    "check_call",
     "as_list",
     "names_list",
     "match_inputs",
@@ -96,6 +97,33 @@ string_types = (str,)
 
 #: MXNet's default real type (``mx_real_t``).
 mx_real_t = np.float32
+
+
+def check_call(ret: Any) -> None:
+    """MXNet's ``check_call``: raise ``MXNetError`` for a non-zero C API return code."""
+    if ret != 0:
+        raise MXNetError(f"C API call failed with return code {ret!r}")
+
+
+class _NoNativeLibrary:
+    """``mxnet.base._LIB``: MXNet's C library. mxmod has none, so each C function names
+    itself and the way out when called."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(
+                f"_LIB.{name}: MXNet's C API does not exist in mxmod (it runs on JAX/XLA); "
+                "use the Python API that wraps it (see docs/migrating.md)"
+            )
+
+        call.__name__ = name
+        return call
+
+
+_LIB = _NoNativeLibrary()
 
 
 def py_str(x: Any) -> str:

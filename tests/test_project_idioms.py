@@ -631,3 +631,22 @@ def test_in_place_writes_to_ndarrayiter_arrays_reach_later_batches(shuffle):
     it = mx.io.NDArrayIter(given, None, 3)
     given[:] = 1
     assert next(it).data[0].asnumpy().sum() == 6.0
+
+
+def test_libinfo_and_the_c_library_stand_in():
+    """MXNet's diagnose.py prints mx.libinfo.find_lib_path(); benchmark scripts import
+    base._LIB and check_call. The path is jaxlib's library; a C call names itself."""
+    import os
+
+    from mxmod.base import _LIB, check_call
+
+    paths = mx.libinfo.find_lib_path()
+    assert paths and all(os.path.exists(p) for p in paths)
+    assert mx.libinfo.__version__ == mx.__version__
+    check_call(0)
+    with pytest.raises(MXNetError, match="return code -1"):
+        check_call(-1)
+    with pytest.raises(NotImplementedError, match="_LIB.MXSetNumOMPThreads"):
+        _LIB.MXSetNumOMPThreads(4)
+    with pytest.raises(RuntimeError, match="no C API"):
+        mx.libinfo.find_include_path()
