@@ -650,3 +650,27 @@ def test_libinfo_and_the_c_library_stand_in():
         _LIB.MXSetNumOMPThreads(4)
     with pytest.raises(RuntimeError, match="no C API"):
         mx.libinfo.find_include_path()
+
+
+def test_csr_batches_split_over_contexts_sharing_a_device():
+    """Two contexts on one device (cpu(8) wraps to device 0 here) run one program per
+    context; a csr batch is split by rows for them (MXNet 1.9.1's numbers)."""
+    x = mx.sym.Variable("data", stype="csr")
+    w = mx.sym.Variable("w", shape=(10, 3), stype="row_sparse", init=mx.init.Constant(0.1))
+    net = mx.sym.SoftmaxOutput(mx.sym.sparse.dot(x, w), name="out")
+    n_dev = len(__import__("jax").devices())
+    with pytest.warns(UserWarning):
+        ctxs = [mx.cpu(0), mx.cpu(n_dev)]
+        mod = mx.mod.Module(net, label_names=["out_label"], context=ctxs)
+        mod.bind([("data", (4, 10))], [("out_label", (4,))])
+    mod.init_params()
+    mod.init_optimizer(kvstore="local", optimizer="sgd", optimizer_params={"learning_rate": 0.5})
+    d = np.zeros((4, 10), "float32")
+    d[0, 1], d[1, 3], d[2, 5], d[3, 7] = 1, 2, 1, 3
+    batch = mx.io.DataBatch([mx.nd.array(d).tostype("csr")], [mx.nd.array([0, 1, 2, 0])])
+    mod.forward_backward(batch)
+    mod.update()
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), np.full((4, 3), 1 / 3), atol=1e-6)
+    want = [[0.1833, 0.0583, 0.0583], [0.0167, 0.2667, 0.0167], [0.0583, 0.0583, 0.1833],
+            [0.35, -0.025, -0.025]]  # fmt: skip
+    np.testing.assert_allclose(mod.get_params()[0]["w"].asnumpy()[[1, 3, 5, 7]], want, atol=1e-4)

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from ..base import MXNetError
-from ..ndarray.sparse.parts import RowParts
+from ..ndarray.sparse.parts import CsrParts, RowParts
 from ..program_store import load_ahead
 from . import rows
 from .placement import OneDevice
@@ -45,6 +45,17 @@ def device_block(slices: list, batch_size: int, k: int, length: int, what: str) 
 def _slice(x, axis, s):
     if axis < 0:
         return x
+    if isinstance(x, CsrParts):  # csr data: the rows in s, renumbered; others padding
+        if axis != 0:
+            raise NotImplementedError(f"splitting a csr input along axis {axis} (only 0)")
+        n = s.stop - s.start
+        keep = (x.rows >= s.start) & (x.rows < s.stop)
+        return CsrParts(
+            jnp.where(keep, x.data, 0),
+            jnp.where(keep, x.rows - s.start, n),
+            jnp.where(keep, x.cols, x.shape[1]),
+            (n, x.shape[1]),
+        )
     return jax.lax.slice_in_dim(x, s.start, s.stop, axis=axis)
 
 
