@@ -674,3 +674,33 @@ def test_csr_batches_split_over_contexts_sharing_a_device():
     want = [[0.1833, 0.0583, 0.0583], [0.0167, 0.2667, 0.0167], [0.0583, 0.0583, 0.1833],
             [0.35, -0.025, -0.025]]  # fmt: skip
     np.testing.assert_allclose(mod.get_params()[0]["w"].asnumpy()[[1, 3, 5, 7]], want, atol=1e-4)
+
+
+def test_row_sparse_pulls_into_the_modules_own_weights_keep_them_whole():
+    """MXNet's factorization-machine example row_sparse_pulls the store into
+    _exec_group.param_arrays before each batch: the rows not pulled stay (the store keeps
+    the full weight), so training equals training without the pulls."""
+    x = mx.sym.Variable("data", stype="csr")
+    w = mx.sym.Variable("w", shape=(12, 1), stype="row_sparse", init=mx.init.Constant(0.05))
+    net = mx.sym.LogisticRegressionOutput(mx.sym.sparse.dot(x, w), name="out")
+    rng = np.random.RandomState(0)
+    dense = (rng.rand(4, 5, 12) < 0.25) * rng.rand(4, 5, 12)
+    labels = rng.randint(0, 2, (4, 5))
+
+    def train(pull):
+        mod = mx.mod.Module(net, label_names=["out_label"])
+        mod.bind([("data", (5, 12))], [("out_label", (5,))])
+        mod.init_params()
+        kv = mx.kv.create("local")
+        mod.init_optimizer(kvstore=kv, optimizer="sgd", optimizer_params={"learning_rate": 0.1})
+        w_param = mod._exec_group.param_arrays[mod._exec_group.param_names.index("w")]
+        for d, lab in zip(dense, labels):
+            batch = mx.io.DataBatch([mx.nd.array(d).tostype("csr")], [mx.nd.array(lab)])
+            if pull:
+                kv.row_sparse_pull("w", w_param, row_ids=[batch.data[0].indices])
+            mod.forward_backward(batch)
+            mod.update()
+        return mod.get_params()[0]["w"].asnumpy()
+
+    np.testing.assert_allclose(train(pull=True), train(pull=False), rtol=1e-6)
+    assert not np.allclose(train(pull=True), 0.05)

@@ -127,13 +127,19 @@ class KVStore(KVStoreBase):
             )
         return key
 
-    def serve(self, key: Any, read: Any) -> None:
+    def serve(self, key: Any, read: Any, owns: Any = None) -> None:
         """Make ``key`` show ``read()``: a value a Module updates inside its compiled step
         (its weights with ``update_on_kvstore``, else its summed gradients), so ``pull``
-        and ``row_sparse_pull`` see what MXNet's store would hold after each update."""
+        and ``row_sparse_pull`` see what MXNet's store would hold after each update.
+        ``owns(array)``: whether ``array`` is the Module's own copy of that value (a pull
+        into it leaves it whole: MXNet's device copy is refreshed, its store unchanged)."""
         key = self._key(key)
         self._store.pop(key, None)  # the Module's value wins (a re-initialised optimizer)
-        self._served[key] = read
+        self._served[key] = (read, owns or (lambda array: False))
+
+    def _owned(self, key: Any, array: Any) -> bool:
+        served = self._served.get(key)
+        return served is not None and served[1](array)
         self._order.setdefault(key, key if isinstance(key, int) else len(self._order))
 
     def _stored(self, key: Any, what: str) -> Any:
@@ -145,7 +151,7 @@ class KVStore(KVStoreBase):
                     "compiled step (init_optimizer(kvstore=...)); push to a key of your own, "
                     "or change the weight with mod.set_params"
                 )
-            return self._served[key]()
+            return self._served[key][0]()
         if key not in self._store:
             raise MXNetError(f"{what}: key {key!r} has not been initialized; call kv.init first")
         return self._store[key]
@@ -284,7 +290,8 @@ class KVStore(KVStoreBase):
                             k,
                         )
                     continue
-                _sparse.copy_into(k, stored, dst)
+                if not self._owned(k, dst):
+                    _sparse.copy_into(k, stored, dst)
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """``push`` then ``pull`` (into ``value`` itself when ``out`` is None)."""
@@ -330,7 +337,8 @@ class KVStore(KVStoreBase):
                         f"row_sparse_pull: key {k!r} holds shape {tuple(stored.shape)}, out "
                         f"has shape {tuple(target.shape)}"
                     )
-                _sparse.write_row_sparse(target, rows, data)
+                if not self._owned(k, target):
+                    _sparse.write_row_sparse(target, rows, data)
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer: Any) -> None:

@@ -18,10 +18,21 @@ def serve_from_module(kv: Any, group: Any, names: list, update_on_kvstore: bool)
     start = getattr(optimizer, "num_update", 0)
     for index, name in enumerate(names):
         if update_on_kvstore:
-            kv.serve(name, lambda n=name: group._param_view(n, None))
+            kv.serve(name, lambda n=name: group._param_view(n, None), _owner(group, name))
         else:
             initial = group._param_view(name, None).copy()
             kv.serve(name, lambda i=index, w=initial: _summed_grads(group, i, w, start))
+
+
+def _owner(group: Any, name: str):
+    """Whether an array is one of ``group``'s views of parameter ``name`` (the FM
+    example row_sparse_pulls the store into ``_exec_group.param_arrays`` each batch)."""
+
+    def owns(array: Any) -> bool:
+        devices = [None, *range(len(group.contexts))]
+        return any(array is group._param_view(name, k) for k in devices)
+
+    return owns
 
 
 def _summed_grads(group: Any, index: int, initial: Any, start: int) -> Any:
