@@ -704,3 +704,15 @@ def test_row_sparse_pulls_into_the_modules_own_weights_keep_them_whole():
 
     np.testing.assert_allclose(train(pull=True), train(pull=False), rtol=1e-6)
     assert not np.allclose(train(pull=True), 0.05)
+
+
+def test_sparse_embedding_takes_deterministic():
+    """MXNet's SparseEmbedding accepts deterministic=True (matrix factorization example)."""
+    d, w = mx.sym.var("user"), mx.sym.var("user_weight", stype="row_sparse")
+    s = mx.sym.contrib.SparseEmbedding(d, w, input_dim=5, output_dim=2, deterministic=True)
+    exe = s.simple_bind(mx.cpu(), user=(3,))
+    exe.arg_dict["user_weight"][:] = mx.nd.array(np.arange(10).reshape(5, 2))
+    exe.arg_dict["user"][:] = mx.nd.array([1, 3, 1])
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), [[2, 3], [6, 7], [2, 3]])
+    with pytest.raises(MXNetError, match="deterministic"):
+        mx.sym.Embedding(d, input_dim=5, output_dim=2, deterministic=True)

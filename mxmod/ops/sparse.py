@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from ..ndarray.sparse.parts import CsrParts, RowParts
-from ._attrs import Param, choice
+from ._attrs import Param, choice, p_bool
 from ._def import OpDef, get_op, register
 from .nn import _emb_lower, _emb_shape
 from .reduce import _REDUCE_PARAMS, reduce_axes, reduce_shape
@@ -89,7 +89,9 @@ register(
 register(
     OpDef(
         name="_contrib_SparseEmbedding",
-        params=dict(get_op("Embedding").params),  # MXNet: EmbeddingParam
+        # MXNet: EmbeddingParam, plus deterministic (its backward sums each row's
+        # gradients in a fixed order; XLA's sums already repeat from run to run)
+        params={**get_op("Embedding").params, "deterministic": Param(p_bool, False)},
         inputs=("data", "weight"),
         infer_shape=_emb_shape,
         lower=_emb_lower,
