@@ -716,3 +716,16 @@ def test_sparse_embedding_takes_deterministic():
     np.testing.assert_array_equal(exe.forward()[0].asnumpy(), [[2, 3], [6, 7], [2, 3]])
     with pytest.raises(MXNetError, match="deterministic"):
         mx.sym.Embedding(d, input_dim=5, output_dim=2, deterministic=True)
+
+
+def test_a_fixed_gamma_is_updated_from_one_each_step():
+    """MXNet's BatchNorm forward writes 1 into a fix_gamma gamma, so with weight decay the
+    saved value stays 1 - lr * wd (0.995 here) instead of decaying step after step."""
+    data = mx.sym.var("data")
+    bn = mx.sym.BatchNorm(mx.sym.FullyConnected(data, num_hidden=4, name="fc"), name="bn")
+    net = mx.sym.SoftmaxOutput(bn, name="softmax")  # BatchNorm's fix_gamma defaults to True
+    x = np.random.RandomState(0).rand(16, 3).astype("f")
+    it = mx.io.NDArrayIter(x, np.arange(16) % 4, 8)
+    mod = mx.mod.Module(net)
+    mod.fit(it, num_epoch=3, optimizer="sgd", optimizer_params={"learning_rate": 0.5, "wd": 0.01})
+    np.testing.assert_allclose(mod.get_params()[0]["bn_gamma"].asnumpy(), 0.995, rtol=1e-6)

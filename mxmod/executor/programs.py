@@ -262,7 +262,7 @@ class Programs:
         separate forward-backward; ``stacked`` grads carry a leading device axis."""
 
         def build(disk_key):
-            update = make_update(rule.fn, reduction)
+            update = make_update(rule.fn, reduction, fixed_gammas(self.graph.symbol))
 
             def run(state, grads, hyper):
                 if stacked and not reduction.stacked:
@@ -277,7 +277,8 @@ class Programs:
 
     def _step(self, input_names, rule: Keyed, metric, keep, reduction, feed):
         fb = self._fb(input_names, False, metric, reduction.stacked)
-        return compose_step(fb, make_update(rule.fn, reduction), keep, feed)
+        update = make_update(rule.fn, reduction, fixed_gammas(self.graph.symbol))
+        return compose_step(fb, update, keep, feed)
 
     def train_step(
         self, input_names: tuple, rule: Keyed, metric=None, keep=(), reduction=SUM, feed=None
@@ -309,3 +310,18 @@ class Programs:
         key = ("steps", n, input_names, rule.key, metric_key(metric), feed and feed.key)
         key += (reduction,)
         return self.cached(key, build, (rule, metric))
+
+
+_FIX_GAMMA_OPS = ("BatchNorm", "BatchNorm_v1", "_contrib_SyncBatchNorm")
+
+
+def fixed_gammas(symbol) -> frozenset:
+    """The gamma variables of ``symbol``'s BatchNorms with ``fix_gamma`` (each update
+    starts them from ones, as MXNet's forward writes 1 into them)."""
+    names = set()
+    for node in symbol._topo():
+        if node.op is not None and node.op.name in _FIX_GAMMA_OPS and node.parsed().fix_gamma:
+            gamma = node.inputs[1][0] if len(node.inputs) > 1 else None
+            if gamma is not None and gamma.is_var:
+                names.add(gamma.name)
+    return frozenset(names)

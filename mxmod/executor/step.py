@@ -222,19 +222,24 @@ def dense_grads(grads: dict) -> dict:
     return {n: g.dense() if isinstance(g, RowParts) else g for n, g in grads.items()}
 
 
-def make_update(rule: Callable, reduction=SUM) -> Callable:
+def make_update(rule: Callable, reduction=SUM, pinned: frozenset = frozenset()) -> Callable:
     """``update(state, grads, hyper) -> (state, reduced grads)``: reduce the gradients, then
     apply ``rule`` (``optimizer_rule(optimizer).fn`` or a loss-scaled rule). ``RowParts``
     gradients reach ``rule`` as they are (``lazy_rule`` applies them) unless the reduction
-    needs each device's dense gradient."""
+    needs each device's dense gradient. ``pinned``: parameters the forward sets to ones
+    (a ``fix_gamma`` BatchNorm's gamma: MXNet's forward writes 1 into it), so each update
+    starts from ones and the stored value stays ``1 - lr * wd``-near instead of decaying."""
 
     def update(state: StepState, grads: dict, hyper):
         if reduction is not SUM:
             grads = dense_grads(grads)
         grads, residual = reduction(grads, state.residual)
-        trained = {n: state.params[n] for n in grads}
+        held = state.params
+        if pinned:
+            held = {n: jnp.ones_like(v) if n in pinned else v for n, v in held.items()}
+        trained = {n: held[n] for n in grads}
         new, opt, scaler = rule(trained, grads, state.opt, hyper, state.scaler)
-        params = {**state.params, **new}
+        params = {**held, **new}
         return state.replace(params=params, opt=opt, residual=residual, scaler=scaler), grads
 
     return update
