@@ -729,3 +729,25 @@ def test_a_fixed_gamma_is_updated_from_one_each_step():
     mod = mx.mod.Module(net)
     mod.fit(it, num_epoch=3, optimizer="sgd", optimizer_params={"learning_rate": 0.5, "wd": 0.01})
     np.testing.assert_allclose(mod.get_params()[0]["bn_gamma"].asnumpy(), 0.995, rtol=1e-6)
+
+
+def test_without_update_on_kvstore_the_store_holds_summed_gradients(monkeypatch):
+    """MXNET_UPDATE_ON_KVSTORE=0: MXNet's store holds the initial weights, then after each
+    update the devices' gradients summed (MXNet 1.9.1's numbers)."""
+    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", "0")
+    fc = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=1, name="fc", no_bias=True)
+    net = mx.sym.LinearRegressionOutput(fc, name="lro")
+    mod = mx.mod.Module(net, label_names=["lro_label"], context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind([("data", (4, 2))], [("lro_label", (4, 1))])
+    mod.init_params(mx.init.Constant(0.5))
+    kv = mx.kv.create("local")
+    mod.init_optimizer(kvstore=kv, optimizer="sgd", optimizer_params={"learning_rate": 0.1})
+    out = mx.nd.zeros((1, 2))
+    kv.pull("fc_weight", out=out)
+    np.testing.assert_array_equal(out.asnumpy(), [[0.5, 0.5]])
+    data = mx.nd.array([[1, 2], [3, 4], [5, 6], [7, 8]])
+    mod.forward_backward(mx.io.DataBatch([data], [mx.nd.ones((4, 1))]))
+    mod.update()
+    kv.pull("fc_weight", out=out)
+    np.testing.assert_allclose(out.asnumpy(), [[76, 90]], rtol=1e-6)
+    np.testing.assert_allclose(mod.get_params()[0]["fc_weight"].asnumpy(), [[-1.4, -1.75]])

@@ -20,8 +20,7 @@ def serve_from_module(kv: Any, group: Any, names: list, update_on_kvstore: bool)
         if update_on_kvstore:
             kv.serve(name, lambda n=name: group._param_view(n, None), _owner(group, name))
         else:
-            initial = group._param_view(name, None).copy()
-            kv.serve(name, lambda i=index, w=initial: _summed_grads(group, i, w, start))
+            kv.serve(name, lambda i=index, n=name: _summed_grads(group, i, n, start))
 
 
 def _owner(group: Any, name: str):
@@ -35,13 +34,15 @@ def _owner(group: Any, name: str):
     return owns
 
 
-def _summed_grads(group: Any, index: int, initial: Any, start: int) -> Any:
+def _summed_grads(group: Any, index: int, name: str, start: int) -> Any:
+    """The devices' gradients of parameter ``index`` added; before the first update the
+    weights (still the initial ones: MXNet's store holds those until then)."""
     box = group.state.opt
     if box is None or box.optimizer.num_update <= start:
-        return initial
+        return group._param_view(name, None)
     grads = [g for g in group.grad_arrays[index] if g is not None]
     if not grads:
-        return initial
+        return group._param_view(name, None)
     total = grads[0].copy()
     for g in grads[1:]:
         total += g.as_in_context(total.context)
