@@ -8,6 +8,7 @@ build scripts) see the library that does the work. There are no C headers to inc
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 
 __version__ = "1.9.1"  # the MXNet behaviour mxmod implements (mxmod.__mxmod_version__: ours)
@@ -15,9 +16,7 @@ __version__ = "1.9.1"  # the MXNet behaviour mxmod implements (mxmod.__mxmod_ver
 
 def find_lib_path(prefix: str = "libmxnet") -> list:
     """Paths of the native library mxmod runs on: jaxlib's XLA extension(s)."""
-    import jaxlib
-
-    folder = os.path.dirname(jaxlib.__file__)
+    folder = importlib.util.find_spec("jaxlib").submodule_search_locations[0]
     found = sorted(glob.glob(os.path.join(folder, "_jax*.so")))
     found += sorted(glob.glob(os.path.join(folder, "libjax*.so")))
     if not found:
