@@ -33,6 +33,7 @@ from ..executor.head_grads import (
 from ..executor.step import PER_DEVICE, STACKED_SUM, SUM, Batch, zero_key
 from ..metric import note_host_update
 from ..ndarray import NDArray
+from .stages import StageError
 from .sparse_inputs import csr_input_names, dense_batch_array, lazy_rows, place_csr
 from .train_state import PendingStep
 from .views import output_zeros_shape
@@ -210,8 +211,8 @@ def _require_pending(self, what) -> PendingStep:
 
 
 def backward(self, out_grads=None) -> None:
-    if not self.for_training:
-        raise MXNetError(
+    if not self.for_training:  # MXNet asserts: a StageError is an AssertionError too
+        raise StageError(
             "backward() needs a module bound with for_training=True: re-bind "
             "with for_training=True to run backward"
         )

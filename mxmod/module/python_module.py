@@ -8,6 +8,7 @@ from .. import ndarray as nd
 from ..base import MXNetError, as_list, names_list
 from .base_module import BaseModule
 from .input_checks import _parse_data_desc_list
+from .stages import StageError
 
 
 def _named_shapes(shapes, kind: str, names) -> list:
@@ -157,7 +158,7 @@ class PythonLossModule(PythonModule):
         if out_grads is not None:
             raise MXNetError("For a loss module, out_grads should be None")
         if not self.for_training:
-            raise MXNetError("backward() needs a module bound with for_training=True")
+            raise StageError("backward() needs a module bound with for_training=True")
         self._backward_impl()
 
     def _backward_impl(self):
