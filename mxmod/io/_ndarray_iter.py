@@ -9,9 +9,7 @@ there (``_device_sources.py``): no host-to-device copy per batch.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 
-import jax
 import numpy as np
 from jax.sharding import SingleDeviceSharding
 
@@ -19,100 +17,13 @@ from ..base import MXNetError
 from ..context import current_context
 from ..ndarray import NDArray
 from ._device_sources import DeviceSources, as_sharding
-from ._host_csr import DenseRows, HostCsr, is_csr_source, remember_csr
+from ._host_csr import HostCsr
+from ._ndarray_sources import named_inputs, send, to_host, to_nd
 from .io import DataBatch, DataDesc, DataIter
 
 __all__ = ["NDArrayIter"]
 
 _HANDLES = ("pad", "discard", "roll_over")
-
-
-def _to_host(name, value):
-    """Host numpy copy of one input: NDArray/jax arrays keep their dtype, anything else
-    becomes float32 (as MXNet's ``mx.nd.array``)."""
-    if is_csr_source(value):
-        return HostCsr.from_source(value)
-    sparse = getattr(value, "stype", "default") != "default"
-    if isinstance(value, NDArray) and not sparse:
-        return value.asnumpy()
-    if isinstance(value, jax.Array):
-        return np.asarray(value)
-    if sparse or type(value).__module__.startswith("scipy.sparse"):
-        kind = getattr(value, "stype", None) or f"scipy {getattr(value, 'format', '?')}"
-        raise NotImplementedError(
-            f"NDArrayIter: input {name!r} has {kind} storage; NDArrayIter takes dense arrays "
-            "and csr (CSRNDArray or scipy.sparse.csr_matrix): convert it with "
-            ".tostype('csr') / .tocsr() or to a dense array"
-        )
-    try:
-        out = np.asarray(value, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"Invalid type '{type(value)}' for {name}, should be NDArray, numpy.ndarray "
-            "or a list/dict of them"
-        ) from None
-    if out.ndim == 0:
-        raise TypeError(f"NDArrayIter input {name!r} is a scalar; it needs a batch axis")
-    return out
-
-
-def _to_nd(arrays):
-    """NDArrays on the current context from host arrays: one batched ``device_put``
-    (``(HostCsr, positions)`` pairs become CSRNDArrays)."""
-    ctx = current_context()
-    arrays = list(arrays)
-    dense = [a for a in arrays if not isinstance(a, tuple)]
-    placed = iter(jax.device_put(dense, ctx.jax_device))
-    return [
-        a[0].to_ndarray(a[1], ctx) if isinstance(a, tuple) else NDArray(next(placed), ctx)
-        for a in arrays
-    ]
-
-
-def _send(arrays, targets):
-    """NDArrays of host batch arrays on ``targets`` (shardings; None: the current context).
-
-    One batched ``jax.device_put``: it compiles nothing (``jnp.asarray`` compiles a copy
-    program per new shape) and commits the arrays to their device, so a compiled step
-    reading them is the one its later batches find again.
-    """
-    if targets is None:
-        targets = [SingleDeviceSharding(current_context().jax_device)] * len(arrays)
-    out = [NDArray(x) for x in jax.device_put(list(arrays), list(targets))]
-    for host, arr in zip(arrays, out):
-        if isinstance(host, DenseRows):  # rows of a csr source: a Module may want them
-            remember_csr(arr, host.csr)
-    return out
-
-
-def _init_data(data, allow_empty, default_name):
-    """Canonical ``[(name, host array)]`` sorted by name, as MXNet's ``io.utils._init_data``."""
-    return sorted((k, _to_host(k, v)) for k, v in _named(data, allow_empty, default_name).items())
-
-
-def _named(data, allow_empty, default_name):
-    """``{name: input}`` as MXNet's ``io.utils._init_data`` names them."""
-    if data is None:
-        if not allow_empty:
-            raise ValueError("NDArrayIter needs data: got None")
-        data = []
-    if isinstance(data, (np.ndarray, NDArray, jax.Array)) or (
-        hasattr(data, "shape") and not isinstance(data, (list, tuple, dict))
-    ):
-        data = [data]
-    if isinstance(data, (list, tuple)):
-        if not data and not allow_empty:
-            raise ValueError("NDArrayIter needs at least one data array: got an empty list")
-        if len(data) == 1:
-            data = OrderedDict([(default_name, data[0])])
-        else:
-            data = OrderedDict(("_%d_%s" % (i, default_name), d) for i, d in enumerate(data))
-    if not isinstance(data, dict):
-        raise TypeError(
-            "Input must be NDArray, numpy.ndarray, a list of them or dict with them as "
-            f"values: got {type(data).__name__}"
-        )
-    return dict(data)
 
 
 class NDArrayIter(DataIter):
@@ -195,10 +106,10 @@ class NDArrayIter(DataIter):
                 f"NDArrayIter layout must be a string with an 'N' batch axis, got {layout!r}"
             )
         super().__init__(int(batch_size))
-        named = _named(data, allow_empty=False, default_name=data_name)
-        named_label = _named(label, allow_empty=True, default_name=label_name)
-        self._data = sorted((k, _to_host(k, v)) for k, v in named.items())
-        self._label = sorted((k, _to_host(k, v)) for k, v in named_label.items())
+        named = named_inputs(data, allow_empty=False, default_name=data_name)
+        named_label = named_inputs(label, allow_empty=True, default_name=label_name)
+        self._data = sorted((k, to_host(k, v)) for k, v in named.items())
+        self._label = sorted((k, to_host(k, v)) for k, v in named_label.items())
         # NDArrays whose in-place writes reach later batches, as MXNet's iterator reads
         # them: the caller's (until a shuffle copies them) and those data_list handed out
         self._watched: list = []
@@ -279,7 +190,7 @@ class NDArrayIter(DataIter):
             everything = np.arange(self.num_data)
             if self._perm is not None:
                 everything = self._perm
-            arrays = _to_nd(
+            arrays = to_nd(
                 (v, everything) if isinstance(v, HostCsr) else self._take(v, slice(None))
                 for _, v in sources
             )
@@ -548,8 +459,8 @@ class NDArrayIter(DataIter):
         """NDArrays of host batch arrays, sent where the iterator is placed."""
         if self._targets is None:
             self._host_batches += 1
-            return _send(host, None)
-        return _send(host, [self._targets[i] for i in which])
+            return send(host, None)
+        return send(host, [self._targets[i] for i in which])
 
     def _current(self, sources, cache, which):
         self._take_writes()
