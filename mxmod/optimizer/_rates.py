@@ -7,12 +7,13 @@ multipliers are compile-time constants and only the base rate is traced)."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
 
 HOOKS = ("_get_lr", "_get_lrs", "_get_wd", "_get_wds")
-_overriding: dict = {}
+_overriding: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # class -> bool
 
 
 def overrides_rates(opt: Any) -> bool:
