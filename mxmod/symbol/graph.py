@@ -112,10 +112,7 @@ def copy_graph(
         if node.is_var:
             if id(node) in replace:
                 continue
-            new[id(node)] = node
-            if variables:
-                new[id(node)] = Node(None, node.name, node.attrs)
-                new[id(node)].versions = node.versions
+            new[id(node)] = Node(None, node.name, node.attrs) if variables else node
             continue
         ins = []
         for child, idx in node.inputs:
