@@ -140,7 +140,6 @@ class KVStore(KVStoreBase):
     def _owned(self, key: Any, array: Any) -> bool:
         served = self._served.get(key)
         return served is not None and served[1](array)
-        self._order.setdefault(key, key if isinstance(key, int) else len(self._order))
 
     def _stored(self, key: Any, what: str) -> Any:
         key = self._key(key)
