@@ -3,6 +3,7 @@ SSD's callbacks...) that mxmod must run as MXNet 1.9.1 does."""
 
 import copy
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -659,7 +660,8 @@ def test_csr_batches_split_over_contexts_sharing_a_device():
     w = mx.sym.Variable("w", shape=(10, 3), stype="row_sparse", init=mx.init.Constant(0.1))
     net = mx.sym.SoftmaxOutput(mx.sym.sparse.dot(x, w), name="out")
     n_dev = len(__import__("jax").devices())
-    with pytest.warns(UserWarning):
+    with warnings.catch_warnings():  # cpu(k) wrapping warns (once per process)
+        warnings.simplefilter("ignore")
         ctxs = [mx.cpu(0), mx.cpu(n_dev)]
         mod = mx.mod.Module(net, label_names=["out_label"], context=ctxs)
         mod.bind([("data", (4, 10))], [("out_label", (4,))])
@@ -751,3 +753,19 @@ def test_without_update_on_kvstore_the_store_holds_summed_gradients(monkeypatch)
     kv.pull("fc_weight", out=out)
     np.testing.assert_allclose(out.asnumpy(), [[76, 90]], rtol=1e-6)
     np.testing.assert_allclose(mod.get_params()[0]["fc_weight"].asnumpy(), [[-1.4, -1.75]])
+
+
+def test_simple_bind_labels_ctx_group_arrays_with_their_context():
+    """simple_bind(group2ctx=...) arrays report their group's context, also where that
+    context shares a JAX device with another (cpu(k) past the device count wraps)."""
+    n_dev = len(__import__("jax").devices())
+    with mx.AttrScope(ctx_group="a"):
+        h = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=3, name="fc1")
+    with mx.AttrScope(ctx_group="b"):
+        out = mx.sym.MakeLoss(mx.sym.sum(mx.sym.FullyConnected(h, num_hidden=2, name="fc2")))
+    far = mx.cpu(n_dev + 1)
+    with warnings.catch_warnings():  # cpu(k) wrapping warns (once per process)
+        warnings.simplefilter("ignore")
+        exe = out.simple_bind(mx.cpu(), x=(2, 4), group2ctx={"a": far, "b": mx.cpu(2)})
+    assert exe.arg_dict["fc1_weight"].context == far and exe.grad_dict["fc1_weight"].context == far
+    assert exe.arg_dict["fc2_weight"].context == mx.cpu(2)

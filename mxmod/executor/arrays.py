@@ -30,8 +30,8 @@ def device_of(ctx):
     return ctx, ctx.jax_device
 
 
-def group_devices(sym, group2ctx) -> dict:
-    """``{variable: jax device}`` for the variables of the ``ctx_group``s ``group2ctx`` maps.
+def group_contexts(sym, group2ctx) -> dict:
+    """``{variable: Context}`` for the variables of the ``ctx_group``s ``group2ctx`` maps.
 
     The graph still runs as one XLA program on the executor's context; the arrays of a
     grouped variable live on (and its gradients return to) the group's context, as in
@@ -46,7 +46,7 @@ def group_devices(sym, group2ctx) -> dict:
     for name, attrs in sym.attr_dict().items():
         group = attrs.get("__ctx_group__") or attrs.get("ctx_group")
         if group in group2ctx:
-            out[name] = group2ctx[group].jax_device
+            out[name] = group2ctx[group]
     return out
 
 

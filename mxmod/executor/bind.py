@@ -11,7 +11,7 @@ from ..symbol.graph import aux_var_ids
 from ..symbol.stype import infer_stypes, variable_stypes
 from ..symbol.infer import propagate_shapes, propagate_types, unknown_shape_error
 from .grad_check import check_differentiable
-from .arrays import args_list, device_of, grad_reqs, group_devices, out_specs, zeros
+from .arrays import args_list, device_of, grad_reqs, group_contexts, out_specs, zeros
 from .executor import Executor, compiled_for
 
 
@@ -39,7 +39,7 @@ def simple_bind(
     ``shared_arg_names`` and ``shared_buffer`` (MXNet's memory-sharing hints) are accepted
     and unused; arguments of ``shared_exec`` with the same name and shape are shared."""
     ctx, device = device_of(ctx)
-    group_device = group_devices(sym, group2ctx)
+    group_ctx = group_contexts(sym, group2ctx)
     # as MXNet, shapes of names the symbol lacks are not used (old predict scripts pass
     # softmax_label= to a symbol without the loss head); a missing input's shape is named
     # by shape inference
@@ -74,10 +74,11 @@ def simple_bind(
             aux.append(zeros(shape, dtype, device, ctx))
             continue
         s = shared.get(n.name)
-        dev = group_device.get(n.name, device)
-        new = sparse_zeros(stypes[n.name], shape, dtype, ctx, dev)
+        where = group_ctx.get(n.name)  # a ctx_group's arrays live on (and name) its context
+        label, dev = (where, where.jax_device) if where is not None else (ctx, device)
+        new = sparse_zeros(stypes[n.name], shape, dtype, label, dev)
         args.append(s if s is not None and s.shape == shape else new)
-        grad = sparse_zeros(grad_stypes[n.name], shape, dtype, ctx, dev)
+        grad = sparse_zeros(grad_stypes[n.name], shape, dtype, label, dev)
         grads.append(None if reqs[n.name] == "null" else grad)
     return Executor(
         sym, ctx, arg_names, args, grads, reqs, aux_names, aux, out_specs(sym, inferred, types)
@@ -95,7 +96,7 @@ def bind(
     shared_exec=None,
 ) -> Executor:
     """Bind user-provided arrays (``Symbol.bind``); shapes are checked by shape inference."""
-    group_devices(sym, group2ctx)  # checked; the given arrays stay where they are
+    group_contexts(sym, group2ctx)  # checked; the given arrays stay where they are
     ctx, device = device_of(ctx)
     arg_names, aux_names = sym.list_arguments(), sym.list_auxiliary_states()
 
