@@ -769,3 +769,35 @@ def test_simple_bind_labels_ctx_group_arrays_with_their_context():
         exe = out.simple_bind(mx.cpu(), x=(2, 4), group2ctx={"a": far, "b": mx.cpu(2)})
     assert exe.arg_dict["fc1_weight"].context == far and exe.grad_dict["fc1_weight"].context == far
     assert exe.arg_dict["fc2_weight"].context == mx.cpu(2)
+
+
+def _mnist_files(folder, n):
+    import struct
+
+    images = np.zeros((n, 28, 28), np.uint8)
+    images[:, 0, 0] = np.arange(n) // 256
+    img, lab = str(folder / "img"), str(folder / "lab")
+    with open(img, "wb") as f:
+        f.write(struct.pack(">IIII", 2051, n, 28, 28) + images.tobytes())
+    with open(lab, "wb") as f:
+        f.write(struct.pack(">II", 2049, n) + (np.arange(n) % 256).astype(np.uint8).tobytes())
+    return img, lab
+
+
+def test_mnistiter_shuffles_in_mxnets_order(tmp_path):
+    """MNIST examples seed MNISTIter's shuffle; the order is MXNet's (std::shuffle with
+    std::mt19937), recorded by tests/fixtures/gen_mnist_order_golden.py."""
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "fixtures", "mnist_order", "order.json")
+    for case in json.load(open(path)):
+        img, lab = _mnist_files(tmp_path, case["n"])
+        it = mx.io.MNISTIter(
+            image=img, label=lab, batch_size=1, shuffle=True, seed=case["seed"],
+            num_parts=case["num_parts"], part_index=case["part_index"], silent=True, flat=True,
+        )  # fmt: skip
+        order = [
+            int(round(b.data[0].asnumpy()[0, 0] * 256)) * 256 + int(b.label[0].asnumpy()[0])
+            for b in it
+        ]
+        assert order == case["order"], case["seed"]

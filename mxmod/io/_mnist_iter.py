@@ -3,8 +3,8 @@
 Same output as MXNet: pixels scaled by 1/256 (not 1/255), data ``(batch, 1, 28, 28)`` or
 ``(batch, 784)`` with ``flat``, labels ``(batch,)``, only full batches (the remainder is
 dropped, ``pad`` is always 0), parts cut at ``floor(n * k / num_parts)``. With
-``shuffle`` (MXNet's default) the order is shuffled once, at construction, from ``seed``;
-the order is mxmod's own (MXNet's C++ engine sequence is not reproduced).
+``shuffle`` (MXNet's default) each part is shuffled once, at construction, in MXNet's
+order: C++ ``std::shuffle`` with ``std::mt19937(seed)`` (``mxnet_order``).
 The data is held in memory and batches are slices of it, so ``prefetch_buffer`` has
 nothing to do (accepted for compatibility); ``ctx`` is checked ('cpu'/'gpu') and batches
 go to the current context or where ``place_on()`` says.
@@ -96,7 +96,7 @@ class MNISTIter(MXDataIter):
         hi = int(n / p["num_parts"] * (p["part_index"] + 1))
         imgs, labels = imgs[lo:hi], labels[lo:hi]
         if p["shuffle"]:
-            perm = np.random.default_rng(p["seed"]).permutation(len(imgs))
+            perm = mxnet_order(len(imgs), p["seed"])
             imgs, labels = imgs[perm], labels[perm]
         dtype = np.dtype(p["dtype"] or "float32")
         self._data = (imgs.astype(np.float32) * np.float32(1.0 / 256.0)).astype(dtype)
@@ -137,3 +137,31 @@ class MNISTIter(MXDataIter):
             provide_label=self.provide_label,
         )
         return True
+
+
+def mxnet_order(n: int, seed: int) -> np.ndarray:
+    """The order MXNet's MNISTIter shuffles ``n`` images into: ``std::shuffle`` (swap
+    element ``i`` with one drawn from ``[0, i]``, ``i`` rising) driven by ``std::mt19937``
+    seeded with ``seed``, each draw made by libstdc++'s ``uniform_int_distribution``
+    (the 32-bit value divided down, values past the last whole bucket drawn again)."""
+    # numpy's legacy RandomState is the same Mersenne Twister, seeded the same way; its
+    # full-range 32-bit integers are the generator's raw outputs
+    source = np.random.RandomState(int(seed) & 0xFFFFFFFF)
+    raw: list = []
+    k = 0
+    order = list(range(n))
+    for i in range(1, n):
+        span = i + 1
+        bucket = 0xFFFFFFFF // span
+        limit = span * bucket
+        while True:
+            if k == len(raw):
+                raw = source.randint(0, 2**32, size=max(1024, n - i), dtype=np.uint32).tolist()
+                k = 0
+            draw = raw[k]
+            k += 1
+            if draw < limit:
+                break
+        j = draw // bucket
+        order[i], order[j] = order[j], order[i]
+    return np.asarray(order, dtype=np.int64)
