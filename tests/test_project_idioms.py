@@ -801,3 +801,26 @@ def test_mnistiter_shuffles_in_mxnets_order(tmp_path):
             for b in it
         ]
         assert order == case["order"], case["seed"]
+
+
+def test_exported_gluon_rnn_weights_get_their_input_size_from_the_rnn():
+    """A hybridized Gluon RNN exports its first layer's input weights as (4H, 0) Variables,
+    reshaped to 1-D and joined by _rnn_param_concat: the RNN's parameter size decides the
+    0 (split equally between the two directions), as MXNet 1.9.1 infers it."""
+    hidden, width = 2, 5
+    names = ["l0_i2h_weight", "l0_h2h_weight", "r0_i2h_weight", "r0_h2h_weight"]
+    names += [n.replace("weight", "bias") for n in names]
+    declared = {"l0_i2h_weight": (8, 0), "r0_i2h_weight": (8, 0)}
+    declared.update({"l0_h2h_weight": (8, hidden), "r0_h2h_weight": (8, hidden)})
+    parts = [mx.sym.Reshape(mx.sym.var(n, shape=declared.get(n, (8,))), shape=-1) for n in names]
+    params = mx.sym._internal._rnn_param_concat(*parts, dim=0, num_args=len(parts))
+    rnn = mx.sym.RNN(
+        mx.sym.var("data"), params, mx.sym.var("state"), mx.sym.var("cell"),
+        state_size=hidden, num_layers=1, bidirectional=True, mode="lstm",
+    )  # fmt: skip
+    args, outs, _ = rnn.infer_shape(data=(3, 4, width), state=(2, 4, 2), cell=(2, 4, 2))
+    found = dict(zip(rnn.list_arguments(), args))
+    assert found["l0_i2h_weight"] == found["r0_i2h_weight"] == (8, width)
+    assert outs == [(3, 4, 4)]
+    exe = rnn.simple_bind(mx.cpu(), data=(3, 4, width), state=(2, 4, 2), cell=(2, 4, 2))
+    assert exe.arg_dict["l0_i2h_weight"].shape == (8, width)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Optional
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from ..base import FLAG_DTYPES, MXNetError
 from ..ops._attrs import AttrError, p_shape
+from ..ops.shape import norm_axis
 from .graph import Node, aux_var_ids, topo_order
 
 Entry = tuple[int, int]
@@ -81,6 +83,53 @@ def _shape_from_output(node: Node, shapes: dict) -> bool:
             shapes[(id(child), k)] = new
             filled = True
     return filled
+
+
+# Joins whose known output decides one input of unknown size, as MXNet's shape rules run
+# backwards: a Gluon RNN exports its weights as Variables of shape (4H, 0) reshaped to 1-D
+# and joined by ``_rnn_param_concat``; the RNN operator knows the joined size.
+_JOINS = ("Concat", "_rnn_param_concat")
+
+
+def _inputs_from_output(node: Node, shapes: dict) -> bool:
+    """Fill the one undecided input of a Concat (or the unknown dim of a Reshape's input)
+    from the node's known output; True if filled."""
+    out = shapes.get((id(node), 0))
+    if not complete(out) or not node.inputs:
+        return False
+    ins = [shapes.get((id(c), k)) for c, k in node.inputs]
+    if node.op.name == "Reshape":
+        old = ins[0]
+        if old is None or complete(old) or sum(d <= 0 for d in old) != 1:
+            return False
+        known = math.prod(d for d in old if d > 0)
+        if known == 0 or math.prod(out) % known:
+            return False
+        new = tuple(d if d > 0 else math.prod(out) // known for d in old)
+        child, k = node.inputs[0]
+        shapes[(id(child), k)] = new
+        return True
+    if node.op.name not in _JOINS:
+        return False
+    # one input open (Concat); several for _rnn_param_concat, which splits what is left
+    # equally (a bidirectional layer's two input weights), as MXNet's rule does
+    open_ = [i for i, s in enumerate(ins) if not complete(s)]
+    many = node.op.name == "_rnn_param_concat"
+    if not open_ or (len(open_) > 1 and not many):
+        return False
+    if any(s is not None and len(s) != len(out) for s in ins):
+        return False
+    ax = norm_axis(node.parsed().dim, len(out), "dim")
+    left = out[ax] - sum(s[ax] for i, s in enumerate(ins) if i not in open_)
+    if left <= 0 or left % len(open_):
+        return False
+    new = out[:ax] + (left // len(open_),) + out[ax + 1 :]
+    if any(ins[i] is not None and _merge(ins[i], new) != new for i in open_):
+        return False
+    for i in open_:
+        child, k = node.inputs[i]
+        shapes[(id(child), k)] = new
+    return True
 
 
 # ------------------------------------------------------------------ partial shapes
@@ -266,6 +315,7 @@ def partial_shapes(sym, given: dict[str, tuple]) -> tuple[list[Node], dict[Entry
             new_in, outs = _probe(node, ins)
         changed = _fill_shapes(node, new_in, outs, shapes)
         changed = _batch_from_output(node, shapes) or changed
+        changed = _inputs_from_output(node, shapes) or changed
         return _shape_from_output(node, shapes) or changed
 
     return _propagate(sym, variable, infer)
