@@ -464,7 +464,6 @@ class NDArrayIter(DataIter):
 
     def _current(self, sources, cache, which):
         self._take_writes()
-        sources = self._data if sources is self._data else self._label
         if self.cursor >= self.num_data:
             raise MXNetError("NDArrayIter: the epoch is over, call reset() before reading")
         if not which:
